@@ -1,0 +1,5 @@
+import sys
+
+from helikon.cli import main
+
+sys.exit(main())

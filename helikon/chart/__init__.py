@@ -1,0 +1,1 @@
+"""Loop charts: authoring (dsl), named guards and actions, compiling and checking."""

@@ -1,0 +1,196 @@
+"""`compile_chart`: a chart class in, a frozen `TransitionTable` out, as small pure passes.
+
+    read_chart    the class's states and transitions -> a `ChartSpec` of plain rows
+    check_chart   every compile-time check (helikon.chart.validate), all problems at once
+    build_table   resolve guard and action names, add the implicit rows, freeze
+
+The chart class is read, never instantiated.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from statemachine import StateChart
+
+from helikon.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
+from helikon.chart.guards import GUARDS, Guard
+from helikon.chart.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
+from helikon.errors import ChartDefinitionError
+from helikon.state import BUILTIN_PHASES, INPUT_KINDS
+
+# What each built-in phase waits for; a custom phase waits for a model response unless the
+# chart's `awaits` says otherwise. Every non-terminal phase also takes cancel and fail.
+BUILTIN_AWAITS: Mapping[str, tuple[str, ...]] = {
+    "CallingModel": ("model_response",),
+    "ExecutingTools": ("tool_results",),
+    "NeedsApproval": ("approval_decisions",),
+    "ApplyingHandoff": ("handoff_result",),
+    "Finalizing": ("model_response",),
+    "RepairingOutput": ("model_response",),
+    "Compacting": ("model_response",),
+}
+ALWAYS_AWAITED = ("cancel", "fail")
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSpec:
+    """What a chart class declares, as plain data; `rows` are in declaration order."""
+
+    name: str
+    initial: str
+    phases: tuple[Phase, ...]
+    rows: tuple[Row, ...]
+    awaits: Mapping[str, tuple[str, ...]]
+    prompts: Mapping[str, str]
+
+    def awaited(self, phase: Phase) -> tuple[str, ...]:
+        """The input kinds `phase` must have rows for."""
+        if phase.final:
+            return ()
+        own = self.awaits.get(phase.name) or BUILTIN_AWAITS.get(phase.name, ("model_response",))
+        start = ("start",) if phase.name == self.initial else ()
+        declared = tuple(row.input_kind for row in self.rows if row.source == phase.name)
+        return tuple(dict.fromkeys((*start, *own, *declared, *ALWAYS_AWAITED)))
+
+
+def compile_chart(
+    chart: Any,
+    guards: Mapping[str, Guard] | None = None,
+    actions: Mapping[str, Action] | None = None,
+) -> TransitionTable:
+    """Compile a chart class into a frozen `TransitionTable`.
+
+    Args:
+        chart: a `LoopChart` (python-statemachine `StateChart`) subclass; not an instance.
+        guards: extra named guards, added to (and overriding) the default ones.
+        actions: extra named actions, added to (and overriding) the default ones.
+
+    Raises:
+        ChartDefinitionError: the chart cannot be compiled; the message lists every
+            problem, each naming its state and input.
+    """
+    from helikon.chart.validate import check_chart
+
+    guard_fns = {**GUARDS, **(guards or {})}
+    action_fns = {**ACTIONS, **(actions or {})}
+    spec = read_chart(chart)
+    check_chart(spec, guard_fns, action_fns)
+    return build_table(spec, guard_fns, action_fns)
+
+
+def read_chart(chart: Any) -> ChartSpec:
+    """Read a chart class's phases and rows, refusing what helikon cannot interpret."""
+    if not (inspect.isclass(chart) and issubclass(chart, StateChart)):
+        raise ChartDefinitionError(
+            f"expected a python-statemachine StateChart subclass, got {chart!r}"
+        )
+    if not chart.states or chart.initial_state is None:
+        raise ChartDefinitionError(f"chart {chart.__name__} declares no states")
+    phases = tuple(_phase(state) for state in chart.states)
+    rows: list[Row] = []
+    for state in chart.states:
+        for transition in state.transitions:
+            for event in transition.events:
+                rows.append(_row(len(rows), state, transition, str(event)))
+    return ChartSpec(
+        chart.__name__,
+        chart.initial_state.name,
+        phases,
+        tuple(rows),
+        MappingProxyType(dict(getattr(chart, "awaits", {}))),
+        MappingProxyType(dict(getattr(chart, "prompts", {}))),
+    )
+
+
+def _phase(state: Any) -> Phase:
+    if state.is_compound or state.parallel:
+        raise ChartDefinitionError(
+            f"state {state.name}: nested and parallel states are not supported in loop charts",
+            state=state.name,
+        )
+    return Phase(state.name, bool(state.final), state.name not in BUILTIN_PHASES)
+
+
+def _row(index: int, state: Any, transition: Any, event: str) -> Row:
+    where = f"state {state.name}, input {event}"
+    if event not in INPUT_KINDS:
+        raise ChartDefinitionError(
+            f"{where}: unknown input kind {event!r}; "
+            f"events must be one of {', '.join(INPUT_KINDS)}",
+            state=state.name,
+            input_kind=event,
+        )
+    if len(transition.targets) != 1:
+        raise ChartDefinitionError(
+            f"{where}: a row needs exactly one target", state=state.name, input_kind=event
+        )
+    guards = tuple(_guard(spec, where, state.name, event) for spec in transition.cond)
+    actions = [spec.func for spec in transition.on if not spec.is_convention]
+    if len(actions) != 1 or not isinstance(actions[0], str):
+        raise ChartDefinitionError(
+            f"{where} -> {transition.target.name}: a row needs exactly one action named "
+            f'with on="...", found {actions!r}',
+            state=state.name,
+            input_kind=event,
+        )
+    return Row(index, state.name, event, guards, transition.target.name, actions[0])
+
+
+def _guard(spec: Any, where: str, state: str, event: str) -> GuardRef:
+    if not isinstance(spec.func, str) or not spec.func.isidentifier():
+        raise ChartDefinitionError(
+            f"{where}: guard {spec.func!r} must be a single registered guard name; "
+            "use cond= for guards that must hold and unless= for guards that must not",
+            state=state,
+            input_kind=event,
+        )
+    return GuardRef(spec.func, bool(spec.expected_value))
+
+
+def build_table(
+    spec: ChartSpec, guards: Mapping[str, Guard], actions: Mapping[str, Action]
+) -> TransitionTable:
+    """Freeze a checked spec: resolve names and make the table total with implicit rows."""
+    rows = list(spec.rows)
+    dispatch: dict[str, Mapping[str, tuple[CompiledRow, ...]]] = {}
+    for phase in spec.phases:
+        by_kind: dict[str, tuple[CompiledRow, ...]] = {}
+        for kind in INPUT_KINDS:
+            own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
+            if not own:
+                action = "absorb" if phase.final else "reject_input"
+                target = phase.name if phase.final else "Failed"
+                own = [Row(len(rows), phase.name, kind, (), target, action, implicit=True)]
+                rows.extend(own)
+            by_kind[kind] = tuple(_compiled(row, guards, actions) for row in own)
+        dispatch[phase.name] = MappingProxyType(by_kind)
+    used_guards = {ref.name for row in rows for ref in row.guards}
+    used_actions = {row.action for row in rows}
+    return TransitionTable(
+        spec.name,
+        spec.initial,
+        spec.phases,
+        tuple(rows),
+        MappingProxyType(dispatch),
+        MappingProxyType({name: _doc(guards[name]) for name in sorted(used_guards)}),
+        MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
+        spec.prompts,
+    )
+
+
+def _compiled(row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action]) -> CompiledRow:
+    checks = tuple((guards[ref.name], ref.expected) for ref in row.guards)
+    return CompiledRow(row, checks, _action(row.action, actions))
+
+
+def _action(name: str, actions: Mapping[str, Action]) -> Action:
+    return actions[name] if name in actions else IMPLICIT_ACTIONS[name]
+
+
+def _doc(function: Any) -> str:
+    return inspect.getdoc(function) or ""

@@ -1,0 +1,171 @@
+"""The typed event stream of a run: one frozen value per variant, tagged by `type`.
+
+Raw deltas (`TokenDelta`, `ReasoningDelta`, `ToolCallDelta`) stream as the provider emits them;
+`MessageOutput`, `ToolCallItem` and `ToolOutputItem` carry the same content re-aggregated once
+the turn settles. A run's stream ends with exactly one of `RunCompleted`, `RunFailed` or
+`RunSuspended`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from helikon.approvals import ApprovalRequest
+from helikon.errors import AgentError
+from helikon.items import AssistantMessage, FinalOutput, ToolCall, ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    agent: str
+    run_id: str = ""
+    type: Literal["run_started"] = field(default="run_started", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    turn: int
+    type: Literal["turn_started"] = field(default="turn_started", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDelta:
+    text: str
+    type: Literal["token_delta"] = field(default="token_delta", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    type: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call; `call_id` is on every fragment."""
+
+    call_id: str
+    arguments_delta: str
+    name: str | None = None
+    type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageOutput:
+    item: AssistantMessage
+    type: Literal["message_output"] = field(default="message_output", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallItem:
+    item: ToolCall
+    type: Literal["tool_call_item"] = field(default="tool_call_item", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutputItem:
+    item: ToolResult
+    type: Literal["tool_output_item"] = field(default="tool_output_item", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffItem:
+    """Control passed between agents; serialized as `from` / `to`."""
+
+    from_agent: Annotated[str, Field(alias="from")]
+    to_agent: Annotated[str, Field(alias="to")]
+    type: Literal["handoff_item"] = field(default="handoff_item", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentUpdated:
+    agent: str
+    type: Literal["agent_updated"] = field(default="agent_updated", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailTriggered:
+    guardrail: str
+    stage: Literal["input", "output"]
+    message: str = ""
+    type: Literal["guardrail_triggered"] = field(
+        default="guardrail_triggered", init=False, repr=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    request: ApprovalRequest
+    type: Literal["approval_requested"] = field(
+        default="approval_requested", init=False, repr=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDenied:
+    call_id: str
+    tool: str
+    reason: str = ""
+    type: Literal["permission_denied"] = field(default="permission_denied", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairStarted:
+    attempt: int
+    errors: tuple[str, ...] = ()
+    type: Literal["repair_started"] = field(default="repair_started", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredOutputFailed:
+    errors: tuple[str, ...]
+    raw: str
+    type: Literal["structured_output_failed"] = field(
+        default="structured_output_failed", init=False, repr=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompleted:
+    output: FinalOutput
+    type: Literal["run_completed"] = field(default="run_completed", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    error: AgentError
+    type: Literal["run_failed"] = field(default="run_failed", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSuspended:
+    """The run waits for approvals out of process; resume it with decisions for `pending`."""
+
+    pending: tuple[ApprovalRequest, ...]
+    type: Literal["run_suspended"] = field(default="run_suspended", init=False, repr=False)
+
+
+AgentEvent = Annotated[
+    RunStarted
+    | TurnStarted
+    | TokenDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | MessageOutput
+    | ToolCallItem
+    | ToolOutputItem
+    | HandoffItem
+    | AgentUpdated
+    | GuardrailTriggered
+    | ApprovalRequested
+    | PermissionDenied
+    | RepairStarted
+    | StructuredOutputFailed
+    | RunCompleted
+    | RunFailed
+    | RunSuspended,
+    Field(discriminator="type"),
+]

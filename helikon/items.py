@@ -1,0 +1,133 @@
+"""Conversation items and token usage: the values a run's conversation is made of.
+
+Every value here is a frozen, slotted dataclass. pydantic validates them at the boundaries
+(JSON, dicts from providers or stores) through the adapters in `helikon.codec`; inside the
+pure core they are built directly, which keeps `transition` allocation-light.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+ToolResultStatus = Literal["executed", "errored", "denied", "rejected", "skipped", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and requests spent; `a + b` adds field by field."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+            self.requests + other.requests,
+        )
+
+
+ZERO_USAGE = Usage()
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str
+    type: Literal["user_message"] = field(default="user_message", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+    type: Literal["system_message"] = field(default="system_message", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """Text the model produced; `agent` names the agent that spoke, when known."""
+
+    content: str
+    agent: str | None = None
+    type: Literal["assistant_message"] = field(default="assistant_message", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    content: str
+    type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for; `arguments` is the JSON text exactly as the model wrote it."""
+
+    call_id: str
+    name: str
+    arguments: str
+    type: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The one result every tool call gets; `status` says how the call ended."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+    status: ToolResultStatus = "executed"
+    type: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSummary:
+    """A model-written summary standing in for every item before it.
+
+    The items it summarises stay in the run's log; only the model's view is shortened: the
+    model sees the instructions, then the conversation from the latest summary on.
+    """
+
+    content: str
+    type: Literal["compaction_summary"] = field(
+        default="compaction_summary", init=False, repr=False
+    )
+
+
+Item = Annotated[
+    UserMessage
+    | SystemMessage
+    | AssistantMessage
+    | Reasoning
+    | ToolCall
+    | ToolResult
+    | CompactionSummary,
+    Field(discriminator="type"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Sampling settings passed through to the model unchanged."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    parallel_tool_calls: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinalOutput:
+    """What a finished run produced: the final text, the validated typed value, total usage.
+
+    `value` is the output type's validated value in JSON form (what `output_type` dumps to);
+    `RunResultStreaming.collect_typed(T)` turns it back into a `T`.
+    """
+
+    text: str | None
+    value: Any = None
+    usage: Usage = ZERO_USAGE

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, then run it: lint, types, tests.
+# Works on a fresh Debian machine with Python 3.11 as root; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+.venv/bin/ruff check helikon tests bench charts
+.venv/bin/ruff format --check helikon tests bench charts
+.venv/bin/mypy
+.venv/bin/pytest "$@"
