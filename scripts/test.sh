@@ -4,6 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# System packages: Graphviz's `dot` renders diagrams.
+missing=()
+command -v dot >/dev/null || missing+=(graphviz)
+if ((${#missing[@]})); then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
 

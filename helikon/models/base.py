@@ -1,0 +1,139 @@
+"""The model protocol: what a driver sends a model, and the chunks a model streams back.
+
+A model is anything with `stream(request) -> AsyncIterator[ModelChunk]`. Chunks are raw
+deltas as the provider emits them; `ResponseAssembler` folds them into the settled
+`ModelResponse` the loop consumes. Tool-call fragments carry their `call_id` on every chunk
+(adapters map provider indices to ids), and a call's arguments are only parsed by the loop
+once the response has settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from helikon.items import (
+    ZERO_USAGE,
+    AssistantMessage,
+    Item,
+    ModelSettings,
+    Reasoning,
+    ToolCall,
+    Usage,
+)
+from helikon.state import ModelRequest, ModelResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInput:
+    """Everything one model call needs.
+
+    Args:
+        instructions: the agent's system instructions.
+        items: the conversation as the model should see it (after compaction, if any).
+        tools: the tools offered; empty when `request.tools` is false.
+        request: what the loop asks for (purpose, response format, repair errors, prompt).
+        settings: sampling settings, passed through.
+    """
+
+    instructions: str
+    items: tuple[Item, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    request: ModelRequest = field(default_factory=lambda: ModelRequest("turn"))
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    text: str
+    kind: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    text: str
+    kind: Literal["reasoning"] = field(default="reasoning", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A fragment of a tool call; `name` is set on (at least) the first fragment."""
+
+    call_id: str
+    arguments_delta: str = ""
+    name: str | None = None
+    kind: Literal["tool_call"] = field(default="tool_call", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    """The provider's usage report for this call; the last one of a call wins."""
+
+    usage: Usage
+    kind: Literal["usage"] = field(default="usage", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FinishChunk:
+    reason: str
+    kind: Literal["finish"] = field(default="finish", init=False)
+
+
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that streams a model's answer to a `ModelInput`."""
+
+    def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]: ...
+
+
+class ResponseAssembler:
+    """Folds a call's chunks into one `ModelResponse`.
+
+    Text and reasoning accumulate; tool calls are assembled per `call_id`, in the order
+    their first fragment arrived; usage is the last report (never summed within a call).
+    """
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._names: dict[str, str] = {}
+        self._arguments: dict[str, list[str]] = {}
+        self._usage = ZERO_USAGE
+        self._finish = "stop"
+
+    def add(self, chunk: ModelChunk) -> None:
+        if isinstance(chunk, TextChunk):
+            self._text.append(chunk.text)
+        elif isinstance(chunk, ReasoningChunk):
+            self._reasoning.append(chunk.text)
+        elif isinstance(chunk, ToolCallChunk):
+            self._arguments.setdefault(chunk.call_id, []).append(chunk.arguments_delta)
+            if chunk.name:
+                self._names[chunk.call_id] = chunk.name
+        elif isinstance(chunk, UsageChunk):
+            self._usage = chunk.usage
+        else:
+            self._finish = chunk.reason
+
+    def response(self, agent: str | None = None) -> ModelResponse:
+        items: list[Item] = []
+        if self._reasoning:
+            items.append(Reasoning("".join(self._reasoning)))
+        if self._text:
+            items.append(AssistantMessage("".join(self._text), agent))
+        for call_id, parts in self._arguments.items():
+            items.append(ToolCall(call_id, self._names.get(call_id, ""), "".join(parts)))
+        return ModelResponse(tuple(items), self._usage, self._finish)
