@@ -8,9 +8,9 @@ it, so a tool never runs with arguments a human did not see.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from helikon.items import ToolCall
+from helikon.values import value
 
 
 def arguments_hash(arguments: str) -> str:
@@ -18,7 +18,7 @@ def arguments_hash(arguments: str) -> str:
     return hashlib.sha256(arguments.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ApprovalRequest:
     """A call waiting for a decision, with the hash a decision must quote."""
 
@@ -36,7 +36,7 @@ class ApprovalRequest:
         return ApprovalDecision(self.call.call_id, self.arguments_hash, False, reason)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ApprovalDecision:
     """A human's or a policy's answer for one pending call."""
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from helikon.items import ToolCall
-from helikon.state import ModelRequest
+from helikon.state import CallModel, ModelRequest
 
 if TYPE_CHECKING:
     from helikon.chart.table import TransitionTable
@@ -104,9 +104,20 @@ class TransitionCtx:
     prompts: Mapping[str, str] = field(default_factory=dict)
     table: TransitionTable = field(default_factory=_default_table)
     requests: Mapping[str, ModelRequest] = field(init=False, repr=False, compare=False)
+    calls: Mapping[str, CallModel] = field(init=False, repr=False, compare=False)
+    restricted: bool = field(init=False, repr=False, compare=False)
+    asks: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "requests", MappingProxyType(self._requests()))
+        requests = self._requests()
+        object.__setattr__(self, "requests", MappingProxyType(requests))
+        calls = {phase: CallModel(request) for phase, request in requests.items()}
+        object.__setattr__(self, "calls", MappingProxyType(calls))
+        policy = self.call_policy is not None
+        object.__setattr__(self, "asks", policy or "ask" in self.tools.values())
+        object.__setattr__(
+            self, "restricted", policy or any(p != "allow" for p in self.tools.values())
+        )
 
     def _requests(self) -> dict[str, ModelRequest]:
         schema = self.output.response_format() if self.output else None
@@ -126,6 +137,11 @@ class TransitionCtx:
         """The model request a model-calling phase issues."""
         request = self.requests.get(phase)
         return request if request is not None else ModelRequest(phase, tools=False)
+
+    def call_for(self, phase: str) -> CallModel:
+        """The `CallModel` action of a model-calling phase (built once per context)."""
+        call = self.calls.get(phase)
+        return call if call is not None else CallModel(self.request_for(phase))
 
     def permission(self, call: ToolCall) -> Permission:
         """The call's permission: the tool's static one, tightened by `call_policy`."""

@@ -13,17 +13,19 @@ context::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Literal
 
 from pydantic import Field
+
+from helikon.values import value
 
 ModelFailureReason = Literal[
     "rate_limited", "context_too_long", "refused", "unavailable", "bad_response", "exhausted"
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MaxTurnsExceeded:
     """The tool loop used all `max_turns` model calls without a final answer."""
 
@@ -31,7 +33,7 @@ class MaxTurnsExceeded:
     kind: Literal["max_turns_exceeded"] = field(default="max_turns_exceeded", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class BudgetExceeded:
     """The run's token budget was spent before it finished."""
 
@@ -40,7 +42,7 @@ class BudgetExceeded:
     kind: Literal["budget_exceeded"] = field(default="budget_exceeded", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelOutputTruncated:
     """The model stopped at its length limit without a complete answer or tool call."""
 
@@ -48,7 +50,7 @@ class ModelOutputTruncated:
     kind: Literal["model_output_truncated"] = field(default="model_output_truncated", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class EmptyModelResponse:
     """The model answered with no text and no tool calls."""
 
@@ -56,7 +58,7 @@ class EmptyModelResponse:
     kind: Literal["empty_model_response"] = field(default="empty_model_response", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class InvalidStructuredOutput:
     """The output failed validation twice: once, then after its one repair turn."""
 
@@ -67,13 +69,13 @@ class InvalidStructuredOutput:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Cancelled:
     reason: str = ""
     kind: Literal["cancelled"] = field(default="cancelled", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GuardrailTripped:
     guardrail: str
     stage: Literal["input", "output"]
@@ -81,7 +83,7 @@ class GuardrailTripped:
     kind: Literal["guardrail_tripped"] = field(default="guardrail_tripped", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MaxAgentDepthExceeded:
     max_agent_depth: int
     agent: str
@@ -90,7 +92,7 @@ class MaxAgentDepthExceeded:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelCallFailed:
     """A model call failed for good (after the driver's retries)."""
 
@@ -100,7 +102,7 @@ class ModelCallFailed:
     kind: Literal["model_call_failed"] = field(default="model_call_failed", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolFailed:
     """A tool raised `FatalToolError`, which fails the run instead of returning to the model."""
 
@@ -110,13 +112,13 @@ class ToolFailed:
     kind: Literal["tool_failed"] = field(default="tool_failed", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TimedOut:
     seconds: float
     kind: Literal["timed_out"] = field(default="timed_out", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UnexpectedInput:
     """The driver fed a phase an input it never waits for: a driver bug, failed closed."""
 

@@ -8,7 +8,7 @@ the turn settles. A run's stream ends with exactly one of `RunCompleted`, `RunFa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -16,34 +16,35 @@ from pydantic import Field
 from helikon.approvals import ApprovalRequest
 from helikon.errors import AgentError
 from helikon.items import AssistantMessage, FinalOutput, ToolCall, ToolResult
+from helikon.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RunStarted:
     agent: str
     run_id: str = ""
     type: Literal["run_started"] = field(default="run_started", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TurnStarted:
     turn: int
     type: Literal["turn_started"] = field(default="turn_started", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TokenDelta:
     text: str
     type: Literal["token_delta"] = field(default="token_delta", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReasoningDelta:
     text: str
     type: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallDelta:
     """A fragment of a streamed tool call; `call_id` is on every fragment."""
 
@@ -53,25 +54,25 @@ class ToolCallDelta:
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MessageOutput:
     item: AssistantMessage
     type: Literal["message_output"] = field(default="message_output", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallItem:
     item: ToolCall
     type: Literal["tool_call_item"] = field(default="tool_call_item", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolOutputItem:
     item: ToolResult
     type: Literal["tool_output_item"] = field(default="tool_output_item", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HandoffItem:
     """Control passed between agents; serialized as `from` / `to`."""
 
@@ -80,13 +81,13 @@ class HandoffItem:
     type: Literal["handoff_item"] = field(default="handoff_item", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AgentUpdated:
     agent: str
     type: Literal["agent_updated"] = field(default="agent_updated", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GuardrailTriggered:
     guardrail: str
     stage: Literal["input", "output"]
@@ -96,7 +97,7 @@ class GuardrailTriggered:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ApprovalRequested:
     request: ApprovalRequest
     type: Literal["approval_requested"] = field(
@@ -104,7 +105,7 @@ class ApprovalRequested:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PermissionDenied:
     call_id: str
     tool: str
@@ -112,14 +113,14 @@ class PermissionDenied:
     type: Literal["permission_denied"] = field(default="permission_denied", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RepairStarted:
     attempt: int
     errors: tuple[str, ...] = ()
     type: Literal["repair_started"] = field(default="repair_started", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class StructuredOutputFailed:
     errors: tuple[str, ...]
     raw: str
@@ -128,19 +129,19 @@ class StructuredOutputFailed:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RunCompleted:
     output: FinalOutput
     type: Literal["run_completed"] = field(default="run_completed", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RunFailed:
     error: AgentError
     type: Literal["run_failed"] = field(default="run_failed", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RunSuspended:
     """The run waits for approvals out of process; resume it with decisions for `pending`."""
 

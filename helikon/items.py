@@ -7,15 +7,17 @@ pure core they are built directly, which keeps `transition` allocation-light.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from helikon.values import value
+
 ToolResultStatus = Literal["executed", "errored", "denied", "rejected", "skipped", "cancelled"]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Usage:
     """Tokens and requests spent; `a + b` adds field by field."""
 
@@ -36,19 +38,19 @@ class Usage:
 ZERO_USAGE = Usage()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UserMessage:
     content: str
     type: Literal["user_message"] = field(default="user_message", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SystemMessage:
     content: str
     type: Literal["system_message"] = field(default="system_message", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AssistantMessage:
     """Text the model produced; `agent` names the agent that spoke, when known."""
 
@@ -57,13 +59,13 @@ class AssistantMessage:
     type: Literal["assistant_message"] = field(default="assistant_message", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Reasoning:
     content: str
     type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCall:
     """A call the model asked for; `arguments` is the JSON text exactly as the model wrote it."""
 
@@ -73,7 +75,7 @@ class ToolCall:
     type: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResult:
     """The one result every tool call gets; `status` says how the call ended."""
 
@@ -84,7 +86,7 @@ class ToolResult:
     type: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CompactionSummary:
     """A model-written summary standing in for every item before it.
 
@@ -110,7 +112,7 @@ Item = Annotated[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelSettings:
     """Sampling settings passed through to the model unchanged."""
 
@@ -120,7 +122,7 @@ class ModelSettings:
     parallel_tool_calls: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FinalOutput:
     """What a finished run produced: the final text, the validated typed value, total usage.
 

@@ -9,7 +9,7 @@ applies each outcome's `conversation_appends`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
@@ -18,11 +18,12 @@ from helikon.approvals import ApprovalDecision, ApprovalRequest
 from helikon.errors import AgentError
 from helikon.events import AgentEvent
 from helikon.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
+from helikon.values import value
 
 # ---------------------------------------------------------------- phases
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallingModel:
     """About to invoke the model for `turn` (0-based)."""
 
@@ -31,7 +32,7 @@ class CallingModel:
     phase: Literal["CallingModel"] = field(default="CallingModel", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ExecutingTools:
     """The model asked for `calls`; the ones not already `settled` run concurrently.
 
@@ -47,7 +48,7 @@ class ExecutingTools:
     phase: Literal["ExecutingTools"] = field(default="ExecutingTools", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class NeedsApproval:
     """Some calls of the batch `calls` wait for a decision; the run waits with them.
 
@@ -64,7 +65,7 @@ class NeedsApproval:
     phase: Literal["NeedsApproval"] = field(default="NeedsApproval", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ApplyingHandoff:
     """Control passes to agent `target`; the driver threads the transcript to it."""
 
@@ -75,7 +76,7 @@ class ApplyingHandoff:
     phase: Literal["ApplyingHandoff"] = field(default="ApplyingHandoff", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Finalizing:
     """One constrained turn asking the model for the configured output type."""
 
@@ -84,7 +85,7 @@ class Finalizing:
     phase: Literal["Finalizing"] = field(default="Finalizing", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RepairingOutput:
     """The one repair turn after a failed validation; `errors` go into its request."""
 
@@ -95,7 +96,7 @@ class RepairingOutput:
     phase: Literal["RepairingOutput"] = field(default="RepairingOutput", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Compacting:
     """The conversation is over its token budget; the model is asked for a summary."""
 
@@ -104,7 +105,7 @@ class Compacting:
     phase: Literal["Compacting"] = field(default="Compacting", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Done:
     output: FinalOutput
     phase: Literal["Done"] = field(default="Done", init=False)
@@ -114,14 +115,14 @@ class Done:
         return self.output.usage
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Failed:
     error: AgentError
     usage: Usage = ZERO_USAGE
     phase: Literal["Failed"] = field(default="Failed", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CustomPhase:
     """A phase a custom chart adds (e.g. Planning): it calls the model with its own prompt."""
 
@@ -166,7 +167,7 @@ LoopState = Annotated[
 # ---------------------------------------------------------------- inputs
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Start:
     """Begin the run; `items` (the user's input) are appended to the conversation."""
 
@@ -174,7 +175,7 @@ class Start:
     kind: Literal["start"] = field(default="start", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelResponse:
     """One settled model call: its items in order, its usage, why it stopped."""
 
@@ -184,19 +185,19 @@ class ModelResponse:
     kind: Literal["model_response"] = field(default="model_response", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResults:
     results: tuple[ToolResult, ...]
     kind: Literal["tool_results"] = field(default="tool_results", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ApprovalDecisions:
     decisions: tuple[ApprovalDecision, ...]
     kind: Literal["approval_decisions"] = field(default="approval_decisions", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HandoffResult:
     """How the handoff target's run ended: `output` on success, else `error`.
 
@@ -209,13 +210,13 @@ class HandoffResult:
     kind: Literal["handoff_result"] = field(default="handoff_result", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Cancel:
     reason: str = ""
     kind: Literal["cancel"] = field(default="cancel", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Fail:
     """The driver failed the run: a model error after retries, a fatal tool, a guardrail."""
 
@@ -240,7 +241,7 @@ INPUT_KINDS = (
 # ---------------------------------------------------------------- actions
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelRequest:
     """What the driver should ask the model, beyond the conversation itself.
 
@@ -256,32 +257,32 @@ class ModelRequest:
     repair_errors: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallModel:
     request: ModelRequest
     kind: Literal["call_model"] = field(default="call_model", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ExecuteTools:
     calls: tuple[ToolCall, ...]
     kind: Literal["execute_tools"] = field(default="execute_tools", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AwaitApproval:
     pending: tuple[ApprovalRequest, ...]
     kind: Literal["await_approval"] = field(default="await_approval", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Handoff:
     target: str
     call_id: str
     kind: Literal["handoff"] = field(default="handoff", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Terminate:
     kind: Literal["terminate"] = field(default="terminate", init=False)
 
@@ -293,7 +294,7 @@ NextAction = Annotated[
 TERMINATE = Terminate()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TransitionOutcome:
     """One step's result: where the loop is now, what it says, what to do, what to append."""
 

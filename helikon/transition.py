@@ -43,12 +43,12 @@ def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:
     Returns:
         The `TransitionOutcome`: next state, events in order, next action, appends.
     """
-    for compiled in ctx.table.dispatch[state.phase][inp.kind]:
-        for guard, expected in compiled.checks:
+    for checks, action, target, _ in ctx.table.dispatch[state.phase][inp.kind]:
+        for guard, expected in checks:
             if guard(state, inp, ctx) is not expected:
                 break
         else:
-            return compiled.action(state, inp, ctx, compiled.row.target)
+            return action(state, inp, ctx, target)
     raise AssertionError("unreachable: a compiled table always ends in a fallback row")
 
 

@@ -75,15 +75,17 @@ Outcome = TransitionOutcome
 # ---------------------------------------------------------------- shared pieces
 
 
+MODEL_PHASES: Mapping[str, Callable[[int, Usage], Any]] = {
+    "CallingModel": CallingModel,
+    "Finalizing": Finalizing,
+    "Compacting": Compacting,
+}
+
+
 def model_phase(target: str, turn: int, usage: Usage) -> Any:
     """The state of a model-calling phase named `target`."""
-    if target == "CallingModel":
-        return CallingModel(turn, usage)
-    if target == "Finalizing":
-        return Finalizing(turn, usage)
-    if target == "Compacting":
-        return Compacting(turn, usage)
-    return CustomPhase(target, turn, usage)
+    build = MODEL_PHASES.get(target)
+    return build(turn, usage) if build is not None else CustomPhase(target, turn, usage)
 
 
 def enter(
@@ -95,19 +97,17 @@ def enter(
     appends: tuple[Item, ...],
 ) -> Outcome:
     """Enter model-calling phase `target` and ask for its request."""
-    return Outcome(
-        model_phase(target, turn, usage), events, CallModel(ctx.request_for(target)), appends
-    )
+    return Outcome(model_phase(target, turn, usage), events, ctx.call_for(target), appends)
 
 
 def response_events(items: tuple[Item, ...]) -> tuple[AgentEvent, ...]:
     """MessageOutput for each message and ToolCallItem for each call, in response order."""
     events: list[AgentEvent] = []
     for item in items:
-        if type(item) is AssistantMessage:
-            events.append(MessageOutput(item))
-        elif type(item) is ToolCall:
+        if type(item) is ToolCall:
             events.append(ToolCallItem(item))
+        elif type(item) is AssistantMessage:
+            events.append(MessageOutput(item))
     return tuple(events)
 
 
@@ -125,12 +125,12 @@ def settle(state: Any, inp: Any) -> tuple[ToolResult, ...]:
     """
     calls: tuple[ToolCall, ...] = state.calls
     results: tuple[ToolResult, ...] = inp.results
-    if (
-        not state.settled
-        and len(results) == len(calls)
-        and all(r.call_id == c.call_id for r, c in zip(results, calls, strict=True))
-    ):
-        return results
+    if not state.settled and len(results) == len(calls):
+        for result, call in zip(results, calls, strict=True):
+            if result.call_id != call.call_id:
+                break
+        else:
+            return results
     by_id: dict[str, ToolResult] = {}
     for result in (*state.settled, *results):
         by_id.setdefault(result.call_id, result)
@@ -154,7 +154,7 @@ def outstanding(state: Any, status: str, text: str) -> tuple[ToolResult, ...]:
 
 
 def output_events(results: tuple[ToolResult, ...]) -> tuple[AgentEvent, ...]:
-    return tuple(ToolOutputItem(result) for result in results)
+    return tuple([ToolOutputItem(result) for result in results])
 
 
 def failure(
@@ -280,17 +280,25 @@ def request_approval(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> O
 
 def execute_tools(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Run the batch; calls the policy denies get a denial result instead."""
-    calls = calls_of(inp.items)
-    if ctx.tools or ctx.call_policy is not None:
-        allowed, _, denied = triage(calls, ctx)
-    else:
-        allowed, denied = calls, ()
-    events = response_events(inp.items)
-    if denied:
-        events = (*events, *denied_events(calls, denied, "policy"))
-    usage = with_usage(state, inp)
-    next_state = ExecutingTools(calls, state.turn, usage, denied, context_size(inp))
-    return Outcome(next_state, events, ExecuteTools(allowed), inp.items)
+    calls: list[ToolCall] = []
+    events: list[AgentEvent] = []
+    for item in inp.items:  # one pass: this row is the loop's hottest
+        if type(item) is ToolCall:
+            calls.append(item)
+            events.append(ToolCallItem(item))
+        elif type(item) is AssistantMessage:
+            events.append(MessageOutput(item))
+    batch = tuple(calls)
+    allowed: tuple[ToolCall, ...] = batch
+    denied: tuple[ToolResult, ...] = ()
+    if ctx.restricted:
+        allowed, _, denied = triage(batch, ctx)
+        events.extend(denied_events(batch, denied, "policy"))
+    usage = inp.usage
+    next_state = ExecutingTools(
+        batch, state.turn, state.usage + usage, denied, usage.input_tokens + usage.output_tokens
+    )
+    return Outcome(next_state, tuple(events), ExecuteTools(allowed), inp.items)
 
 
 def finalize(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
@@ -381,8 +389,9 @@ def next_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Keep the results and open the next turn."""
     results = settle(state, inp)
     turn = state.turn + 1
-    events = (*output_events(results), TurnStarted(turn))
-    return enter(target, turn, state.usage, ctx, events, results)
+    events: list[AgentEvent] = [ToolOutputItem(result) for result in results]
+    events.append(TurnStarted(turn))
+    return enter(target, turn, state.usage, ctx, tuple(events), results)
 
 
 def apply_summary(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:

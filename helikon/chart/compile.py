@@ -157,7 +157,7 @@ def build_table(
 ) -> TransitionTable:
     """Freeze a checked spec: resolve names and make the table total with implicit rows."""
     rows = list(spec.rows)
-    dispatch: dict[str, Mapping[str, tuple[CompiledRow, ...]]] = {}
+    dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
     for phase in spec.phases:
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
         for kind in INPUT_KINDS:
@@ -168,7 +168,7 @@ def build_table(
                 own = [Row(len(rows), phase.name, kind, (), target, action, implicit=True)]
                 rows.extend(own)
             by_kind[kind] = tuple(_compiled(row, guards, actions) for row in own)
-        dispatch[phase.name] = MappingProxyType(by_kind)
+        dispatch[phase.name] = by_kind
     used_guards = {ref.name for row in rows for ref in row.guards}
     used_actions = {row.action for row in rows}
     return TransitionTable(
@@ -176,7 +176,7 @@ def build_table(
         spec.initial,
         spec.phases,
         tuple(rows),
-        MappingProxyType(dispatch),
+        dispatch,
         MappingProxyType({name: _doc(guards[name]) for name in sorted(used_guards)}),
         MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
         spec.prompts,
@@ -185,7 +185,7 @@ def build_table(
 
 def _compiled(row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action]) -> CompiledRow:
     checks = tuple((guards[ref.name], ref.expected) for ref in row.guards)
-    return CompiledRow(row, checks, _action(row.action, actions))
+    return CompiledRow(checks, _action(row.action, actions), row.target, row)
 
 
 def _action(name: str, actions: Mapping[str, Action]) -> Action:

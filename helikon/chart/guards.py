@@ -20,11 +20,11 @@ CHARS_PER_TOKEN = 4
 
 
 def calls_of(items: tuple[Item, ...]) -> tuple[ToolCall, ...]:
-    return tuple(item for item in items if type(item) is ToolCall)
+    return tuple([item for item in items if type(item) is ToolCall])
 
 
 def text_of(items: tuple[Item, ...]) -> str:
-    return "".join(item.content for item in items if type(item) is AssistantMessage)
+    return "".join([item.content for item in items if type(item) is AssistantMessage])
 
 
 def budget_exhausted(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
@@ -55,19 +55,29 @@ def empty(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
 def has_handoff(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """Some tool call is a handoff (`transfer_to_<agent>`)."""
     handoffs = ctx.handoffs
-    return bool(handoffs) and any(
-        type(item) is ToolCall and item.name in handoffs for item in inp.items
-    )
+    if handoffs:
+        for item in inp.items:
+            if type(item) is ToolCall and item.name in handoffs:
+                return True
+    return False
 
 
 def needs_approval(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """Some tool call's permission (tool policy, run policy) says ask."""
-    return any(type(item) is ToolCall and ctx.permission(item) == "ask" for item in inp.items)
+    if not ctx.asks:
+        return False
+    for item in inp.items:
+        if type(item) is ToolCall and ctx.permission(item) == "ask":
+            return True
+    return False
 
 
 def has_tool_calls(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """The response asks for at least one tool call."""
-    return any(type(item) is ToolCall for item in inp.items)
+    for item in inp.items:
+        if type(item) is ToolCall:
+            return True
+    return False
 
 
 def has_output_type(state: Any, inp: Any, ctx: TransitionCtx) -> bool:

@@ -3,9 +3,10 @@
 Theory of operation: `rows` are plain data, in priority order within each (source, input
 kind), and are what exporters, traces and the debugger show. `dispatch` holds the same rows
 with their guards and actions resolved to functions, keyed phase -> input kind -> rows, so
-`transition` does two dictionary lookups and walks a short tuple. The table is total: every
-phase has rows for every input kind, the implicit ones (a terminal phase absorbing an input,
-a phase refusing an input it never waits for) marked `implicit`.
+`transition` does two dictionary lookups and walks a short tuple (plain dicts, read-only by
+contract: a mapping proxy costs a call per lookup). The table is total: every phase has rows
+for every input kind, the implicit ones (a terminal phase absorbing an input, a phase
+refusing an input it never waits for) marked `implicit`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from helikon.chart.actions import Action
 from helikon.chart.guards import Guard
@@ -45,13 +46,13 @@ class Row:
     implicit: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledRow:
-    """A row with its guards and action resolved to functions."""
+class CompiledRow(NamedTuple):
+    """A row with its guards and action resolved to functions (a tuple: unpacks fast)."""
 
-    row: Row
     checks: tuple[tuple[Guard, bool], ...]
     action: Action
+    target: str
+    row: Row
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ once the response has settled.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from helikon.items import (
@@ -23,9 +23,10 @@ from helikon.items import (
     Usage,
 )
 from helikon.state import ModelRequest, ModelResponse
+from helikon.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolSpec:
     """A tool as the model sees it: name, description and JSON schema of its arguments."""
 
@@ -34,7 +35,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelInput:
     """Everything one model call needs.
 
@@ -53,19 +54,19 @@ class ModelInput:
     settings: ModelSettings = field(default_factory=ModelSettings)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TextChunk:
     text: str
     kind: Literal["text"] = field(default="text", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReasoningChunk:
     text: str
     kind: Literal["reasoning"] = field(default="reasoning", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallChunk:
     """A fragment of a tool call; `name` is set on (at least) the first fragment."""
 
@@ -75,7 +76,7 @@ class ToolCallChunk:
     kind: Literal["tool_call"] = field(default="tool_call", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UsageChunk:
     """The provider's usage report for this call; the last one of a call wins."""
 
@@ -83,7 +84,7 @@ class UsageChunk:
     kind: Literal["usage"] = field(default="usage", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FinishChunk:
     reason: str
     kind: Literal["finish"] = field(default="finish", init=False)

@@ -1,0 +1,5 @@
+"""Suite-wide setup: values are immutable at run time under test (see helikon.values)."""
+
+import os
+
+os.environ.setdefault("HELIKON_STRICT_VALUES", "1")
