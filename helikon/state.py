@@ -187,7 +187,10 @@ class ModelResponse:
 
 @value
 class ToolResults:
+    """The batch's results; `usage` is what the tools spent on models (agents as tools)."""
+
     results: tuple[ToolResult, ...]
+    usage: Usage = ZERO_USAGE
     kind: Literal["tool_results"] = field(default="tool_results", init=False)
 
 

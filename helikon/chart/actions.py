@@ -186,13 +186,15 @@ def start_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome
 
 def fail_budget(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Fail with BudgetExceeded, keeping any tool results that just arrived."""
+    usage = state.usage
     if inp.kind == "tool_results":
         results = settle(state, inp)
         events, appends = output_events(results), results
+        usage = usage + inp.usage
     else:
         events, appends = (), getattr(inp, "items", ())
-    used = state.usage.total_tokens
-    return failure(BudgetExceeded(ctx.token_budget or 0, used), state.usage, events, appends)
+    error = BudgetExceeded(ctx.token_budget or 0, usage.total_tokens)
+    return failure(error, usage, events, appends)
 
 
 # ---------------------------------------------------------------- a model response
@@ -376,13 +378,15 @@ def record_decisions(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> O
 def fail_max_turns(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """The turn limit is reached: keep the last tool outputs, then fail."""
     results = settle(state, inp)
-    return failure(MaxTurnsExceeded(ctx.max_turns), state.usage, output_events(results), results)
+    usage = state.usage + inp.usage
+    return failure(MaxTurnsExceeded(ctx.max_turns), usage, output_events(results), results)
 
 
 def compact(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Keep the results, then ask the model to summarise the conversation."""
     results = settle(state, inp)
-    return enter(target, state.turn, state.usage, ctx, output_events(results), results)
+    usage = state.usage + inp.usage
+    return enter(target, state.turn, usage, ctx, output_events(results), results)
 
 
 def next_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
@@ -391,7 +395,8 @@ def next_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     turn = state.turn + 1
     events: list[AgentEvent] = [ToolOutputItem(result) for result in results]
     events.append(TurnStarted(turn))
-    return enter(target, turn, state.usage, ctx, tuple(events), results)
+    usage = state.usage + inp.usage if inp.usage.requests else state.usage
+    return enter(target, turn, usage, ctx, tuple(events), results)
 
 
 def apply_summary(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:

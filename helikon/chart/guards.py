@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from helikon.context import TransitionCtx, is_complete_json
-from helikon.items import AssistantMessage, Item, ToolCall
+from helikon.items import ZERO_USAGE, AssistantMessage, Item, ToolCall
 
 Guard = Callable[[Any, Any, TransitionCtx], bool]
 
@@ -29,7 +29,10 @@ def text_of(items: tuple[Item, ...]) -> str:
 
 def budget_exhausted(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """The run's token budget is spent (usage.total_tokens >= token_budget)."""
-    return ctx.token_budget is not None and state.usage.total_tokens >= ctx.token_budget
+    if ctx.token_budget is None:
+        return False
+    spent = getattr(inp, "usage", ZERO_USAGE)  # tool results may carry sub-agent usage
+    return bool(state.usage.total_tokens + spent.total_tokens >= ctx.token_budget)
 
 
 def output_only(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
