@@ -174,7 +174,17 @@ class ModelError(HelikonError):
 
 
 class FatalToolError(HelikonError):
-    """Raised by a tool to fail the run rather than report an error result to the model."""
+    """Raised by a tool to fail the run rather than report an error result to the model.
+
+    The run fails with `error` when given, else with `ToolFailed(tool, call_id, message)`;
+    the driver fills in `tool` and `call_id` when the tool did not.
+    """
+
+    def __init__(self, message: str = "", *, error: AgentError | None = None):
+        super().__init__(message)
+        self.error = error
+        self.tool = ""
+        self.call_id = ""
 
 
 def describe(error: AgentError) -> str:

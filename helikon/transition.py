@@ -16,6 +16,8 @@ from typing import Any
 from helikon.chart.actions import model_phase
 from helikon.chart.table import Row
 from helikon.context import TransitionCtx
+from helikon.errors import GuardrailTripped
+from helikon.events import GuardrailTriggered, RunCompleted, RunFailed
 from helikon.items import ZERO_USAGE, Usage
 from helikon.state import (
     TERMINATE,
@@ -24,6 +26,7 @@ from helikon.state import (
     CallModel,
     ExecuteTools,
     ExecutingTools,
+    Failed,
     Handoff,
     NeedsApproval,
     NextAction,
@@ -102,3 +105,15 @@ def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
     if isinstance(state, RepairingOutput):
         return CallModel(ctx.repair_request(state.errors))
     return CallModel(ctx.request_for(phase))
+
+
+def trip_output_guardrail(outcome: TransitionOutcome, error: GuardrailTripped) -> TransitionOutcome:
+    """The outcome of a completing step whose output an output guardrail refused.
+
+    The step's own events and appends stand, except that `RunCompleted` gives way to
+    `GuardrailTriggered`, `RunFailed` (SEMANTICS.md, Guardrails); the run ends in Failed.
+    """
+    kept = tuple(event for event in outcome.events if type(event) is not RunCompleted)
+    usage = outcome.next_state.usage
+    events = (*kept, GuardrailTriggered(error.guardrail, "output", error.message), RunFailed(error))
+    return TransitionOutcome(Failed(error, usage), events, TERMINATE, outcome.conversation_appends)

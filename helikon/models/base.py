@@ -9,7 +9,7 @@ once the response has settled.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -48,7 +48,7 @@ class ModelInput:
     """
 
     instructions: str
-    items: tuple[Item, ...]
+    items: Sequence[Item]
     tools: tuple[ToolSpec, ...] = ()
     request: ModelRequest = field(default_factory=lambda: ModelRequest("turn"))
     settings: ModelSettings = field(default_factory=ModelSettings)
