@@ -6,6 +6,13 @@ two in step).
 
 from __future__ import annotations
 
+from helikon.agent import (
+    Agent,
+    GuardrailResult,
+    HandoffTo,
+    InputGuardrail,
+    OutputGuardrail,
+)
 from helikon.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -26,10 +33,23 @@ from helikon.chart.table import (
     Row,
     TransitionTable,
 )
+from helikon.config import (
+    RunConfig,
+    RunContext,
+)
 from helikon.context import (
     OutputSpec,
     Permission,
     TransitionCtx,
+)
+from helikon.conversation import (
+    Conversation,
+)
+from helikon.driver import (
+    Run,
+    RunResult,
+    RunResultStreaming,
+    TransitionRecord,
 )
 from helikon.errors import (
     AgentError,
@@ -85,6 +105,24 @@ from helikon.items import (
     Usage,
     UserMessage,
 )
+from helikon.models.base import (
+    Model,
+    ModelInput,
+    ToolSpec,
+)
+from helikon.models.scripted import (
+    ScriptedModel,
+    ScriptedTurn,
+)
+from helikon.runner import (
+    Runner,
+    run_sync,
+)
+from helikon.snapshot import (
+    ApprovalMismatch,
+    RunSnapshot,
+    SnapshotMismatch,
+)
 from helikon.state import (
     ApplyingHandoff,
     ApprovalDecisions,
@@ -114,19 +152,37 @@ from helikon.state import (
     TransitionInput,
     TransitionOutcome,
 )
+from helikon.tools import (
+    Tool,
+    ToolContext,
+    ToolPolicy,
+    tool,
+)
 from helikon.transition import (
     Match,
     initial_state,
     match_row,
     pending_action,
     transition,
+    trip_output_guardrail,
 )
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # OpenAIModel needs the `openai` extra; import it only when asked for.
+    if name == "OpenAIModel":
+        from helikon.models.openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module 'helikon' has no attribute {name!r}")
+
+
 __all__ = [
     "AGENT_LOOP",
     "DEFAULT_TABLE",
+    "Agent",
     "AgentError",
     "AgentEvent",
     "AgentLoopChart",
@@ -134,6 +190,7 @@ __all__ = [
     "ApplyingHandoff",
     "ApprovalDecision",
     "ApprovalDecisions",
+    "ApprovalMismatch",
     "ApprovalRequest",
     "ApprovalRequested",
     "AssistantMessage",
@@ -146,6 +203,7 @@ __all__ = [
     "ChartDefinitionError",
     "Compacting",
     "CompactionSummary",
+    "Conversation",
     "CustomPhase",
     "Done",
     "EmptyModelResponse",
@@ -156,12 +214,15 @@ __all__ = [
     "FatalToolError",
     "FinalOutput",
     "Finalizing",
+    "GuardrailResult",
     "GuardrailTriggered",
     "GuardrailTripped",
     "Handoff",
     "HandoffItem",
     "HandoffResult",
+    "HandoffTo",
     "HelikonError",
+    "InputGuardrail",
     "InvalidStructuredOutput",
     "Item",
     "LoopChart",
@@ -170,14 +231,18 @@ __all__ = [
     "MaxAgentDepthExceeded",
     "MaxTurnsExceeded",
     "MessageOutput",
+    "Model",
     "ModelCallFailed",
     "ModelError",
+    "ModelInput",
     "ModelOutputTruncated",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "NeedsApproval",
     "NextAction",
+    "OpenAIModel",
+    "OutputGuardrail",
     "OutputSpec",
     "Permission",
     "PermissionDenied",
@@ -186,27 +251,42 @@ __all__ = [
     "RepairStarted",
     "RepairingOutput",
     "Row",
+    "Run",
     "RunCompleted",
+    "RunConfig",
+    "RunContext",
     "RunError",
     "RunFailed",
+    "RunResult",
+    "RunResultStreaming",
+    "RunSnapshot",
     "RunStarted",
     "RunSuspended",
+    "Runner",
+    "ScriptedModel",
+    "ScriptedTurn",
+    "SnapshotMismatch",
     "Start",
     "StructuredOutputFailed",
     "SystemMessage",
     "Terminate",
     "TimedOut",
     "TokenDelta",
+    "Tool",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallItem",
+    "ToolContext",
     "ToolFailed",
     "ToolOutputItem",
+    "ToolPolicy",
     "ToolResult",
     "ToolResults",
+    "ToolSpec",
     "TransitionCtx",
     "TransitionInput",
     "TransitionOutcome",
+    "TransitionRecord",
     "TransitionTable",
     "TurnStarted",
     "UnexpectedInput",
@@ -217,5 +297,8 @@ __all__ = [
     "initial_state",
     "match_row",
     "pending_action",
+    "run_sync",
+    "tool",
     "transition",
+    "trip_output_guardrail",
 ]

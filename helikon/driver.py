@@ -567,6 +567,7 @@ class RunResultStreaming:
 
     source: Run | AsyncIterator[AgentEvent] | RunResultStreaming
     events: list[AgentEvent] = field(default_factory=list)
+    timeout: float | None = None
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self._events()
@@ -576,6 +577,8 @@ class RunResultStreaming:
         if isinstance(source, RunResultStreaming):
             source = source.source
         stream = source.stream() if isinstance(source, Run) else source
+        if self.timeout is not None and isinstance(source, Run):
+            source.expire_after(self.timeout)
         try:
             async with aclosing(stream) as events:  # type: ignore[type-var]
                 async for event in events:
@@ -584,6 +587,11 @@ class RunResultStreaming:
         finally:
             if isinstance(source, Run):
                 source.close()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run: it ends with `RunFailed(Cancelled(reason))`."""
+        if self.run is not None:
+            self.run.cancel(reason)
 
     @property
     def run(self) -> Run | None:
