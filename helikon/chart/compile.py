@@ -86,15 +86,15 @@ def compile_chart(
 def read_chart(chart: Any) -> ChartSpec:
     """Read a chart class's phases and rows, refusing what helikon cannot interpret."""
     if not (inspect.isclass(chart) and issubclass(chart, StateChart)):
-        raise ChartDefinitionError(
-            f"expected a python-statemachine StateChart subclass, got {chart!r}"
-        )
+        raise ChartDefinitionError(_not_a_chart(chart))
     if not chart.states or chart.initial_state is None:
         raise ChartDefinitionError(f"chart {chart.__name__} declares no states")
     phases = tuple(_phase(state) for state in chart.states)
+    names = _unique_names(phases)
     rows: list[Row] = []
     for state in chart.states:
         for transition in state.transitions:
+            _check_transition(chart.__name__, state, transition, names)
             for event in transition.events:
                 rows.append(_row(len(rows), state, transition, str(event)))
     return ChartSpec(
@@ -105,6 +105,62 @@ def read_chart(chart: Any) -> ChartSpec:
         MappingProxyType(dict(getattr(chart, "awaits", {}))),
         MappingProxyType(dict(getattr(chart, "prompts", {}))),
     )
+
+
+def _not_a_chart(chart: Any) -> str:
+    if isinstance(chart, StateChart):
+        name = type(chart).__name__
+        return (
+            f"expected a chart class, got an instance of {name}; "
+            f"pass the class itself: compile_chart({name})"
+        )
+    return f"expected a LoopChart (python-statemachine StateChart) subclass, got {chart!r}"
+
+
+def _unique_names(phases: tuple[Phase, ...]) -> frozenset[str]:
+    names: set[str] = set()
+    for phase in phases:
+        if phase.name in names:
+            raise ChartDefinitionError(
+                f"state {phase.name}: two states have this name; a phase name must be unique",
+                state=phase.name,
+            )
+        names.add(phase.name)
+    return frozenset(names)
+
+
+def _check_transition(chart: str, state: Any, transition: Any, names: frozenset[str]) -> None:
+    """Refuse what a row would silently drop: no event, a foreign target, unread callbacks."""
+    target = transition.target.name if transition.target is not None else "?"
+    events = [str(event) for event in transition.events]
+    if not events:
+        raise ChartDefinitionError(
+            f"state {state.name} -> {target}: a transition without an event is never taken "
+            "in a loop chart; add it to an input kind's alternatives (model_response = ... | ...)",
+            state=state.name,
+        )
+    where = f"state {state.name}, input {events[0]} -> {target}"
+    located = {"state": state.name, "input_kind": events[0]}
+    outside = [t.name for t in transition.targets if t.name not in names]
+    if outside:
+        raise ChartDefinitionError(
+            f"{where}: {', '.join(outside)} is not a state of chart {chart}; python-statemachine "
+            "shares State objects between a chart and its subclasses, so a subclass that adds "
+            "a transition to an inherited state changes the parent chart too",
+            **located,
+        )
+    unread = [
+        f"{group}={spec.func!r}"
+        for group in ("before", "after", "validators")
+        for spec in getattr(transition, group)
+        if not spec.is_convention
+    ]
+    if unread:
+        raise ChartDefinitionError(
+            f"{where}: {', '.join(unread)} would never run: a loop chart reads only cond=, "
+            "unless= and on=; do the work in the row's action",
+            **located,
+        )
 
 
 def _phase(state: Any) -> Phase:
@@ -130,15 +186,25 @@ def _row(index: int, state: Any, transition: Any, event: str) -> Row:
             f"{where}: a row needs exactly one target", state=state.name, input_kind=event
         )
     guards = tuple(_guard(spec, where, state.name, event) for spec in transition.cond)
+    action = _action_name(transition, f"{where} -> {transition.target.name}", state.name, event)
+    return Row(index, state.name, event, guards, transition.target.name, action)
+
+
+def _action_name(transition: Any, where: str, state: str, event: str) -> str:
     actions = [spec.func for spec in transition.on if not spec.is_convention]
-    if len(actions) != 1 or not isinstance(actions[0], str):
-        raise ChartDefinitionError(
-            f"{where} -> {transition.target.name}: a row needs exactly one action named "
-            f'with on="...", found {actions!r}',
-            state=state.name,
-            input_kind=event,
-        )
-    return Row(index, state.name, event, guards, transition.target.name, actions[0])
+    if len(actions) == 1 and isinstance(actions[0], str) and actions[0].isidentifier():
+        return actions[0]
+    if not actions:
+        found = "it has none"
+    elif len(actions) > 1:
+        found = f"it has {len(actions)}: {', '.join(map(repr, actions))}"
+    else:
+        found = f"{actions[0]!r} is not a registered action name"
+    raise ChartDefinitionError(
+        f'{where}: a row needs exactly one action, named with on="..."; {found}',
+        state=state,
+        input_kind=event,
+    )
 
 
 def _guard(spec: Any, where: str, state: str, event: str) -> GuardRef:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from helikon.chart.compile import ChartSpec
-from helikon.chart.table import Row
+from helikon.chart.table import GuardRef, Row
 from helikon.errors import ChartDefinitionError
+from helikon.state import INPUT_KINDS
 
 MAX_GUARDS_PER_PAIR = 16  # 2**16 valuations: the dead-row check stays instant
 
@@ -34,6 +35,7 @@ def check_chart(spec: ChartSpec, guards: Mapping[str, Any], actions: Mapping[str
     """Raise `ChartDefinitionError` listing every problem of `spec`; return if none."""
     checks: tuple[Callable[[ChartSpec], Iterator[Problem]], ...] = (
         check_terminals,
+        check_declarations,
         lambda s: check_names(s, guards, actions),
         check_reachable,
         check_can_finish,
@@ -52,14 +54,31 @@ def check_chart(spec: ChartSpec, guards: Mapping[str, Any], actions: Mapping[str
 
 
 def check_terminals(spec: ChartSpec) -> Iterator[Problem]:
-    """A loop chart ends in Done or Failed, both final states."""
+    """A loop chart ends in Done or Failed, both final states, and in nothing else."""
     finals = {phase.name for phase in spec.phases if phase.final}
+    declared = {phase.name for phase in spec.phases}
     for name in ("Done", "Failed"):
-        if name not in finals:
-            yield Problem(name, None, "a loop chart needs a final state with this name")
+        if name not in declared:
+            yield Problem(name, None, f'missing: a loop chart needs State("{name}", final=True)')
+        elif name not in finals:
+            yield Problem(name, None, f'must be final: declare it State("{name}", final=True)')
     for phase in spec.phases:
         if phase.final and phase.name not in ("Done", "Failed"):
             yield Problem(phase.name, None, "the only final states are Done and Failed")
+
+
+def check_declarations(spec: ChartSpec) -> Iterator[Problem]:
+    """The chart's `awaits` and `prompts` name its own phases and real input kinds."""
+    phases = {phase.name for phase in spec.phases}
+    for name, kinds in spec.awaits.items():
+        if name not in phases:
+            yield Problem(name, None, "named in awaits, but the chart has no such state")
+        for kind in kinds:
+            if kind not in INPUT_KINDS:
+                yield Problem(name, kind, f"awaits names an unknown input kind {kind!r}")
+    for name in spec.prompts:
+        if name not in phases:
+            yield Problem(name, None, "named in prompts, but the chart has no such state")
 
 
 def check_names(
@@ -155,7 +174,8 @@ def check_dead_rows(spec: ChartSpec) -> Iterator[Problem]:
         fired = _first_matches(rows, names)
         for position, row in enumerate(rows):
             if position not in fired:
-                yield Problem(source, kind, _dead_reason(row, rows[:position]))
+                live = [other for at, other in enumerate(rows[:position]) if at in fired]
+                yield Problem(source, kind, _dead_reason(row, live))
 
 
 def _first_matches(rows: list[Row], names: list[str]) -> set[int]:
@@ -170,26 +190,29 @@ def _first_matches(rows: list[Row], names: list[str]) -> set[int]:
     return fired
 
 
+def _shown(row: Row) -> str:
+    return f"-> {row.target} [{' and '.join(map(str, row.guards)) or 'no guard'}]"
+
+
 def _dead_reason(row: Row, earlier: list[Row]) -> str:
-    shown = " and ".join(map(str, row.guards)) or "no guard"
-    names = {ref.name for ref in row.guards}
-    if any(
-        ref.name == other.name and ref.expected != other.expected
-        for ref in row.guards
-        for other in row.guards
-    ):
-        return f"row -> {row.target} [{shown}] can never fire: its guards contradict"
-    wins = next(
-        (
-            other
-            for other in earlier
-            if {ref.name for ref in other.guards} <= names or not other.guards
-        ),
-        earlier[-1] if earlier else None,
-    )
-    winner = " and ".join(map(str, wins.guards)) if wins and wins.guards else "no guard"
-    target = wins.target if wins else "?"
-    return (
-        f"row -> {row.target} [{shown}] can never fire: "
-        f"an earlier row -> {target} [{winner}] always wins"
-    )
+    """Why `row` never fires: its own guards contradict, or earlier rows match first.
+
+    `earlier` holds the earlier rows that can fire. One whose guards (name and expected
+    value) are a subset of this row's matches whenever this row would; otherwise several
+    cover it together, and those compatible with this row's guards are named.
+    """
+    dead = f"row {_shown(row)} can never fire"
+    required = set(row.guards)
+    if any(GuardRef(ref.name, not ref.expected) in required for ref in required):
+        return f"{dead}: its guards contradict (a guard both required and refused)"
+    when = "whenever its guards hold" if required else "in every case"
+    single = next((other for other in earlier if set(other.guards) <= required), None)
+    if single is not None:
+        return f"{dead}: {when}, the earlier row {_shown(single)} also matches, and comes first"
+    covering = [
+        other
+        for other in earlier
+        if not any(GuardRef(ref.name, not ref.expected) in required for ref in other.guards)
+    ]
+    shown = " | ".join(map(_shown, covering))
+    return f"{dead}: {when}, one of the earlier rows {shown} matches, and comes first"
