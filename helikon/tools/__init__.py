@@ -1,0 +1,27 @@
+"""Tools: `@tool` and `Tool`, schemas from signatures, concurrent execution, permissions.
+
+A tool is a plain or async function: its type hints give the JSON schema of its arguments,
+its docstring the description. `execute_batch` runs a turn's calls; `ToolPolicy` combines a
+run's permission policy with each tool's own.
+"""
+
+from __future__ import annotations
+
+from helikon.tools.batch import ContextFactory, ResultCallback, execute_batch
+from helikon.tools.context import ToolContext
+from helikon.tools.policy import CallPolicy, ToolPolicy, tools_by_name
+from helikon.tools.tool import ApprovalRule, Tool, output_text, tool
+
+__all__ = [
+    "ApprovalRule",
+    "CallPolicy",
+    "ContextFactory",
+    "ResultCallback",
+    "Tool",
+    "ToolContext",
+    "ToolPolicy",
+    "execute_batch",
+    "output_text",
+    "tool",
+    "tools_by_name",
+]

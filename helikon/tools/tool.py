@@ -1,0 +1,261 @@
+"""`Tool` and `@tool`: a Python function the model can call, with its schema and its rules.
+
+A tool validates the model's argument JSON against a pydantic model built from the function's
+signature, so bad input becomes an error result the model can fix rather than a crash
+(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run in a worker
+thread, off the event loop. Only `FatalToolError` and cancellation leave `invoke`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, get_args, overload
+
+import pydantic_core
+from pydantic import ValidationError
+
+from helikon.context import Permission, strictest
+from helikon.errors import FatalToolError
+from helikon.items import ToolCall, ToolResult
+from helikon.models.base import ToolSpec
+from helikon.tools.context import ToolContext
+from helikon.tools.docstrings import parse_docstring
+from helikon.tools.schema import arguments_of, describe_errors
+
+ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+"""`True` always asks; a callable asks when it returns True for the call's parsed arguments."""
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PERMISSIONS = frozenset(get_args(Permission))
+
+
+class _Expired(Exception):
+    """The tool's own timeout expired (told apart from a TimeoutError the tool raised)."""
+
+
+class Tool:
+    """A function the model can call.
+
+    Args:
+        fn: a plain or async function; its type hints give the argument schema, its
+            docstring the description (first paragraph) and parameter descriptions (`Args:`).
+        name: the name the model calls it by; the function's name when not given.
+        description: overrides the docstring's first paragraph.
+        needs_approval: `True` routes every call through approval; a callable of the parsed
+            arguments (by parameter name) routes the calls for which it returns True.
+        read_only: the tool has no side effects (a run policy may allow it while asking for
+            side-effecting tools).
+        permission: the tool's static permission: "allow", "deny" or "ask".
+        timeout: seconds a call may take before it becomes an error result; None for no limit.
+            A sync tool's thread cannot be stopped: it runs on, its result discarded.
+
+    Raises:
+        ValueError: a name the model APIs refuse, an unknown permission, a timeout <= 0.
+        TypeError: a signature that cannot be described (`*args`, unresolvable annotations).
+    """
+
+    __slots__ = (
+        "_arguments",
+        "_fn",
+        "_is_async",
+        "_needs_approval",
+        "_permission",
+        "_read_only",
+        "_spec",
+        "_timeout",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        needs_approval: ApprovalRule = False,
+        read_only: bool = False,
+        permission: Permission = "allow",
+        timeout: float | None = None,
+    ) -> None:
+        name = name if name is not None else getattr(fn, "__name__", "")
+        _check_options(name, permission, timeout)
+        doc = parse_docstring(fn.__doc__)
+        self._arguments = arguments_of(fn, name, doc.params)
+        described = description if description is not None else doc.description
+        self._spec = ToolSpec(name, described, self._arguments.json_schema())
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._needs_approval = needs_approval
+        self._read_only = read_only
+        self._permission: Permission = permission
+        self._timeout = timeout
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def description(self) -> str:
+        return self._spec.description
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it: name, description, JSON schema of the arguments."""
+        return self._spec
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        """The function the tool wraps, unchanged (handy for calling it directly in tests)."""
+        return self._fn
+
+    @property
+    def needs_approval(self) -> ApprovalRule:
+        return self._needs_approval
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @property
+    def permission(self) -> Permission:
+        """The static permission the tool was declared with (see `permission_for`)."""
+        return self._permission
+
+    @property
+    def timeout(self) -> float | None:
+        return self._timeout
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    def permission_for(self, call: ToolCall) -> Permission:
+        """The call's permission: the static one, tightened to "ask" when approval is needed.
+
+        A `needs_approval` callable sees the call's parsed arguments. When they do not parse,
+        or the callable raises, the answer is "ask": a call is never allowed by an error.
+        """
+        rule = self._needs_approval
+        if self._permission == "deny" or rule is False:
+            return self._permission
+        if rule is True:
+            return strictest(self._permission, "ask")
+        try:
+            asks = bool(rule(self._arguments.parse(call.arguments)))
+        except Exception:
+            return "ask"
+        return strictest(self._permission, "ask") if asks else self._permission
+
+    async def invoke(self, call: ToolCall, context: ToolContext[Any]) -> ToolResult:
+        """Run the call and return its result; never raises for bad input or a failing tool.
+
+        Raises:
+            FatalToolError: the tool raised it; the run should fail. Its `tool` and `call_id`
+                are filled in when the tool left them empty, and a note names the call.
+            asyncio.CancelledError: the call was cancelled; it is never swallowed.
+        """
+        try:
+            values = self._arguments.parse(call.arguments)
+        except ValidationError as exc:
+            lines = "\n".join(f"- {line}" for line in describe_errors(exc))
+            return _error(call, f"error: invalid arguments for tool {self.name!r}:\n{lines}")
+        args, kwargs = self._arguments.bind(values, context)
+        try:
+            return ToolResult(call.call_id, output_text(await self._run(args, kwargs)))
+        except FatalToolError as exc:
+            exc.tool = exc.tool or self.name
+            exc.call_id = exc.call_id or call.call_id
+            exc.add_note(f"raised by tool {self.name!r} (call {call.call_id!r})")
+            raise
+        except _Expired:
+            message = f"error: tool {self.name!r} timed out after {self._timeout:g} seconds"
+            return _error(call, message)
+        except Exception as exc:
+            return _error(call, f"error: {type(exc).__name__}: {exc}")
+
+    async def _run(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self._timeout is None:
+            return await self._call(args, kwargs)
+        scope = asyncio.timeout(self._timeout)
+        try:
+            async with scope:
+                return await self._call(args, kwargs)
+        except TimeoutError:
+            if scope.expired():
+                raise _Expired from None
+            raise
+
+    async def _call(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            return await self._fn(*args, **kwargs)
+        result = await asyncio.to_thread(self._fn, *args, **kwargs)
+        if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
+            result = await result
+        return result
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: ApprovalRule = False,
+    read_only: bool = False,
+    permission: Permission = "allow",
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: ApprovalRule = False,
+    read_only: bool = False,
+    permission: Permission = "allow",
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a plain or async function into a `Tool`; bare (`@tool`) or with options.
+
+    The options are `Tool`'s; see there.
+    """
+
+    def wrap(function: Callable[..., Any]) -> Tool:
+        return Tool(
+            function,
+            name=name,
+            description=description,
+            needs_approval=needs_approval,
+            read_only=read_only,
+            permission=permission,
+            timeout=timeout,
+        )
+
+    return wrap if fn is None else wrap(fn)
+
+
+def output_text(output: Any) -> str:
+    """A tool's return value as the model reads it: str as is, None as "", the rest as JSON."""
+    if isinstance(output, str):
+        return output
+    if output is None:
+        return ""
+    return pydantic_core.to_json(output, fallback=str).decode()
+
+
+def _error(call: ToolCall, content: str) -> ToolResult:
+    return ToolResult(call.call_id, content, is_error=True, status="errored")
+
+
+def _check_options(name: str, permission: str, timeout: float | None) -> None:
+    if not _NAME.match(name):
+        raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
+    if permission not in _PERMISSIONS:
+        raise ValueError(f"tool {name!r}: permission must be allow, deny or ask: {permission!r}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"tool {name!r}: timeout must be positive, not {timeout!r}")
