@@ -143,3 +143,50 @@ PLAN_ACT_TABLE: TransitionTable = compile_chart(
     PLAN_ACT, guards=PLAN_ACT_GUARDS, actions=PLAN_ACT_ACTIONS
 )
 """The compiled chart: `TransitionCtx(table=PLAN_ACT_TABLE, ...)`."""
+
+
+# ---------------------------------------------------------------- an agent on this chart
+
+
+def agent(model: Any) -> Any:
+    """A research agent that plans before it acts, running on PLAN_ACT_TABLE."""
+    from helikon import Agent, RunConfig, tool
+
+    @tool(read_only=True)
+    def search(query: str) -> list[str]:
+        """Search the team's notes.
+
+        Args:
+            query: what to look for.
+        """
+        notes = {
+            "launch": "Launch moved to 12 March; marketing needs the final copy by 5 March.",
+            "budget": "Q1 budget approved: 40k EUR, 12k already committed.",
+        }
+        return [text for key, text in notes.items() if key in query.lower()]
+
+    return Agent(
+        name="planner",
+        model=model,
+        instructions="You answer questions about the team's plans using the notes.",
+        tools=[search],
+        chart=PLAN_ACT_TABLE,
+        config=RunConfig(max_turns=6),
+    )
+
+
+def deps() -> None:
+    return None
+
+
+EXAMPLE_INPUT = "When is the launch, and what is due before it?"
+
+
+def script() -> list[Any]:
+    from helikon import ToolCall
+
+    return [
+        "1. Search the notes for the launch date. 2. Find what is due before it. 3. Answer.",
+        [ToolCall("call_search", "search", '{"query": "launch"}')],
+        "The launch is on 12 March; marketing needs the final copy by 5 March.",
+    ]

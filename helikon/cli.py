@@ -1,13 +1,29 @@
-"""The `helikon` command line."""
+"""The `helikon` command line: run agents, print the loop's table.
+
+Errors are one clear line on stderr and exit status 2 (1 for a run that failed), never a
+traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from helikon.chart.default import DEFAULT_TABLE
 from helikon.chart.table import TransitionTable
+from helikon.loading import LoadError, load_module
+
+CHARTS = Path(__file__).resolve().parent.parent / "charts"
+DEMO_CHART = "budget_assistant.py"
+
+
+class UsageError(Exception):
+    """A command-line mistake: reported as one line, exit status 2."""
 
 
 def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
@@ -25,30 +41,138 @@ def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
     return "\n".join(out)
 
 
-def demo() -> int:
-    from helikon.demo import walk_through
+# ---------------------------------------------------------------- run
 
-    print(
-        f"helikon's default loop, compiled ({len(DEFAULT_TABLE.rows)} rows, "
-        f"digest {DEFAULT_TABLE.digest[:12]}):\n"
+
+def wants_real_model(offline: bool) -> bool:
+    return not offline and bool(
+        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
     )
-    print(format_table(DEFAULT_TABLE))
-    print()
-    print(walk_through())
+
+
+def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
+    """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
+    if wants_real_model(offline):
+        from helikon.models.openai import OpenAIModel
+
+        return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
+    if not hasattr(module, "script"):
+        raise UsageError(f"{module.__name__} has no offline script(); set OPENAI_API_KEY")
+    from helikon.models.scripted import ScriptedModel
+
+    return ScriptedModel(list(module.script()))
+
+
+def approval_handler(mode: str) -> Any:
+    """`ask` prompts y/n on the terminal; `all` / `none` decide without asking."""
+    if mode == "all":
+        return lambda request, context: True
+    if mode == "none":
+        return lambda request, context: False
+    if mode == "ask" and sys.stdin.isatty():
+
+        def ask(request: Any, context: Any) -> bool:
+            call = request.call
+            answer = input(f"  approve {call.name}({call.arguments})? [y/N] ")
+            return answer.strip().lower() in ("y", "yes")
+
+        return ask
+    return None  # suspend: the run ends with RunSuspended
+
+
+async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from helikon.config import RunContext
+    from helikon.console import EventPrinter
+    from helikon.runner import Runner
+
+    if not hasattr(module, "agent"):
+        raise UsageError(f"{module.__name__} defines no agent(model) to run")
+    agent = module.agent(model_for(module, args.offline, args.model))
+    handler = approval_handler(args.approve)
+    if handler is not None:
+        agent = replace(agent, on_approval=handler)
+    text = text or getattr(module, "EXAMPLE_INPUT", None)
+    if not text:
+        raise UsageError('give the agent something to do: --input "..."')
+    deps = module.deps() if hasattr(module, "deps") else None
+    printer = EventPrinter()
+    printer.line(printer.paint(f"> {text}", "bold"))
+    stream = Runner.run_streamed(agent, text, context=RunContext(deps))
+    last: Any = None
+    async for event in stream:
+        printer(event)
+        last = event
+    return 1 if last is not None and last.type == "run_failed" else 0
+
+
+def command_run(args: argparse.Namespace) -> int:
+    try:
+        module = load_module(args.chart)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    return asyncio.run(run_agent(module, args.input, args))
+
+
+def command_demo(args: argparse.Namespace) -> int:
+    args.chart = str(CHARTS / DEMO_CHART)
+    args.offline, args.model = True, None
+    args.approve = "all"
+    print(f"helikon demo: {DEMO_CHART} offline, with a scripted model\n")
+    code = command_run(args)
+    print(
+        f"\nThe loop that ran: {len(DEFAULT_TABLE.rows)} rows compiled from the default chart "
+        "(`helikon table` prints them)."
+    )
+    return code
+
+
+def command_table(args: argparse.Namespace) -> int:
+    print(format_table(DEFAULT_TABLE, implicit=args.implicit))
     return 0
+
+
+# ---------------------------------------------------------------- main
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="helikon", description="LLM agents as statecharts.")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the budget assistant offline")
+    demo.add_argument("--input", help="what to ask (default: the chart's example)")
+    demo.set_defaults(handler=command_demo)
+
+    run = commands.add_parser("run", help="run an agent from charts/<file>.py")
+    run.add_argument("chart", help="a chart file (charts/triage.py) or module name")
+    run.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
+    run.add_argument("--offline", action="store_true", help="use the scripted model")
+    run.add_argument("--model", help="model name for a real endpoint")
+    run.add_argument(
+        "--approve",
+        choices=("ask", "all", "none"),
+        default="ask",
+        help="how to answer approvals (ask: prompt on a terminal, else suspend)",
+    )
+    run.set_defaults(handler=command_run)
+
+    table = commands.add_parser("table", help="print the default chart's compiled table")
+    table.add_argument("--implicit", action="store_true", help="include implicit rows")
+    table.set_defaults(handler=command_table)
+    return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="helikon", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the offline demo")
-    table = commands.add_parser("table", help="print the default chart's compiled table")
-    table.add_argument("--implicit", action="store_true", help="include implicit rows")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return demo()
-    print(format_table(DEFAULT_TABLE, implicit=args.implicit))
-    return 0
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except UsageError as exc:
+        print(f"helikon: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover
