@@ -1,0 +1,127 @@
+"""Charts as diagrams and documents: DOT, Mermaid, Markdown and JSON, plus SVG and PNG.
+
+Extract, then render: `extract` turns a compiled `TransitionTable` (and optionally a
+`TraceOverlay` of a run) into a plain `ChartGraph`; `to_dot`, `to_mermaid` and `to_markdown`
+each turn that graph into text. All of it is pure and byte-stable. Only `render` (DOT to SVG
+or PNG) does IO: it runs Graphviz's `dot`, and imports the `graphviz` package when called.
+
+    from helikon import DEFAULT_TABLE
+    from helikon.export import chart_to_dot, render
+    svg = render(chart_to_dot(DEFAULT_TABLE), "svg")
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from helikon.chart.table import TransitionTable
+from helikon.export.dot import to_dot
+from helikon.export.ir import (
+    ChartEdge,
+    ChartGraph,
+    ChartGroup,
+    ChartNode,
+    ChartTransition,
+    Doc,
+    TraceOverlay,
+    extract,
+)
+from helikon.export.json import to_json
+from helikon.export.markdown import to_markdown
+from helikon.export.mermaid import to_mermaid
+from helikon.export.render import ImageFormat, RenderError, render
+
+__all__ = [
+    "ChartEdge",
+    "ChartGraph",
+    "ChartGroup",
+    "ChartNode",
+    "ChartTransition",
+    "ChartView",
+    "Doc",
+    "ImageFormat",
+    "RenderError",
+    "TraceOverlay",
+    "chart_to_dot",
+    "chart_to_json",
+    "chart_to_markdown",
+    "chart_to_mermaid",
+    "extract",
+    "render",
+    "to_dot",
+    "to_json",
+    "to_markdown",
+    "to_mermaid",
+]
+
+
+def chart_to_dot(
+    table: TransitionTable, overlay: TraceOverlay | None = None, *, implicit: bool = False
+) -> str:
+    """The chart as Graphviz DOT text; `implicit` adds the implicit rows."""
+    return to_dot(extract(table, overlay, implicit=implicit))
+
+
+def chart_to_mermaid(
+    table: TransitionTable, overlay: TraceOverlay | None = None, *, implicit: bool = False
+) -> str:
+    """The chart as a Mermaid `stateDiagram-v2`; `implicit` adds the implicit rows."""
+    return to_mermaid(extract(table, overlay, implicit=implicit))
+
+
+def chart_to_markdown(
+    table: TransitionTable, overlay: TraceOverlay | None = None, *, implicit: bool = False
+) -> str:
+    """The chart's transition table and its guards' and actions' docs, as Markdown."""
+    return to_markdown(extract(table, overlay, implicit=implicit))
+
+
+def chart_to_json(table: TransitionTable) -> str:
+    """The compiled table as JSON, with its digest."""
+    return to_json(table)
+
+
+class ChartView:
+    """A chart (and optionally a run's overlay) that shows itself in a notebook.
+
+    Jupyter calls `_repr_html_` (the SVG inline) or `_repr_svg_`; both need Graphviz's
+    `dot`. Without it the HTML view falls back to the DOT text and `_repr_svg_` to None.
+    """
+
+    def __init__(self, table: TransitionTable, overlay: TraceOverlay | None = None) -> None:
+        self.table = table
+        self.overlay = overlay
+
+    def __repr__(self) -> str:
+        overlay = ", overlay" if self.overlay else ""
+        return f"ChartView({self.table.name}{overlay})"
+
+    @property
+    def dot(self) -> str:
+        return chart_to_dot(self.table, self.overlay)
+
+    @property
+    def mermaid(self) -> str:
+        return chart_to_mermaid(self.table, self.overlay)
+
+    @property
+    def markdown(self) -> str:
+        return chart_to_markdown(self.table, self.overlay)
+
+    def image(self, format: ImageFormat = "svg") -> bytes:
+        """The diagram drawn by Graphviz; raises `RenderError` without `dot`."""
+        return render(self.dot, format)
+
+    def _repr_svg_(self) -> str | None:
+        try:
+            return self.image("svg").decode()
+        except RenderError:
+            return None
+
+    def _repr_html_(self) -> str:
+        svg = self._repr_svg_()
+        if svg is None:
+            note = "Graphviz's dot is not installed; the chart as DOT:"
+            return f"<div><p>{note}</p><pre>{escape(self.dot)}</pre></div>"
+        # Inline SVG in HTML takes no XML declaration or doctype: keep from `<svg` on.
+        return f'<div class="helikon-chart">{svg[svg.find("<svg") :]}</div>'

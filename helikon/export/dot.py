@@ -1,0 +1,170 @@
+"""Render a `ChartGraph` as Graphviz DOT text (pure: turning it into SVG or PNG is `render`).
+
+The picture: phases are rounded boxes, custom phases dashed and amber; `Done` and `Failed`
+are double circles, green and red, and so are the edges into them; a black dot points at
+the initial phase. Each edge lists its rows, one line each, as `input #priority [guards] /
+action`. Phases that share rows (cancel, fail) sit in a dashed cluster with one edge from it.
+With a trace overlay, visited phases and edges turn blue with their counts (`x3`), the rest
+turn grey, and the current phase is drawn bold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from helikon.export.ir import ChartEdge, ChartGraph, ChartNode, ChartTransition
+
+FONT = "Helvetica"
+INK = "#3c4a5c"
+VISITED = "#1565c0"
+UNVISITED = "#a0a7b0"
+
+NODE_STYLE: dict[str, dict[str, str]] = {
+    "initial": {"shape": "point", "width": "0.18", "color": "black", "label": ""},
+    "normal": {"fillcolor": "#e8eef7", "color": INK},
+    "custom": {"fillcolor": "#fff1d0", "color": "#b7791f", "style": "rounded,filled,dashed"},
+    "done": {"shape": "doublecircle", "fillcolor": "#d4f1d4", "color": "#2e7d32"},
+    "failed": {"shape": "doublecircle", "fillcolor": "#f8d7d5", "color": "#c62828"},
+}
+EDGE_COLOR = {"done": "#2e7d32", "failed": "#c62828"}
+
+
+def to_dot(graph: ChartGraph) -> str:
+    """The graph as a DOT `digraph`, top to bottom, ending in a newline."""
+    lines = [f"digraph {quote(graph.name)} {{", *_defaults(graph)]
+    members = set(graph.group.members) if graph.group else set()
+    lines += [_node(node, graph) for node in graph.nodes if node.id not in members]
+    if graph.group:
+        lines += _cluster(graph)
+    terminals = [n.id for n in graph.nodes if n.kind in ("done", "failed")]
+    if terminals:
+        # Outcomes sit on the bottom rank, so the picture reads as a flow down to them.
+        lines.append("  { rank=sink; " + " ".join(f"{quote(t)};" for t in terminals) + " }")
+    lines += [_edge(edge, graph) for edge in graph.edges]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+class Escaped(str):
+    """Text already escaped for a DOT string (it holds `\\l` line ends)."""
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted string."""
+    if isinstance(text, Escaped):
+        return f'"{text}"'
+    return '"' + escape(text).replace("\n", "\\n") + '"'
+
+
+def escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _attrs(attrs: dict[str, str]) -> str:
+    return "[" + ", ".join(f"{key}={quote(value)}" for key, value in attrs.items()) + "]"
+
+
+def _defaults(graph: ChartGraph) -> Iterator[str]:
+    title = graph.name + (" (trace overlay)" if graph.overlaid else "")
+    yield (
+        "  graph "
+        + _attrs(
+            {
+                "label": title,
+                "labelloc": "t",
+                "fontname": FONT,
+                "fontsize": "16",
+                "rankdir": "TB",
+                "compound": "true",
+                "nodesep": "0.5",
+                "ranksep": "0.7",
+                "newrank": "true",
+            }
+        )
+        + ";"
+    )
+    yield (
+        "  node "
+        + _attrs({"fontname": FONT, "fontsize": "12", "shape": "box", "style": "rounded,filled"})
+        + ";"
+    )
+    yield (
+        "  edge "
+        + _attrs(
+            {"fontname": FONT, "fontsize": "9", "color": INK, "fontcolor": INK, "arrowsize": "0.7"}
+        )
+        + ";"
+    )
+
+
+def _node(node: ChartNode, graph: ChartGraph, indent: str = "  ") -> str:
+    attrs = dict(NODE_STYLE[node.kind])
+    if node.kind != "initial":
+        attrs["label"] = node.label
+        if graph.overlaid:
+            attrs.update(_node_overlay(node, attrs))
+    return f"{indent}{quote(node.id)} {_attrs(attrs)};"
+
+
+def _node_overlay(node: ChartNode, attrs: dict[str, str]) -> dict[str, str]:
+    if not node.visits and not node.current:
+        return {"color": UNVISITED, "fontcolor": UNVISITED}
+    extra = {"color": VISITED, "penwidth": "2.5"}
+    if node.visits:
+        extra["label"] = f"{node.label}\nx{node.visits}"
+    if node.current:
+        style = attrs.get("style", "rounded,filled")
+        extra.update({"penwidth": "4", "fontname": f"{FONT}-Bold", "style": style + ",bold"})
+    return extra
+
+
+def _cluster(graph: ChartGraph) -> Iterator[str]:
+    assert graph.group is not None
+    yield f"  subgraph {quote('cluster_' + graph.group.id)} {{"
+    yield (
+        "    graph "
+        + _attrs(
+            {
+                "label": graph.group.label,
+                "labeljust": "l",
+                "style": "rounded,dashed",
+                "color": UNVISITED,
+                "fontcolor": "#5a6470",
+                "fontsize": "10",
+            }
+        )
+        + ";"
+    )
+    for member in graph.group.members:
+        yield _node(graph.node(member), graph, indent="    ")
+    yield "  }"
+
+
+def _edge(edge: ChartEdge, graph: ChartGraph) -> str:
+    source, attrs = edge.source, {}
+    if graph.group and source == graph.group.id:
+        # An edge leaves a cluster from one of its nodes, clipped at the cluster's border.
+        source = graph.group.members[-1]
+        attrs["ltail"] = "cluster_" + graph.group.id
+    if edge.transitions:
+        attrs["label"] = _label(edge.transitions, graph.overlaid)
+    color = _edge_color(edge, graph)
+    if color:
+        attrs.update({"color": color, "fontcolor": color})
+    if graph.overlaid and edge.visits:
+        attrs["penwidth"] = "2"
+    body = f"  {quote(source)} -> {quote(edge.target)}"
+    return f"{body} {_attrs(attrs)};" if attrs else f"{body};"
+
+
+def _edge_color(edge: ChartEdge, graph: ChartGraph) -> str | None:
+    if edge.source == graph.nodes[0].id and graph.nodes[0].kind == "initial":
+        return None
+    if graph.overlaid:
+        return VISITED if edge.visits else UNVISITED
+    return EDGE_COLOR.get(graph.node(edge.target).kind)
+
+
+def _label(transitions: tuple[ChartTransition, ...], overlaid: bool) -> Escaped:
+    # `\l` ends a left-justified line, so the lines are escaped here, not by `quote`.
+    lines = [t.label + (f"  x{t.visits}" if overlaid and t.visits else "") for t in transitions]
+    return Escaped("".join(escape(line) + "\\l" for line in lines))

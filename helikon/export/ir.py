@@ -1,0 +1,307 @@
+"""Extract a compiled chart into `ChartGraph`, the plain form every chart renderer reads.
+
+Theory of operation: `extract` is the only code that reads a `TransitionTable`; the DOT,
+Mermaid and Markdown renderers read only the `ChartGraph` it returns, so each renderer can be
+tested from a graph built by hand and none of them can drift from the table. The graph holds:
+
+- `nodes`: an `initial` pseudo-node (the arrow into the first phase), then one node per phase,
+  in the chart's order, of kind `normal`, `custom` (a phase helikon does not define), `done`
+  or `failed`.
+- `transitions`: one per row shown, in priority order, each with its row's priority among
+  the alternatives for its (phase, input). Rows that every non-terminal phase has alike
+  (cancel, fail) become one transition from `group`, a stand-in for "any non-terminal
+  phase", so a diagram draws them once. Implicit rows (a terminal absorbing an input, a
+  phase refusing one) are left out unless asked for, or unless the overlay visited them.
+- `edges`: the transitions grouped by (source, target), for diagrams.
+- an optional trace overlay: visit counts on nodes and transitions, and the current phase.
+
+Pure: no IO, no graphviz, no jinja2. Ordering follows the table, so output is byte-stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from helikon.chart.table import Phase, Row, TransitionTable
+
+NodeKind = Literal["initial", "normal", "custom", "done", "failed"]
+
+INITIAL_ID = "__initial__"
+GROUP_ID = "Running"
+GROUP_LABEL = "any non-terminal phase"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceOverlay:
+    """What a run did, to draw over its chart.
+
+    Attributes:
+        phases: phase name -> times the run was in that phase.
+        rows: row index (`Row.index`) -> times that row fired.
+        current: the phase the run is in now, if any.
+    """
+
+    phases: Mapping[str, int] = field(default_factory=dict)
+    rows: Mapping[int, int] = field(default_factory=dict)
+    current: str | None = None
+
+    @classmethod
+    def from_rows(cls, table: TransitionTable, fired: Iterable[int]) -> TraceOverlay:
+        """The overlay of a run that started in `table.initial` and fired `fired` in order.
+
+        Each fired row counts once. A phase counts once each time the run enters it from
+        another phase (the initial phase once for the start): a row that stays in its phase
+        (start, record_decisions) is a count on its edge, not another visit. The current
+        phase is the last row's target.
+        """
+        phases: dict[str, int] = {table.initial: 1}
+        rows: dict[int, int] = {}
+        current = table.initial
+        for index in fired:
+            target = table.rows[index].target
+            rows[index] = rows.get(index, 0) + 1
+            if target != current:
+                phases[target] = phases.get(target, 0) + 1
+            current = target
+        return cls(phases, rows, current)
+
+
+@dataclass(frozen=True, slots=True)
+class ChartNode:
+    """A phase (or the initial pseudo-node) with its overlay counts."""
+
+    id: str
+    kind: NodeKind
+    label: str
+    visits: int = 0
+    current: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChartTransition:
+    """One row as a diagram shows it (or one row shared by every member of the group).
+
+    `priority` is 1-based among the `alternatives` rows tried for the same (phase, input).
+    """
+
+    rows: tuple[int, ...]
+    source: str
+    target: str
+    input_kind: str
+    guards: tuple[str, ...]
+    action: str
+    priority: int = 1
+    alternatives: int = 1
+    implicit: bool = False
+    visits: int = 0
+
+    @property
+    def label(self) -> str:
+        """`input #priority [guards] / action`; the priority only where alternatives compete."""
+        rank = f" #{self.priority}" if self.alternatives > 1 else ""
+        guards = f" [{' and '.join(self.guards)}]" if self.guards else ""
+        return f"{self.input_kind}{rank}{guards} / {self.action}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChartEdge:
+    """The transitions from `source` to `target`, in priority order. The edge from the
+    initial pseudo-node has none."""
+
+    source: str
+    target: str
+    transitions: tuple[ChartTransition, ...] = ()
+
+    @property
+    def visits(self) -> int:
+        return sum(t.visits for t in self.transitions)
+
+
+@dataclass(frozen=True, slots=True)
+class ChartGroup:
+    """Phases drawn together so the rows they all share are drawn once, from `id`."""
+
+    id: str
+    label: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    name: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChartGraph:
+    """A chart as renderers see it; see the module docstring."""
+
+    name: str
+    initial: str
+    nodes: tuple[ChartNode, ...]
+    transitions: tuple[ChartTransition, ...]
+    edges: tuple[ChartEdge, ...]
+    group: ChartGroup | None = None
+    guards: tuple[Doc, ...] = ()
+    actions: tuple[Doc, ...] = ()
+    digest: str = ""
+    overlaid: bool = False
+
+    def node(self, node_id: str) -> ChartNode:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def kind_of(self, node_id: str) -> NodeKind | None:
+        """The kind of node `node_id`; None for the group, which is not a node."""
+        return next((node.kind for node in self.nodes if node.id == node_id), None)
+
+
+def extract(
+    table: TransitionTable,
+    overlay: TraceOverlay | None = None,
+    *,
+    implicit: bool = False,
+    group_shared: bool = True,
+) -> ChartGraph:
+    """Turn a compiled table (and optionally a trace overlay) into a `ChartGraph`.
+
+    Args:
+        table: the compiled chart.
+        overlay: visit counts and the current phase of a run of this chart.
+        implicit: include every implicit row; without it only the ones `overlay` visited.
+        group_shared: draw rows that every non-terminal phase has alike once, from a group.
+
+    Raises:
+        ValueError: the overlay names a phase or row index this table does not have.
+    """
+    if overlay is not None:
+        _check_overlay(table, overlay)
+    hits = overlay or TraceOverlay()
+    shown = [r for r in table.rows if implicit or not r.implicit or hits.rows.get(r.index)]
+    members = tuple(p.name for p in table.phases if not p.final)
+    shared = _shared_rows(table, shown, members) if group_shared and len(members) > 1 else {}
+    group = ChartGroup(_unique_id(table), GROUP_LABEL, members) if shared else None
+    transitions = _transitions(table, shown, shared, group, hits)
+    nodes = (
+        ChartNode(INITIAL_ID, "initial", "start"),
+        *(_node(phase, hits) for phase in table.phases),
+    )
+    used_guards = sorted({g.name for r in shown for g in r.guards})
+    used_actions = sorted({r.action for r in shown})
+    return ChartGraph(
+        name=table.name,
+        initial=table.initial,
+        nodes=nodes,
+        transitions=transitions,
+        edges=(ChartEdge(INITIAL_ID, table.initial), *group_edges(transitions)),
+        group=group,
+        guards=tuple(Doc(n, table.guard_docs.get(n, "")) for n in used_guards),
+        actions=tuple(Doc(n, table.action_docs.get(n, "")) for n in used_actions),
+        digest=table.digest,
+        overlaid=overlay is not None,
+    )
+
+
+def group_edges(transitions: Iterable[ChartTransition]) -> tuple[ChartEdge, ...]:
+    """Transitions grouped by (source, target), edges in order of their first transition."""
+    by_pair: dict[tuple[str, str], list[ChartTransition]] = {}
+    for t in transitions:
+        by_pair.setdefault((t.source, t.target), []).append(t)
+    return tuple(ChartEdge(s, d, tuple(ts)) for (s, d), ts in by_pair.items())
+
+
+def _check_overlay(table: TransitionTable, overlay: TraceOverlay) -> None:
+    names = {p.name for p in table.phases}
+    for name in (*overlay.phases, *([overlay.current] if overlay.current else [])):
+        if name not in names:
+            raise ValueError(f"overlay names phase {name!r}, which chart {table.name} lacks")
+    for index in overlay.rows:
+        if not 0 <= index < len(table.rows):
+            raise ValueError(f"overlay names row {index}, which chart {table.name} lacks")
+
+
+def _node(phase: Phase, hits: TraceOverlay) -> ChartNode:
+    if phase.final:
+        kind: NodeKind = "failed" if phase.name == "Failed" else "done"
+    else:
+        kind = "custom" if phase.custom else "normal"
+    visits = hits.phases.get(phase.name, 0)
+    return ChartNode(phase.name, kind, phase.name, visits, hits.current == phase.name)
+
+
+def _unique_id(table: TransitionTable) -> str:
+    taken = {p.name for p in table.phases}
+    group_id = GROUP_ID
+    while group_id in taken:
+        group_id += "_"
+    return group_id
+
+
+SharedKey = tuple[str, tuple[str, ...], str, str, bool]
+
+
+def _key(row: Row) -> SharedKey:
+    return (row.input_kind, tuple(map(str, row.guards)), row.target, row.action, row.implicit)
+
+
+def _shared_rows(
+    table: TransitionTable, shown: list[Row], members: tuple[str, ...]
+) -> dict[SharedKey, tuple[int, ...]]:
+    """Rows that every member has alike, as the sole row for their input, aimed outside
+    the group: key -> the indices of the rows it stands for."""
+    found: dict[SharedKey, list[int]] = {}
+    for row in shown:
+        sole = len(table.dispatch[row.source][row.input_kind]) == 1
+        if sole and row.source in members and row.target not in members:
+            found.setdefault(_key(row), []).append(row.index)
+    return {key: tuple(rows) for key, rows in found.items() if len(rows) == len(members)}
+
+
+def _transitions(
+    table: TransitionTable,
+    shown: list[Row],
+    shared: dict[SharedKey, tuple[int, ...]],
+    group: ChartGroup | None,
+    hits: TraceOverlay,
+) -> tuple[ChartTransition, ...]:
+    grouped = {index for indices in shared.values() for index in indices}
+    own = [_transition(table, row, hits) for row in shown if row.index not in grouped]
+    common = [
+        ChartTransition(
+            rows=indices,
+            source=group.id,
+            target=key[2],
+            input_kind=key[0],
+            guards=key[1],
+            action=key[3],
+            implicit=key[4],
+            visits=sum(hits.rows.get(i, 0) for i in indices),
+        )
+        for key, indices in shared.items()
+        if group is not None
+    ]
+    # Declared rows first, then the shared ones (as SEMANTICS.md lists them), implicit last.
+    group_id = group.id if group else None
+    ordered = sorted([*own, *common], key=lambda t: (t.implicit, t.source == group_id, t.rows))
+    return tuple(ordered)
+
+
+def _transition(table: TransitionTable, row: Row, hits: TraceOverlay) -> ChartTransition:
+    rivals = table.dispatch[row.source][row.input_kind]
+    priority = next(i for i, c in enumerate(rivals, 1) if c.row.index == row.index)
+    return ChartTransition(
+        rows=(row.index,),
+        source=row.source,
+        target=row.target,
+        input_kind=row.input_kind,
+        guards=tuple(map(str, row.guards)),
+        action=row.action,
+        priority=priority,
+        alternatives=len(rivals),
+        implicit=row.implicit,
+        visits=hits.rows.get(row.index, 0),
+    )

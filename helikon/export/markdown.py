@@ -1,0 +1,73 @@
+"""Render a `ChartGraph` as Markdown: the transition table in priority order, then what each
+guard and action does (their docstrings), so a chart documents itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from helikon.export.ir import ChartGraph, ChartTransition, Doc
+
+PREAMBLE = (
+    "Rows are tried top to bottom for the phase and input at hand; the first whose guards all "
+    "hold fires: it runs its action and moves to its target."
+)
+
+
+def to_markdown(graph: ChartGraph) -> str:
+    """The graph as a Markdown document, ending in a newline."""
+    lines = [f"# {graph.name}", "", *_summary(graph), "", "## Transitions", "", PREAMBLE, ""]
+    lines += _table(graph)
+    lines += ["", "## Guards", "", *_docs(graph.guards, "No guards.")]
+    lines += ["", "## Actions", "", *_docs(graph.actions, "No actions.")]
+    return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _summary(graph: ChartGraph) -> Iterator[str]:
+    outcome = {"done": "success", "failed": "failure"}
+    terminals = [f"{_code(n.id)} ({outcome[n.kind]})" for n in graph.nodes if n.kind in outcome]
+    custom = [n.id for n in graph.nodes if n.kind == "custom"]
+    yield f"- Initial phase: {_code(graph.initial)}"
+    if terminals:
+        yield f"- Terminal phases: {', '.join(terminals)}"
+    if custom:
+        yield f"- Custom phases: {', '.join(map(_code, custom))}"
+    if graph.digest:
+        yield f"- Table digest: {_code(graph.digest)}"
+    current = next((n.id for n in graph.nodes if n.current), None)
+    if graph.overlaid and current:
+        yield f"- Current phase (trace overlay): {_code(current)}"
+
+
+def _table(graph: ChartGraph) -> Iterator[str]:
+    header = ["from", "input", "guards", "to", "action"]
+    if graph.overlaid:
+        header.append("fired")
+    yield "| " + " | ".join(header) + " |"
+    yield "|" + "---|" * len(header)
+    for transition in graph.transitions:
+        yield "| " + " | ".join(_cells(transition, graph)) + " |"
+
+
+def _cells(transition: ChartTransition, graph: ChartGraph) -> list[str]:
+    grouped = graph.group is not None and transition.source == graph.group.id
+    source = graph.group.label if graph.group and grouped else _code(transition.source)
+    guards = " and ".join(map(_code, transition.guards))
+    if transition.alternatives > 1:
+        guards = f"#{transition.priority} {guards or 'otherwise'}"
+    cells = [source, _code(transition.input_kind), guards or "—", _code(transition.target)]
+    cells.append(_code(transition.action) + (" (implicit)" if transition.implicit else ""))
+    if graph.overlaid:
+        cells.append(str(transition.visits) if transition.visits else "")
+    return cells
+
+
+def _docs(docs: tuple[Doc, ...], empty: str) -> Iterator[str]:
+    if not docs:
+        yield empty
+    for doc in docs:
+        text = " ".join(doc.doc.split()) or "(no docstring)"
+        yield f"- {_code(doc.name)}: {text}"
