@@ -85,7 +85,6 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
 
     from helikon.config import RunContext
     from helikon.console import EventPrinter
-    from helikon.runner import Runner
 
     if not hasattr(module, "agent"):
         raise UsageError(f"{module.__name__} defines no agent(model) to run")
@@ -99,11 +98,19 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
     deps = module.deps() if hasattr(module, "deps") else None
     printer = EventPrinter()
     printer.line(printer.paint(f"> {text}", "bold"))
-    stream = Runner.run_streamed(agent, text, context=RunContext(deps))
-    last: Any = None
-    async for event in stream:
-        printer(event)
-        last = event
+    from helikon.driver import Run, RunResultStreaming
+    from helikon.trace import TraceWriter
+
+    writer = TraceWriter(args.trace) if getattr(args, "trace", None) else None
+    try:
+        run = Run(agent, input=text, context=RunContext(deps), trace=writer)
+        last: Any = None
+        async for event in RunResultStreaming(run, timeout=agent.config.timeout):
+            printer(event)
+            last = event
+    finally:
+        if writer is not None:
+            writer.close()
     return 1 if last is not None and last.type == "run_failed" else 0
 
 
@@ -118,7 +125,7 @@ def command_run(args: argparse.Namespace) -> int:
 def command_demo(args: argparse.Namespace) -> int:
     args.chart = str(CHARTS / DEMO_CHART)
     args.offline, args.model = True, None
-    args.approve = "all"
+    args.approve, args.trace = "all", None
     print(f"helikon demo: {DEMO_CHART} offline, with a scripted model\n")
     code = command_run(args)
     print(
@@ -155,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
         default="ask",
         help="how to answer approvals (ask: prompt on a terminal, else suspend)",
     )
+    run.add_argument("--trace", metavar="OUT.jsonl", help="record every transition here")
     run.set_defaults(handler=command_run)
 
     table = commands.add_parser("table", help="print the default chart's compiled table")

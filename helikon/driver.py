@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +74,7 @@ from helikon.state import (
     TransitionOutcome,
 )
 from helikon.tools import Tool, ToolContext, execute_batch
+from helikon.trace import TraceSink
 from helikon.transition import initial_state, pending_action, transition, trip_output_guardrail
 
 __all__ = [
@@ -129,14 +130,14 @@ class Run:
         run_id: str | None = None,
         depth: int = 0,
         usage: Usage = ZERO_USAGE,
-        on_transition: Callable[[TransitionRecord], None] | None = None,
+        trace: TraceSink | None = None,
     ) -> None:
         self.agent = agent
         self.config = config or agent.config
         self.context = context or RunContext.ephemeral()
         self.run_id = run_id or uuid.uuid4().hex
         self.depth = depth
-        self.on_transition = on_transition
+        self.trace = trace
         self.tools, self.handoffs = _check_names(agent)
         self.ctx = _transition_ctx(agent, self.config, self.tools, self.handoffs)
         self.state: Any = initial_state(self.ctx, usage)
@@ -160,7 +161,7 @@ class Run:
         *,
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
-        on_transition: Callable[[TransitionRecord], None] | None = None,
+        trace: TraceSink | None = None,
     ) -> Run:
         """A run that continues from `snapshot` (in this process), with approval decisions.
 
@@ -174,7 +175,7 @@ class Run:
             config=config,
             run_id=snapshot.run_id,
             depth=snapshot.depth,
-            on_transition=on_transition,
+            trace=trace,
         )
         snapshot.check(agent.name, run.ctx.table.digest)
         run.state = snapshot.state
@@ -223,7 +224,9 @@ class Run:
         """Every event of the run, to its end (completed, failed or suspended)."""
         if not self.started:
             self.started = True
-            yield RunStarted(self.agent.name, self.run_id)
+            if self.trace is not None:
+                self.trace.started(self)
+            yield self._effect(RunStarted(self.agent.name, self.run_id))
         while not self.finished and not self.suspended:
             async for event in self.advance():
                 yield event
@@ -244,9 +247,7 @@ class Run:
         inp, self.next_input = self.next_input, None
         outcome = transition(self.state, inp, self.ctx)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
-            outcome, tripped = await self._check_output(outcome)
-            if tripped is not None:
-                yield tripped
+            outcome = await self._check_output(outcome)
         self._apply(inp, outcome)
         for event in outcome.events:
             yield event
@@ -258,8 +259,14 @@ class Run:
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        if self.on_transition is not None:
-            self.on_transition(TransitionRecord(self.seq, before, inp, outcome))
+        if self.trace is not None:
+            self.trace.transition(self, TransitionRecord(self.seq, before, inp, outcome))
+
+    def _effect(self, event: AgentEvent) -> AgentEvent:
+        """An event an effect produced (not a transition): traced, then streamed."""
+        if self.trace is not None:
+            self.trace.effect(self, event)
+        return event
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run: the effect in flight is cancelled and the run fails with Cancelled."""
@@ -325,7 +332,7 @@ class Run:
             self._guarded_input = True
             tripped = await self._check_input()
             if tripped is not None:
-                yield GuardrailTriggered(tripped.guardrail, "input", tripped.message)
+                yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
                 self.next_input = Fail(tripped)
                 return
         request = ModelInput(
@@ -346,7 +353,7 @@ class Run:
                 assembler.add(chunk)
                 event = _delta_event(chunk)
                 if event is not None:
-                    yield event
+                    yield self._effect(event)
         except ModelError as exc:
             self.next_input = Fail(exc.error)
             return
@@ -395,7 +402,7 @@ class Run:
         handler = self.agent.on_approval
         if handler is None:
             self.suspended = True
-            yield RunSuspended(action.pending)
+            yield self._effect(RunSuspended(action.pending))
             return
         decisions = []
         for request in action.pending:
@@ -422,10 +429,11 @@ class Run:
             config=_remaining(self.config, self.usage),
             run_id=f"{self.run_id}/{self.seq}",
             depth=self.depth + 1,
+            trace=self.trace,
         )
         child.started = True
         self._child = child
-        yield AgentUpdated(target.name)
+        yield self._effect(AgentUpdated(target.name))
         try:
             async for event in child.stream():
                 if event.type not in ("run_completed", "run_failed"):
@@ -446,17 +454,14 @@ class Run:
                 return GuardrailTripped(guardrail.name, "input", verdict.message)
         return None
 
-    async def _check_output(
-        self, outcome: TransitionOutcome
-    ) -> tuple[TransitionOutcome, AgentEvent | None]:
+    async def _check_output(self, outcome: TransitionOutcome) -> TransitionOutcome:
         output = outcome.next_state.output  # type: ignore[union-attr]  # Done, checked by caller
         for guardrail in self.agent.output_guardrails:
             verdict = await _verdict(guardrail.check(output, self.context))
             if verdict.tripwire:
                 error = GuardrailTripped(guardrail.name, "output", verdict.message)
-                event = GuardrailTriggered(guardrail.name, "output", verdict.message)
-                return trip_output_guardrail(outcome, error), event
-        return outcome, None
+                return trip_output_guardrail(outcome, error)
+        return outcome
 
 
 async def _verdict(answer: Any) -> Any:

@@ -36,6 +36,7 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
             config=_remaining(config, parent.usage) if parent is not None else config,
             run_id=f"{context.run_id}/{context.call_id}",
             depth=depth,
+            trace=parent.trace if parent is not None else None,
         )
         try:
             result = await RunResultStreaming(child).collect()
