@@ -135,6 +135,93 @@ def command_demo(args: argparse.Namespace) -> int:
     return code
 
 
+DIAGRAM_FORMATS = ("dot", "svg", "png", "mermaid", "md", "json")
+
+
+def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
+    from helikon import export
+
+    if fmt == "json":
+        return export.chart_to_json(table).encode()
+    if fmt == "mermaid":
+        return export.chart_to_mermaid(table, overlay).encode()
+    if fmt == "md":
+        return export.chart_to_markdown(table, overlay).encode()
+    dot = export.chart_to_dot(table, overlay)
+    if fmt == "dot":
+        return dot.encode()
+    try:
+        return export.render(dot, "svg" if fmt == "svg" else "png")
+    except export.RenderError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def overlay_of(table: Any, trace_path: str) -> Any:
+    from helikon.export import TraceOverlay
+    from helikon.trace import TraceError, read_trace
+
+    try:
+        trace = read_trace(trace_path)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+    if trace.header.chart_digest != table.digest:
+        raise UsageError(
+            f"{trace_path} was recorded on chart {trace.header.chart} "
+            f"({trace.header.chart_digest[:12]}), not on this chart ({table.digest[:12]})"
+        )
+    rows = [line.row.index for line in trace.transitions(trace.header.run_id)]
+    return TraceOverlay.from_rows(table, rows)
+
+
+def command_diagram(args: argparse.Namespace) -> int:
+    table = table_of(args.chart)
+    overlay = overlay_of(table, args.trace) if args.trace else None
+    data = diagram_bytes(table, args.format, overlay)
+    write_output(data, args.output)
+    return 0
+
+
+def command_validate(args: argparse.Namespace) -> int:
+    from helikon.errors import ChartDefinitionError
+    from helikon.loading import load_table
+
+    try:
+        table = load_table(args.chart)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    except ChartDefinitionError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    declared = sum(1 for row in table.rows if not row.implicit)
+    print(f"{table.name}: ok ({len(table.phases)} phases, {declared} rows, {table.digest[:12]})")
+    return 0
+
+
+def table_of(target: str) -> Any:
+    from helikon.errors import ChartDefinitionError
+    from helikon.loading import load_table
+
+    try:
+        return load_table(target)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    except ChartDefinitionError as exc:
+        first = str(exc).splitlines()
+        raise UsageError(" ".join(line.strip() for line in first)) from None
+
+
+def write_output(data: bytes, output: str | None) -> None:
+    if output in (None, "-"):
+        if data[:4] == b"\x89PNG":
+            raise UsageError("PNG is binary: write it to a file with -o FILE")
+        sys.stdout.write(data.decode())
+        return
+    try:
+        Path(output).write_bytes(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+
+
 def command_table(args: argparse.Namespace) -> int:
     print(format_table(DEFAULT_TABLE, implicit=args.implicit))
     return 0
@@ -164,6 +251,17 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--trace", metavar="OUT.jsonl", help="record every transition here")
     run.set_defaults(handler=command_run)
+
+    diagram = commands.add_parser("diagram", help="draw a chart (DOT, SVG, PNG, Mermaid, ...)")
+    diagram.add_argument("chart", help="default, a chart file, or module:attr")
+    diagram.add_argument("-f", "--format", choices=DIAGRAM_FORMATS, default="svg")
+    diagram.add_argument("--trace", help="overlay the path a recorded run took")
+    diagram.add_argument("-o", "--output", help="file to write (default: stdout)")
+    diagram.set_defaults(handler=command_diagram)
+
+    validate = commands.add_parser("validate", help="compile a chart and report its problems")
+    validate.add_argument("chart", help="a chart file, or module:attr")
+    validate.set_defaults(handler=command_validate)
 
     table = commands.add_parser("table", help="print the default chart's compiled table")
     table.add_argument("--implicit", action="store_true", help="include implicit rows")

@@ -48,3 +48,81 @@ def load(target: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise LoadError(f"{where} has no attribute {attr!r}") from None
+
+
+def _registries(module: ModuleType, suffix: str) -> dict[str, Any]:
+    """Guards or actions a chart module registers: dicts named `GUARDS` or `<X>_GUARDS`."""
+    found: dict[str, Any] = {}
+    for name, obj in vars(module).items():
+        if (name == suffix or name.endswith("_" + suffix)) and isinstance(obj, dict):
+            found.update(obj)
+    return found
+
+
+def charts_in(module: ModuleType) -> list[type]:
+    """The loop charts a module defines (not those it imports)."""
+    from helikon.chart.dsl import LoopChart
+
+    return [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, LoopChart)
+        and obj is not LoopChart
+        and obj.__module__ == module.__name__
+    ]
+
+
+def compile_in(module: ModuleType, chart: type) -> Any:
+    """Compile `chart` with the guards and actions its module registers."""
+    from helikon.chart.compile import compile_chart
+
+    return compile_chart(
+        chart, guards=_registries(module, "GUARDS"), actions=_registries(module, "ACTIONS")
+    )
+
+
+def load_table(target: str) -> Any:
+    """The compiled table `target` names.
+
+    `default` is helikon's default loop. Otherwise a file or module (with `:attr` to pick a
+    chart class, a compiled table or an agent): a module's compiled table, else the chart it
+    defines, else its agent's chart.
+
+    Raises:
+        LoadError: nothing loadable, or more than one candidate.
+        ChartDefinitionError: the chart does not compile.
+    """
+    from helikon.agent import Agent
+    from helikon.chart.default import DEFAULT_TABLE
+    from helikon.chart.dsl import LoopChart
+    from helikon.chart.table import TransitionTable
+
+    if target == "default":
+        return DEFAULT_TABLE
+    where = target.rpartition(":")[0] if ":" in target else target
+    found = load(target)
+    module = load_module(where) if found is not None and ":" in target else found
+    if isinstance(found, TransitionTable):
+        return found
+    if isinstance(found, type) and issubclass(found, LoopChart):
+        return compile_in(module, found)
+    if isinstance(found, Agent):
+        return found.chart or DEFAULT_TABLE
+    if not isinstance(found, ModuleType):
+        raise LoadError(f"{target} is not a chart, a compiled table or an agent")
+    tables = [obj for obj in vars(found).values() if isinstance(obj, TransitionTable)]
+    if len(tables) == 1:
+        return tables[0]
+    charts = charts_in(found)
+    if len(charts) == 1:
+        return compile_in(found, charts[0])
+    if len(charts) > 1:
+        names = ", ".join(chart.__name__ for chart in charts)
+        raise LoadError(f"{target} defines several charts ({names}); pick one with :Name")
+    if hasattr(found, "agent"):
+        from helikon.models.scripted import ScriptedModel
+
+        agent = found.agent(ScriptedModel([]))
+        return agent.chart or DEFAULT_TABLE
+    raise LoadError(f"{target} defines no chart, compiled table or agent")
