@@ -41,6 +41,7 @@ from helikon.events import (
     TurnStarted,
 )
 from helikon.items import (
+    ZERO_USAGE,
     AssistantMessage,
     CompactionSummary,
     FinalOutput,
@@ -395,7 +396,7 @@ def next_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     turn = state.turn + 1
     events: list[AgentEvent] = [ToolOutputItem(result) for result in results]
     events.append(TurnStarted(turn))
-    usage = state.usage + inp.usage if inp.usage.requests else state.usage
+    usage = state.usage if inp.usage is ZERO_USAGE else state.usage + inp.usage
     return enter(target, turn, usage, ctx, tuple(events), results)
 
 
