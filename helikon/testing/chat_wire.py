@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from helikon.testing.openai_plan import PlannedReply, PlannedUsage
+from helikon.testing.openai_plan import PlannedFailure, PlannedReply, PlannedUsage
 
 
 def chat_usage(usage: PlannedUsage) -> dict[str, Any]:
@@ -110,3 +110,8 @@ def _fragments_of(
     }
     for piece in pieces:
         yield {"index": index, "function": {"arguments": piece}}
+
+
+def chat_stream_error(failure: PlannedFailure) -> Iterator[dict[str, Any]]:
+    """A stream that fails after it started: one event carrying OpenAI's error object."""
+    yield failure.body()

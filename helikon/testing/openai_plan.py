@@ -61,6 +61,8 @@ class PlannedReply:
             instead of one call after another, as some providers do with parallel calls.
         chunk_delay: seconds to pause after each streamed event, to show a client that
             deltas arrive one by one.
+        drop_after: close the connection after this many stream events, mid-body, as a
+            network failure would.
     """
 
     text: str = ""
@@ -72,6 +74,7 @@ class PlannedReply:
     chunk_size: int = 3
     interleave_tool_calls: bool = False
     chunk_delay: float = 0.0
+    drop_after: int | None = None
 
     @property
     def finish(self) -> str:
@@ -94,6 +97,9 @@ class PlannedFailure:
 
     Build one with the class methods (`rate_limited`, `server_error`,
     `context_length_exceeded`, `content_filter`) or directly for any other status.
+    With `in_stream`, a streaming request gets HTTP 200 and the error inside the stream
+    instead (chat: a ``data: {"error": ...}`` event; responses: ``response.failed``), as
+    providers report failures that happen after the stream has started.
     """
 
     status: int
@@ -102,6 +108,7 @@ class PlannedFailure:
     code: str | None = None
     param: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    in_stream: bool = False
 
     def body(self) -> dict[str, Any]:
         return {
@@ -129,11 +136,12 @@ class PlannedFailure:
         )
 
     @classmethod
-    def server_error(cls, status: int = 500) -> PlannedFailure:
+    def server_error(cls, status: int = 500, *, in_stream: bool = False) -> PlannedFailure:
         return cls(
             status,
             "The server had an error while processing your request. Sorry about that!",
             type="server_error",
+            in_stream=in_stream,
         )
 
     @classmethod

@@ -31,9 +31,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from helikon.testing.chat_wire import chat_chunks, chat_completion
+from helikon.testing.chat_wire import chat_chunks, chat_completion, chat_stream_error
 from helikon.testing.openai_plan import Planned, PlannedFailure, PlannedReply
-from helikon.testing.responses_wire import response_body, response_events
+from helikon.testing.request_checks import invalid
+from helikon.testing.responses_wire import (
+    failed_response_events,
+    response_body,
+    response_events,
+)
 
 _ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
 
@@ -185,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error("request body is not JSON", "invalid_json"))
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
-        problem = _invalid(self.path, body)
+        problem = invalid(self.path, body)
         planned = self.owner._record(RecordedRequest(self.path, body, headers), take=not problem)
         if problem:
             self._send_json(400, _error(problem, "invalid_request"))
@@ -193,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = "OpenAIServer has no planned reply left for this request"
             self._send_json(400, _error(message, "no_planned_reply"))
         elif isinstance(planned, PlannedFailure):
-            self._send_json(planned.status, planned.body(), planned.headers)
+            self._fail(planned, body)
         else:
             self._reply(planned, body)
 
@@ -210,11 +215,26 @@ class _Handler(BaseHTTPRequestHandler):
         elif chat:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = chat_chunks(reply, model=model, created=created, include_usage=include_usage)
-            self._send_events(((None, chunk) for chunk in chunks), reply.chunk_delay, done=True)
+            self._send_events(
+                ((None, chunk) for chunk in chunks),
+                reply.chunk_delay,
+                done=True,
+                drop_after=reply.drop_after,
+            )
         else:
             events = response_events(reply, model=model, created=created)
             named = ((event["type"], event) for event in events)
-            self._send_events(named, reply.chunk_delay, done=False)
+            self._send_events(named, reply.chunk_delay, done=False, drop_after=reply.drop_after)
+
+    def _fail(self, failure: PlannedFailure, body: dict[str, Any]) -> None:
+        if not (failure.in_stream and body.get("stream")):
+            self._send_json(failure.status, failure.body(), failure.headers)
+        elif self.path.endswith("/chat/completions"):
+            self._send_events(((None, e) for e in chat_stream_error(failure)), 0, done=False)
+        else:
+            model, created = str(body.get("model") or self.owner.model), int(time.time())
+            events = failed_response_events(failure, model=model, created=created)
+            self._send_events(((e["type"], e) for e in events), 0, done=False)
 
     def _send_json(
         self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
@@ -231,7 +251,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _send_events(
-        self, events: Iterator[tuple[str | None, dict[str, Any]]], delay: float, *, done: bool
+        self,
+        events: Iterator[tuple[str | None, dict[str, Any]]],
+        delay: float,
+        *,
+        done: bool,
+        drop_after: int | None = None,
     ) -> None:
         """Stream server-sent events, one HTTP chunk (and one flush) per event."""
         self.send_response(200)
@@ -239,7 +264,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for name, payload in events:
+        for sent, (name, payload) in enumerate(events):
+            if sent == drop_after:
+                self.close_connection = True  # mid-body: the client sees a broken stream
+                return
             prefix = f"event: {name}\n" if name else ""
             self._write_chunk(f"{prefix}data: {json.dumps(payload)}\n\n".encode())
             if delay:
@@ -257,49 +285,3 @@ def _error(message: str, code: str) -> dict[str, Any]:
     return {
         "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
     }
-
-
-def _invalid(path: str, body: dict[str, Any]) -> str | None:
-    """Why the real API would reject `body` with a 400, for the checks worth having here."""
-    if not body.get("model"):
-        return "you must provide a model parameter"
-    if path.endswith("/chat/completions"):
-        return _invalid_messages(body.get("messages"))
-    return _invalid_input(body.get("input"))
-
-
-def _invalid_messages(messages: Any) -> str | None:
-    if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty array"
-    open_calls: set[str] = set()
-    for message in messages:
-        role = message.get("role")
-        if role == "tool":
-            if message.get("tool_call_id") not in open_calls:
-                return (
-                    "messages with role 'tool' must be a response to a preceding message "
-                    "with 'tool_calls'"
-                )
-            open_calls.discard(message["tool_call_id"])
-        elif open_calls:
-            return (
-                "an assistant message with 'tool_calls' must be followed by tool messages "
-                f"responding to each 'tool_call_id': {sorted(open_calls)}"
-            )
-        if role == "assistant":
-            open_calls = {call["id"] for call in message.get("tool_calls") or ()}
-    return None
-
-
-def _invalid_input(items: Any) -> str | None:
-    if isinstance(items, str):
-        return None
-    if not isinstance(items, list):
-        return "'input' must be a string or an array of input items"
-    calls: set[str] = set()
-    for item in items:
-        if item.get("type") == "function_call":
-            calls.add(item.get("call_id"))
-        elif item.get("type") == "function_call_output" and item.get("call_id") not in calls:
-            return f"No tool call found for function call output with call_id {item.get('call_id')}"
-    return None

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from helikon.testing.openai_plan import PlannedReply, PlannedUsage
+from helikon.testing.openai_plan import PlannedFailure, PlannedReply, PlannedUsage
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -146,3 +146,16 @@ def _opened(item: dict[str, Any]) -> dict[str, Any]:
     if item["type"] == "message":
         return {**item, "content": [], "status": "in_progress"}
     return {**item, "summary": [], "status": "in_progress"}
+
+
+def failed_response_events(
+    failure: PlannedFailure, *, model: str, created: int
+) -> Iterator[dict[str, Any]]:
+    """A stream that fails after it started: ``response.created``, then ``response.failed``."""
+    counter = itertools.count()
+    opened = response_body(None, model=model, created=created, status="in_progress")
+    yield _event(counter, "response.created", response=opened)
+    error = {"code": failure.code or failure.type, "message": failure.message}
+    yield _event(
+        counter, "response.failed", response={**opened, "status": "failed", "error": error}
+    )
