@@ -9,7 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from helikon import Agent, Model, RunConfig, ToolCall, ToolContext, tool
+from helikon import (
+    Agent,
+    AssistantMessage,
+    Model,
+    RunConfig,
+    ScriptedTurn,
+    ToolCall,
+    ToolContext,
+    Usage,
+    tool,
+)
 from helikon.models.scripted import Turn
 
 
@@ -79,10 +89,20 @@ EXAMPLE_INPUT = "How am I doing on coffee this month?"
 def script() -> Sequence[Turn]:
     """What the offline model answers to EXAMPLE_INPUT."""
     return [
-        [
-            ToolCall("call_spent", "spending", '{"category": "coffee"}'),
-            ToolCall("call_budget", "budget", '{"category": "coffee"}'),
-        ],
-        "You spent 42.50 EUR on coffee, 12.50 EUR over your 30 EUR budget: "
-        "time to brew at home for the rest of the month.",
+        ScriptedTurn(
+            [
+                ToolCall("call_spent", "spending", '{"category": "coffee"}'),
+                ToolCall("call_budget", "budget", '{"category": "coffee"}'),
+            ],
+            usage=Usage(212, 41, 253, 1),
+        ),
+        ScriptedTurn(
+            [
+                AssistantMessage(
+                    "You spent 42.50 EUR on coffee, 12.50 EUR over your 30 EUR budget: "
+                    "time to brew at home for the rest of the month."
+                )
+            ],
+            usage=Usage(318, 33, 351, 1),
+        ),
     ]
