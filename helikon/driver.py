@@ -178,6 +178,7 @@ class Run:
             trace=trace,
         )
         snapshot.check(agent.name, run.ctx.table.digest)
+        snapshot.check_state({phase.name for phase in run.ctx.table.phases})
         run.state = snapshot.state
         run.conversation = Conversation(snapshot.conversation)
         run.seq = snapshot.seq

@@ -53,6 +53,23 @@ class RunSnapshot:
                 f"agent now runs chart {chart[:12]}: the loop changed, so it cannot resume"
             )
 
+    def check_state(self, phases: set[str]) -> None:
+        """Refuse a state the chart cannot be in, or an approval batch that is inconsistent."""
+        state: Any = self.state
+        if state.phase not in phases:
+            raise SnapshotMismatch(
+                f"snapshot of run {self.run_id} is in phase {state.phase!r}, "
+                "which the agent's chart does not have"
+            )
+        if isinstance(state, NeedsApproval):
+            batch = {call.call_id for call in state.calls}
+            stray = [r.call.call_id for r in state.pending if r.call.call_id not in batch]
+            if stray:
+                raise SnapshotMismatch(
+                    f"snapshot of run {self.run_id} is corrupt: pending calls "
+                    f"{', '.join(stray)} are not in the batch the model asked for"
+                )
+
     def check_decisions(self, decisions: Sequence[ApprovalDecision]) -> None:
         """Refuse any decision that is not for a pending call with exactly its arguments."""
         state: Any = self.state
