@@ -144,6 +144,7 @@ class Run:
         self.conversation = Conversation()
         self.seq = 0
         self.next_input: Any = Start(_as_items(input))
+        self.pending: NextAction | None = None
         self.suspended = False
         self.started = False
         self._stop: Any = None
@@ -237,24 +238,43 @@ class Run:
         return [event async for event in self.advance()]
 
     async def advance(self) -> AsyncIterator[AgentEvent]:
-        """One step, streaming its events as they happen."""
+        """One step, streaming its events as they happen: `apply()`, then `perform()`."""
         if self.next_input is None:
             if self.finished or self.suspended:
                 return
-            async for event in self._perform(pending_action(self.state, self.ctx)):
+            async for event in self.perform():
                 yield event
             if self.next_input is None:
                 return
+        for event in await self.apply():
+            yield event
+        if not self.finished:
+            async for event in self.perform():
+                yield event
+
+    async def apply(self) -> tuple[AgentEvent, ...]:
+        """Apply the input already observed (`next_input`): one transition; its events.
+
+        Raises:
+            RuntimeError: there is no input to apply (`perform()` the pending action first).
+        """
+        if self.next_input is None:
+            raise RuntimeError("no input to apply: perform() the pending action first")
         inp, self.next_input = self.next_input, None
         outcome = transition(self.state, inp, self.ctx)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
             outcome = await self._check_output(outcome)
         self._apply(inp, outcome)
-        for event in outcome.events:
+        self.pending = None if self.finished else outcome.next_action
+        return outcome.events
+
+    async def perform(self) -> AsyncIterator[AgentEvent]:
+        """Perform the pending action (call the model, run tools, ...); its result becomes
+        `next_input`, or the run suspends for approval."""
+        action = self.pending or pending_action(self.state, self.ctx)
+        self.pending = None
+        async for event in self._perform(action):
             yield event
-        if not self.finished:
-            async for event in self._perform(outcome.next_action):
-                yield event
 
     def _apply(self, inp: Any, outcome: TransitionOutcome) -> None:
         before, self.state = self.state, outcome.next_state
