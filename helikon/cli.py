@@ -101,7 +101,8 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
     from helikon.driver import Run, RunResultStreaming
     from helikon.trace import TraceWriter
 
-    writer = TraceWriter(args.trace) if getattr(args, "trace", None) else None
+    source = str(Path(args.chart).resolve()) if Path(args.chart).is_file() else args.chart
+    writer = TraceWriter(args.trace, source=source) if getattr(args, "trace", None) else None
     try:
         run = Run(agent, input=text, context=RunContext(deps), trace=writer)
         last: Any = None

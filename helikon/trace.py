@@ -45,6 +45,7 @@ class TraceHeader:
     chart_digest: str
     helikon_version: str
     version: int = TRACE_VERSION
+    source: str | None = None
     kind: Literal["header"] = field(default="header", init=False)
 
 
@@ -95,11 +96,15 @@ class TraceSink(Protocol):
     def effect(self, run: Run, event: Any) -> None: ...
 
 
-def header_of(run: Run) -> TraceHeader:
+def header_of(run: Run, source: str | None = None) -> TraceHeader:
+    """The header of `run`'s trace; `source` names where its agent is defined (a chart file
+    or module), so a debugger can rebuild the agent to replay the trace."""
     from helikon import __version__
 
     table = run.ctx.table
-    return TraceHeader(run.agent.name, run.run_id, table.name, table.digest, __version__)
+    return TraceHeader(
+        run.agent.name, run.run_id, table.name, table.digest, __version__, source=source
+    )
 
 
 def transition_trace(run: Run, record: TransitionRecord) -> TransitionTrace:
@@ -155,7 +160,7 @@ class Trace:
 class TraceWriter:
     """Writes a trace as JSON lines to a path or an open text file; one line per record."""
 
-    def __init__(self, target: str | Path | IO[str]) -> None:
+    def __init__(self, target: str | Path | IO[str], *, source: str | None = None) -> None:
         if isinstance(target, (str, Path)):
             self._file: IO[str] = open(target, "w", encoding="utf-8")  # noqa: SIM115
             self._owned = True
@@ -163,6 +168,13 @@ class TraceWriter:
             self._file, self._owned = target, False
         self._wrote_header = False
         self._last_seq: dict[str, int] = {}
+        self.source = source
+
+    def write(self, line: TraceHeader | TransitionTrace | EffectTrace) -> None:
+        """Write one line (the debugger writes recorded histories with this)."""
+        if isinstance(line, TraceHeader):
+            self._wrote_header = True
+        self._write(line)
 
     def _write(self, line: Any) -> None:
         self._file.write(dumps(line, TraceLine) + "\n")
@@ -171,7 +183,7 @@ class TraceWriter:
     def started(self, run: Run) -> None:
         if not self._wrote_header:
             self._wrote_header = True
-            self._write(header_of(run))
+            self._write(header_of(run, self.source))
 
     def transition(self, run: Run, record: TransitionRecord) -> None:
         self._last_seq[run.run_id] = record.seq
