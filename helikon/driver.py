@@ -152,6 +152,7 @@ class Run:
         self._child: Run | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._guarded_input = False
+        self._specs: tuple[ToolSpec, ...] | None = None
 
     @classmethod
     def from_snapshot(
@@ -315,6 +316,9 @@ class Run:
     async def _wait(self, awaitable: Awaitable[Any]) -> Any:
         """Await an effect so that `cancel()` and the deadline can stop it."""
         if self._stop is not None:
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # never started: close it rather than leave it unawaited
             raise _Stopped
         task = asyncio.current_task()
         self._waiting = task
@@ -391,12 +395,15 @@ class Run:
         self.next_input = assembler.response(self.agent.name)
 
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        specs = [tool.spec for tool in self.tools.values()]
-        specs += [
-            ToolSpec(h.name, h.purpose, {"type": "object", "properties": {}})
-            for h in self.handoffs.values()
-        ]
-        return tuple(specs)
+        """What the model is offered: the tools, then the handoffs (built once per run)."""
+        if self._specs is None:
+            specs = [tool.spec for tool in self.tools.values()]
+            specs += [
+                ToolSpec(h.name, h.purpose, {"type": "object", "properties": {}})
+                for h in self.handoffs.values()
+            ]
+            self._specs = tuple(specs)
+        return self._specs
 
     async def _execute_tools(self, action: ExecuteTools) -> Any:
         spent: list[Usage] = []
