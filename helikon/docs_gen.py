@@ -321,7 +321,9 @@ def _chart_section(page: ChartPage) -> list[str]:
     return [
         f"## The chart: `{table.name}`",
         "",
-        f"![{alt}]({page.name}.svg)",
+        f"[![{alt}]({page.name}.svg)]({page.name}.svg)",
+        "",
+        "Click the diagram to open it at full size.",
         "",
         *_demoted(chart_to_markdown(table)),
     ]
