@@ -45,6 +45,10 @@ from helikon.context import (
 from helikon.conversation import (
     Conversation,
 )
+from helikon.debugger import (
+    Debugger,
+    DebuggerError,
+)
 from helikon.driver import (
     Run,
     RunResult,
@@ -110,6 +114,9 @@ from helikon.models.base import (
     ModelInput,
     ToolSpec,
 )
+from helikon.models.replay import (
+    ReplayModel,
+)
 from helikon.models.scripted import (
     ScriptedModel,
     ScriptedTurn,
@@ -158,6 +165,12 @@ from helikon.tools import (
     ToolPolicy,
     tool,
 )
+from helikon.trace import (
+    Trace,
+    TraceError,
+    TraceWriter,
+    read_trace,
+)
 from helikon.transition import (
     Match,
     initial_state,
@@ -205,6 +218,8 @@ __all__ = [
     "CompactionSummary",
     "Conversation",
     "CustomPhase",
+    "Debugger",
+    "DebuggerError",
     "Done",
     "EmptyModelResponse",
     "ExecuteTools",
@@ -250,6 +265,7 @@ __all__ = [
     "ReasoningDelta",
     "RepairStarted",
     "RepairingOutput",
+    "ReplayModel",
     "Row",
     "Run",
     "RunCompleted",
@@ -283,6 +299,9 @@ __all__ = [
     "ToolResult",
     "ToolResults",
     "ToolSpec",
+    "Trace",
+    "TraceError",
+    "TraceWriter",
     "TransitionCtx",
     "TransitionInput",
     "TransitionOutcome",
@@ -297,6 +316,7 @@ __all__ = [
     "initial_state",
     "match_row",
     "pending_action",
+    "read_trace",
     "run_sync",
     "tool",
     "transition",

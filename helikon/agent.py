@@ -14,8 +14,11 @@ from helikon.items import FinalOutput, Item
 from helikon.models.base import Model
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from helikon.driver import RunResultStreaming, RunSnapshot
     from helikon.tools import Tool
+    from helikon.trace import TraceSink
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ class Agent:
         output_type: a type (e.g. a pydantic model) the final answer must validate as.
         config: the default `RunConfig` for runs of this agent.
         chart: a compiled loop chart; helikon's default loop when None.
-        input_guardrails / output_guardrails: checks on the input and the final output.
+        input_guardrails: checks on the user's input, before the first model call.
+        output_guardrails: checks on the final output, before the run completes.
         on_approval: decides calls that need approval in process; without it the run
             suspends with `RunSuspended` and resumes with `agent.resume(...)`.
         description: one line about the agent, offered to agents that hand off to it.
@@ -119,16 +123,25 @@ class Agent:
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
+        trace: TraceSink | str | Path | None = None,
     ) -> RunResultStreaming:
         """Start a run; iterate the result for its events, or `await result.collect()`.
+
+        Args:
+            input: the user's message, or items.
+            context: carries `deps` to tools, guardrails and approval handlers.
+            config: limits for this run (default: the agent's `config`).
+            run_id: the run's id (default: a fresh random one).
+            trace: a trace sink, or a path to write the run's JSONL trace to.
 
         Raises:
             ValueError: the agent cannot start (e.g. two tools share a name).
         """
-        from helikon.driver import Run, RunResultStreaming
+        from helikon.driver import Run, RunResultStreaming, open_trace
 
-        run = Run(self, input=input, context=context, config=config, run_id=run_id)
-        return RunResultStreaming(run)
+        sink, owned = open_trace(trace)
+        run = Run(self, input=input, context=context, config=config, run_id=run_id, trace=sink)
+        return RunResultStreaming(run, closing=owned)
 
     def resume(
         self,

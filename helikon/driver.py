@@ -225,11 +225,6 @@ class Run:
 
     async def stream(self) -> AsyncIterator[AgentEvent]:
         """Every event of the run, to its end (completed, failed or suspended)."""
-        if not self.started:
-            self.started = True
-            if self.trace is not None:
-                self.trace.started(self)
-            yield self._effect(RunStarted(self.agent.name, self.run_id))
         while not self.finished and not self.suspended:
             async for event in self.advance():
                 yield event
@@ -239,7 +234,15 @@ class Run:
         return [event async for event in self.advance()]
 
     async def advance(self) -> AsyncIterator[AgentEvent]:
-        """One step, streaming its events as they happen: `apply()`, then `perform()`."""
+        """One step, streaming its events as they happen: `apply()`, then `perform()`.
+
+        A new run's first step begins with `RunStarted` (and its trace's header).
+        """
+        if not self.started:
+            self.started = True
+            if self.trace is not None:
+                self.trace.started(self)
+            yield self._effect(RunStarted(self.agent.name, self.run_id))
         if self.next_input is None:
             if self.finished or self.suspended:
                 return
@@ -309,6 +312,7 @@ class Run:
             self._waiting.cancel()
 
     def close(self) -> None:
+        """Cancel the run's deadline timer, if any (the stream does this when it ends)."""
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
@@ -510,6 +514,18 @@ def _delta_event(chunk: Any) -> AgentEvent | None:
     return None
 
 
+def open_trace(trace: Any) -> tuple[TraceSink | None, Any]:
+    """(the sink, what to close at the end) for a sink or a path given as `trace=`."""
+    from pathlib import Path
+
+    from helikon.trace import TraceWriter
+
+    if isinstance(trace, (str, Path)):
+        writer = TraceWriter(trace)
+        return writer, writer
+    return trace, None
+
+
 def _handoff_result(child: Run) -> HandoffResult:
     state = child.state
     if state.phase == "Done":
@@ -601,6 +617,7 @@ class RunResultStreaming:
     source: Run | AsyncIterator[AgentEvent] | RunResultStreaming
     events: list[AgentEvent] = field(default_factory=list)
     timeout: float | None = None
+    closing: Any = None  # closed when the stream ends (a trace file the run writes)
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self._events()
@@ -620,6 +637,8 @@ class RunResultStreaming:
         finally:
             if isinstance(source, Run):
                 source.close()
+            if self.closing is not None:
+                self.closing.close()
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run: it ends with `RunFailed(Cancelled(reason))`."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from helikon.agent import Agent
 from helikon.config import RunConfig, RunContext
-from helikon.driver import Run, RunResult, RunResultStreaming
+from helikon.driver import Run, RunResult, RunResultStreaming, open_trace
 from helikon.items import Item
+from helikon.trace import TraceSink
 
 
 class Runner:
@@ -23,11 +25,16 @@ class Runner:
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
+        trace: TraceSink | str | Path | None = None,
     ) -> RunResultStreaming:
-        """The run's event stream; past `config.timeout` the run fails with TimedOut."""
+        """The run's event stream; past `config.timeout` the run fails with TimedOut.
+
+        `trace` is a trace sink, or a path to write the run's JSONL trace to.
+        """
         chosen = config or agent.config
-        run = Run(agent, input=input, context=context, config=chosen, run_id=run_id)
-        return RunResultStreaming(run, timeout=chosen.timeout)
+        sink, owned = open_trace(trace)
+        run = Run(agent, input=input, context=context, config=chosen, run_id=run_id, trace=sink)
+        return RunResultStreaming(run, timeout=chosen.timeout, closing=owned)
 
     @staticmethod
     async def run(
@@ -37,9 +44,12 @@ class Runner:
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
+        trace: TraceSink | str | Path | None = None,
     ) -> RunResult:
         """Run to the end. Raises `RunError` when the run fails."""
-        stream = Runner.run_streamed(agent, input, context=context, config=config, run_id=run_id)
+        stream = Runner.run_streamed(
+            agent, input, context=context, config=config, run_id=run_id, trace=trace
+        )
         return await stream.collect()
 
     @staticmethod

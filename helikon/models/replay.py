@@ -2,8 +2,8 @@
 
 Built from a trace (`helikon.trace`), it replays the trace's model calls in order, across
 nested runs (handoff targets, agents as tools) as they happened: a recorded response is
-streamed again (its recorded deltas when the trace kept them), and a recorded model failure
-is raised again as the same `ModelError`. No network, no model.
+streamed again, split into deltas the way `ScriptedModel` splits a turn, and a recorded model
+failure is raised again as the same `ModelError`. No network, no model.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class ReplayModel:
 
     @classmethod
     def from_trace(cls, trace: Trace | str | Path) -> ReplayModel:
+        """The model that replays `trace` (a `Trace`, or the path of a trace file)."""
         loaded = trace if isinstance(trace, Trace) else read_trace(trace)
         return cls(recorded_calls(loaded))
 
