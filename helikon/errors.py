@@ -71,12 +71,16 @@ class InvalidStructuredOutput:
 
 @value
 class Cancelled:
+    """The run was cancelled (`Run.cancel`, `RunResultStreaming.cancel`)."""
+
     reason: str = ""
     kind: Literal["cancelled"] = field(default="cancelled", init=False)
 
 
 @value
 class GuardrailTripped:
+    """A guardrail stopped the run at `stage` ("input" or "output")."""
+
     guardrail: str
     stage: Literal["input", "output"]
     message: str = ""
@@ -85,6 +89,8 @@ class GuardrailTripped:
 
 @value
 class MaxAgentDepthExceeded:
+    """A handoff or agent-as-tool would nest deeper than `max_agent_depth`."""
+
     max_agent_depth: int
     agent: str
     kind: Literal["max_agent_depth_exceeded"] = field(
@@ -114,6 +120,8 @@ class ToolFailed:
 
 @value
 class TimedOut:
+    """The run outlived `RunConfig.timeout` (`seconds`), as `Runner` enforces it."""
+
     seconds: float
     kind: Literal["timed_out"] = field(default="timed_out", init=False)
 

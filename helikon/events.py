@@ -21,6 +21,8 @@ from helikon.values import value
 
 @value
 class RunStarted:
+    """The run began: `agent` runs it, `run_id` names it."""
+
     agent: str
     run_id: str = ""
     type: Literal["run_started"] = field(default="run_started", init=False, repr=False)
@@ -28,18 +30,24 @@ class RunStarted:
 
 @value
 class TurnStarted:
+    """Model call `turn` (0-based) of the tool loop is about to be made."""
+
     turn: int
     type: Literal["turn_started"] = field(default="turn_started", init=False, repr=False)
 
 
 @value
 class TokenDelta:
+    """A fragment of the model's text, as the provider streamed it."""
+
     text: str
     type: Literal["token_delta"] = field(default="token_delta", init=False, repr=False)
 
 
 @value
 class ReasoningDelta:
+    """A fragment of the model's reasoning, as the provider streamed it."""
+
     text: str
     type: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
 
@@ -56,18 +64,24 @@ class ToolCallDelta:
 
 @value
 class MessageOutput:
+    """The model's text of one turn, re-aggregated once the turn settled."""
+
     item: AssistantMessage
     type: Literal["message_output"] = field(default="message_output", init=False, repr=False)
 
 
 @value
 class ToolCallItem:
+    """A complete tool call the model asked for (arguments assembled)."""
+
     item: ToolCall
     type: Literal["tool_call_item"] = field(default="tool_call_item", init=False, repr=False)
 
 
 @value
 class ToolOutputItem:
+    """The one result a tool call got: executed, errored, denied, rejected, skipped or cancelled."""
+
     item: ToolResult
     type: Literal["tool_output_item"] = field(default="tool_output_item", init=False, repr=False)
 
@@ -83,12 +97,16 @@ class HandoffItem:
 
 @value
 class AgentUpdated:
+    """Agent `agent` now runs (a handoff target started)."""
+
     agent: str
     type: Literal["agent_updated"] = field(default="agent_updated", init=False, repr=False)
 
 
 @value
 class GuardrailTriggered:
+    """Guardrail `guardrail` tripped at `stage` ("input" or "output")."""
+
     guardrail: str
     stage: Literal["input", "output"]
     message: str = ""
@@ -99,6 +117,8 @@ class GuardrailTriggered:
 
 @value
 class ApprovalRequested:
+    """A call waits for a decision; `request` carries the call and its argument hash."""
+
     request: ApprovalRequest
     type: Literal["approval_requested"] = field(
         default="approval_requested", init=False, repr=False
@@ -107,6 +127,8 @@ class ApprovalRequested:
 
 @value
 class PermissionDenied:
+    """Call `call_id` of `tool` will not run: denied by policy or rejected by a human."""
+
     call_id: str
     tool: str
     reason: str = ""
@@ -115,6 +137,8 @@ class PermissionDenied:
 
 @value
 class RepairStarted:
+    """The output failed validation; repair turn `attempt` asks again with `errors`."""
+
     attempt: int
     errors: tuple[str, ...] = ()
     type: Literal["repair_started"] = field(default="repair_started", init=False, repr=False)
@@ -122,6 +146,8 @@ class RepairStarted:
 
 @value
 class StructuredOutputFailed:
+    """The repaired output failed validation too: the run fails."""
+
     errors: tuple[str, ...]
     raw: str
     type: Literal["structured_output_failed"] = field(
@@ -131,12 +157,16 @@ class StructuredOutputFailed:
 
 @value
 class RunCompleted:
+    """The run succeeded with `output` (text, typed value, usage)."""
+
     output: FinalOutput
     type: Literal["run_completed"] = field(default="run_completed", init=False, repr=False)
 
 
 @value
 class RunFailed:
+    """The run failed with `error`, an `AgentError` value."""
+
     error: AgentError
     type: Literal["run_failed"] = field(default="run_failed", init=False, repr=False)
 

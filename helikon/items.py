@@ -40,12 +40,16 @@ ZERO_USAGE = Usage()
 
 @value
 class UserMessage:
+    """What the user said."""
+
     content: str
     type: Literal["user_message"] = field(default="user_message", init=False, repr=False)
 
 
 @value
 class SystemMessage:
+    """An instruction in the conversation, from the system rather than the user."""
+
     content: str
     type: Literal["system_message"] = field(default="system_message", init=False, repr=False)
 
@@ -61,6 +65,8 @@ class AssistantMessage:
 
 @value
 class Reasoning:
+    """The model's reasoning text, when the provider returns it."""
+
     content: str
     type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
 

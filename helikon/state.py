@@ -107,6 +107,8 @@ class Compacting:
 
 @value
 class Done:
+    """Terminal success: `output` holds the final text, typed value and usage."""
+
     output: FinalOutput
     phase: Literal["Done"] = field(default="Done", init=False)
 
@@ -117,6 +119,8 @@ class Done:
 
 @value
 class Failed:
+    """Terminal failure: `error` says why; `usage` is what the run spent."""
+
     error: AgentError
     usage: Usage = ZERO_USAGE
     phase: Literal["Failed"] = field(default="Failed", init=False)
@@ -196,6 +200,8 @@ class ToolResults:
 
 @value
 class ApprovalDecisions:
+    """Decisions for pending calls, each bound to a call id and argument hash."""
+
     decisions: tuple[ApprovalDecision, ...]
     kind: Literal["approval_decisions"] = field(default="approval_decisions", init=False)
 
@@ -215,6 +221,8 @@ class HandoffResult:
 
 @value
 class Cancel:
+    """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`."""
+
     reason: str = ""
     kind: Literal["cancel"] = field(default="cancel", init=False)
 
@@ -262,24 +270,32 @@ class ModelRequest:
 
 @value
 class CallModel:
+    """Call the model with `request` (and the conversation the driver holds)."""
+
     request: ModelRequest
     kind: Literal["call_model"] = field(default="call_model", init=False)
 
 
 @value
 class ExecuteTools:
+    """Run these calls concurrently and report their results in call order."""
+
     calls: tuple[ToolCall, ...]
     kind: Literal["execute_tools"] = field(default="execute_tools", init=False)
 
 
 @value
 class AwaitApproval:
+    """Wait for decisions on `pending` (a handler, or suspension)."""
+
     pending: tuple[ApprovalRequest, ...]
     kind: Literal["await_approval"] = field(default="await_approval", init=False)
 
 
 @value
 class Handoff:
+    """Run agent `target` on the conversation and report how it ended."""
+
     target: str
     call_id: str
     kind: Literal["handoff"] = field(default="handoff", init=False)
@@ -287,6 +303,8 @@ class Handoff:
 
 @value
 class Terminate:
+    """Nothing more to do: the run is over."""
+
     kind: Literal["terminate"] = field(default="terminate", init=False)
 
 
