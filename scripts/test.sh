@@ -4,17 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: Graphviz's `dot` renders diagrams.
+# System packages: Graphviz's `dot` renders diagrams; Chromium opens the HTML pages.
 missing=()
 command -v dot >/dev/null || missing+=(graphviz)
+command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev,docs]'
 
-.venv/bin/ruff check helikon tests bench charts
-.venv/bin/ruff format --check helikon tests bench charts
+.venv/bin/ruff check helikon tests bench charts docs/griffe_values.py
+.venv/bin/ruff format --check helikon tests bench charts docs/griffe_values.py
 .venv/bin/mypy
 .venv/bin/pytest "$@"
