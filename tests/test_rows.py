@@ -454,10 +454,6 @@ RESPONSE_CASES = [
         (ToolCallItem(TRANSFER), PermissionDenied("h1", "transfer_to_billing", "policy")),
         ExecuteTools(()),
         (TRANSFER,),
-        xfail=(
-            "has_handoff is checked before any permission and never consults ctx.permission: "
-            "a handoff whose name the run's policy denies still transfers control"
-        ),
     ),
     Case(
         # no policy at all: every call runs, even one for a tool nobody declared

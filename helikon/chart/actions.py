@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from helikon.approvals import ApprovalRequest
-from helikon.chart.guards import calls_of, text_of
+from helikon.chart.guards import allowed_handoff, calls_of, text_of
 from helikon.context import TransitionCtx
 from helikon.errors import (
     AgentError,
@@ -218,7 +218,7 @@ def fail_empty(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome
 def apply_handoff(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Hand control to the first handoff call's agent; every other call is skipped."""
     calls = calls_of(inp.items)
-    chosen = next(call for call in calls if call.name in ctx.handoffs)
+    chosen = next(c for c in calls if c.name in ctx.handoffs and allowed_handoff(c, ctx))
     to_agent = ctx.handoffs[chosen.name]
     results = tuple(
         ToolResult(call.call_id, f"transferred to {to_agent}")

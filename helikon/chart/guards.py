@@ -56,13 +56,19 @@ def empty(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
 
 
 def has_handoff(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
-    """Some tool call is a handoff (`transfer_to_<agent>`)."""
+    """Some tool call is a handoff (`transfer_to_<agent>`) the run's policy does not deny."""
     handoffs = ctx.handoffs
     if handoffs:
         for item in inp.items:
-            if type(item) is ToolCall and item.name in handoffs:
+            if type(item) is ToolCall and item.name in handoffs and allowed_handoff(item, ctx):
                 return True
     return False
+
+
+def allowed_handoff(call: ToolCall, ctx: TransitionCtx) -> bool:
+    """A handoff call passes its permission check like any call; a denied one is refused
+    as a denied tool call would be, and never transfers control."""
+    return not ctx.restricted or ctx.permission(call) != "deny"
 
 
 def needs_approval(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
