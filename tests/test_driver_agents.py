@@ -1,0 +1,565 @@
+"""Several agents and the checks around a run: handoffs, agents as tools, guardrails, and
+compaction of a long conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from driver_support import drain, ends_once, settle, types
+
+from helikon import (
+    Agent,
+    AgentUpdated,
+    AssistantMessage,
+    Cancelled,
+    CompactionSummary,
+    FinalOutput,
+    GuardrailResult,
+    GuardrailTriggered,
+    GuardrailTripped,
+    HandoffItem,
+    HandoffTo,
+    InputGuardrail,
+    MaxAgentDepthExceeded,
+    MessageOutput,
+    OutputGuardrail,
+    RunCompleted,
+    RunConfig,
+    RunContext,
+    RunError,
+    RunFailed,
+    RunSuspended,
+    ScriptedModel,
+    ScriptedTurn,
+    TokenDelta,
+    ToolCall,
+    ToolOutputItem,
+    ToolResult,
+    Usage,
+    UserMessage,
+    tool,
+)
+from helikon.codec import dumps
+
+
+def usage(tokens: int) -> Usage:
+    return Usage(input_tokens=tokens, output_tokens=tokens, total_tokens=2 * tokens, requests=1)
+
+
+@tool
+async def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return f"facts about {topic}"
+
+
+def results(items: Any) -> list[ToolResult]:
+    return [item for item in items if isinstance(item, ToolResult)]
+
+
+# -- handoffs -------------------------------------------------------------------------------
+
+
+async def test_a_handoff_transfers_control_and_forwards_the_targets_events() -> None:
+    billing_model = ScriptedModel([ScriptedTurn([AssistantMessage("Refund issued.")], usage(20))])
+    billing = Agent("Billing Team", billing_model, description="Refunds and invoices.")
+    triage_model = ScriptedModel(
+        [
+            ScriptedTurn(
+                [
+                    ToolCall("l1", "lookup", '{"topic": "refunds"}'),
+                    ToolCall("h1", "transfer_to_billing_team", "{}"),
+                    ToolCall("l2", "lookup", '{"topic": "invoices"}'),
+                ],
+                usage(5),
+            )
+        ]
+    )
+    triage = Agent("triage", triage_model, tools=[lookup], handoffs=[billing])
+    streaming = triage.run("I want a refund")
+
+    result = await streaming.collect()
+
+    offered = [spec.name for spec in triage_model.requests[0].tools]
+    assert offered == ["lookup", "transfer_to_billing_team"]
+    assert "Refunds and invoices." in triage_model.requests[0].tools[1].description
+    assert result.final_output == "Refund issued."
+    assert result.usage == usage(5) + usage(20)
+    assert result.output == FinalOutput("Refund issued.", None, usage(5) + usage(20))
+    ends_once(result.events, RunCompleted)
+    handoff = next(e for e in result.events if isinstance(e, HandoffItem))
+    assert (handoff.from_agent, handoff.to_agent) == ("triage", "Billing Team")
+    assert json.loads(dumps(handoff))["from"] == "triage"
+    kinds = types(result.events)
+    assert kinds.index("handoff_item") < kinds.index("agent_updated")
+    assert AgentUpdated("Billing Team") in result.events
+    after = result.events[kinds.index("agent_updated") :]
+    assert "".join(e.text for e in after if isinstance(e, TokenDelta)) == "Refund issued."
+    spoken = [e.item for e in after if isinstance(e, MessageOutput)]
+    assert spoken == [AssistantMessage("Refund issued.", "Billing Team")]
+    outputs = {e.item.call_id: e.item for e in result.events if isinstance(e, ToolOutputItem)}
+    for skipped in ("l1", "l2"):
+        assert outputs[skipped].status == "skipped"
+        assert outputs[skipped].content == "skipped: control transferred to Billing Team"
+    assert outputs["h1"].status == "executed"
+    seen_by_billing = list(billing_model.requests[0].items)
+    assert seen_by_billing[0] == UserMessage("I want a refund")
+    assert results(seen_by_billing) == [outputs["l1"], outputs["h1"], outputs["l2"]]
+
+
+async def test_a_handoff_target_that_uses_tools_runs_its_own_loop() -> None:
+    support = Agent(
+        "support",
+        ScriptedModel([[ToolCall("s1", "lookup", '{"topic": "wifi"}')], "Restart the router."]),
+        tools=[lookup],
+    )
+    front = Agent(
+        "front", ScriptedModel([[ToolCall("h1", "transfer_to_support", "{}")]]), handoffs=[support]
+    )
+
+    result = await front.run("wifi broken").collect()
+
+    assert result.final_output == "Restart the router."
+    assert ToolOutputItem(ToolResult("s1", "facts about wifi")) in result.events
+    assert result.usage.requests == 3
+
+
+async def test_a_failing_handoff_target_fails_the_run_with_its_error() -> None:
+    broken = Agent("broken", ScriptedModel([]))
+    front = Agent(
+        "front", ScriptedModel([[ToolCall("h1", "transfer_to_broken", "{}")]]), handoffs=[broken]
+    )
+    streaming = front.run("hi")
+
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert raised.value.error.kind == "model_call_failed"
+    ends_once(streaming.events, RunFailed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "helikon/driver.py Run._hand_off forwards every child event except run_completed and "
+        "run_failed, so a handoff target that suspends for approval puts its RunSuspended in "
+        "the parent's stream, followed by the parent's RunFailed(Cancelled('the handoff target "
+        "suspended')): two terminal events in one stream"
+    ),
+)
+async def test_a_handoff_target_waiting_for_approval_ends_the_stream_once() -> None:
+    @tool(needs_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund an amount."""
+        return "refunded"
+
+    billing = Agent(
+        "billing",
+        ScriptedModel([[ToolCall("r1", "refund", '{"amount": 5}')], "Refunded."]),
+        tools=[refund],
+    )
+    front = Agent(
+        "front", ScriptedModel([[ToolCall("h1", "transfer_to_billing", "{}")]]), handoffs=[billing]
+    )
+
+    events = await drain(front.run("refund me"))
+
+    ends_once(events, (RunSuspended, RunFailed))
+
+
+async def test_a_tool_named_like_a_handoff_tool_is_refused_at_start() -> None:
+    billing = Agent("billing", ScriptedModel(["hi"]))
+
+    @tool
+    async def transfer_to_billing() -> str:
+        """Pretend to transfer."""
+        return "no"
+
+    agent = Agent("front", ScriptedModel(["hi"]), tools=[transfer_to_billing], handoffs=[billing])
+
+    with pytest.raises(ValueError, match="transfer_to_billing"):
+        agent.run("hi")
+
+
+async def test_two_handoffs_to_agents_with_the_same_slug_are_refused_at_start() -> None:
+    one = Agent("Billing Team", ScriptedModel(["hi"]))
+    two = Agent("billing-team", ScriptedModel(["hi"]))
+    agent = Agent("front", ScriptedModel(["hi"]), handoffs=[one, two])
+
+    with pytest.raises(ValueError, match="transfer_to_billing_team"):
+        agent.run("hi")
+
+
+async def test_a_handoff_with_its_own_tool_name_is_offered_under_that_name() -> None:
+    billing = Agent("billing", ScriptedModel(["Paid."]))
+    model = ScriptedModel([[ToolCall("h1", "escalate", "{}")]])
+    front = Agent("front", model, handoffs=[HandoffTo(billing, "escalate", "Escalate it.")])
+
+    result = await front.run("hi").collect()
+
+    assert [(s.name, s.description) for s in model.requests[0].tools] == [
+        ("escalate", "Escalate it.")
+    ]
+    assert result.final_output == "Paid."
+
+
+async def test_a_handoff_past_max_agent_depth_fails_with_max_agent_depth_exceeded() -> None:
+    billing = Agent("billing", ScriptedModel(["never"]))
+    front = Agent(
+        "front",
+        ScriptedModel([[ToolCall("h1", "transfer_to_billing", "{}")]]),
+        handoffs=[billing],
+        config=RunConfig(max_agent_depth=0),
+    )
+    streaming = front.run("hi")
+
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert raised.value.error == MaxAgentDepthExceeded(0, "billing")
+    assert billing.model.requests == []  # type: ignore[attr-defined]
+    ends_once(streaming.events, RunFailed)
+
+
+async def test_a_chain_of_handoffs_is_bounded_by_max_agent_depth() -> None:
+    third = Agent("third", ScriptedModel(["never"]))
+    second = Agent(
+        "second", ScriptedModel([[ToolCall("h2", "transfer_to_third", "{}")]]), handoffs=[third]
+    )
+    first = Agent(
+        "first",
+        ScriptedModel([[ToolCall("h1", "transfer_to_second", "{}")]]),
+        handoffs=[second],
+        config=RunConfig(max_agent_depth=1),
+    )
+
+    with pytest.raises(RunError) as raised:
+        await first.run("hi").collect()
+
+    assert raised.value.error == MaxAgentDepthExceeded(1, "third")
+
+
+async def test_cancel_reaches_a_tool_of_the_handoff_target() -> None:
+    started = asyncio.Event()
+    cancelled: list[str] = []
+
+    @tool
+    async def stall() -> str:
+        """Wait forever."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append("stall")
+            raise
+        return "unreachable"
+
+    target = Agent("target", ScriptedModel([[ToolCall("s1", "stall", "{}")]]), tools=[stall])
+    front = Agent(
+        "front", ScriptedModel([[ToolCall("h1", "transfer_to_target", "{}")]]), handoffs=[target]
+    )
+    before = asyncio.all_tasks()
+    streaming = front.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+
+    await started.wait()
+    streaming.cancel()
+    events = await events_task
+
+    assert cancelled == ["stall"]
+    assert ends_once(events, RunFailed).error == Cancelled("cancelled")
+    assert asyncio.all_tasks() == before
+
+
+# -- agents as tools ------------------------------------------------------------------------
+
+
+async def test_an_agent_as_a_tool_answers_the_call_and_its_usage_counts() -> None:
+    researcher_model = ScriptedModel(
+        [ScriptedTurn([AssistantMessage("Paris is the capital.")], usage(30))]
+    )
+    researcher = Agent("re-searcher", researcher_model, description="Finds facts.")
+    as_tool = researcher.as_tool()
+    model = ScriptedModel(
+        [
+            ScriptedTurn([ToolCall("r1", "re_searcher", '{"input": "capital?"}')], usage(5)),
+            ScriptedTurn([AssistantMessage("It is Paris.")], usage(7)),
+        ]
+    )
+    boss = Agent("boss", model, tools=[as_tool])
+
+    result = await boss.run("What is the capital of France?").collect()
+
+    assert as_tool.name == "re_searcher"
+    assert as_tool.description == "Finds facts."
+    assert result.final_output == "It is Paris."
+    assert ToolOutputItem(ToolResult("r1", "Paris is the capital.")) in result.events
+    assert list(researcher_model.requests[0].items) == [UserMessage("capital?")]
+    assert result.usage == usage(5) + usage(30) + usage(7)
+    assert "agent_updated" not in types(result.events), "a sub-agent is opaque to the stream"
+
+
+async def test_a_failing_sub_agent_gives_an_error_result_to_the_caller() -> None:
+    broken = Agent("broken", ScriptedModel([]))
+    model = ScriptedModel([[ToolCall("b1", "broken", '{"input": "x"}')], "It failed."])
+    boss = Agent("boss", model, tools=[broken.as_tool()])
+
+    result = await boss.run("try").collect()
+
+    assert result.final_output == "It failed."
+    (answer,) = results(model.requests[1].items)
+    assert answer.content.startswith("error: broken failed")
+
+
+async def test_a_sub_agent_past_max_agent_depth_fails_the_run() -> None:
+    helper = Agent("helper", ScriptedModel(["never"]))
+    boss = Agent(
+        "boss",
+        ScriptedModel([[ToolCall("h1", "helper", '{"input": "x"}')], "never"]),
+        tools=[helper.as_tool()],
+        config=RunConfig(max_agent_depth=0),
+    )
+
+    with pytest.raises(RunError) as raised:
+        await boss.run("go").collect()
+
+    assert raised.value.error == MaxAgentDepthExceeded(0, "helper")
+    assert helper.model.requests == []  # type: ignore[attr-defined]
+
+
+async def test_cancel_reaches_a_tool_inside_a_sub_agent() -> None:
+    started = asyncio.Event()
+    cancelled: list[str] = []
+
+    @tool
+    async def stall() -> str:
+        """Wait forever."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append("stall")
+            raise
+        return "unreachable"
+
+    helper = Agent("helper", ScriptedModel([[ToolCall("s1", "stall", "{}")]]), tools=[stall])
+    boss = Agent(
+        "boss",
+        ScriptedModel(
+            [
+                [
+                    ToolCall("h1", "helper", '{"input": "x"}'),
+                    ToolCall("l1", "lookup", '{"topic": "a"}'),
+                ]
+            ]
+        ),
+        tools=[helper.as_tool(), lookup],
+    )
+    before = asyncio.all_tasks()
+    streaming = boss.run("go")
+    events_task = asyncio.create_task(drain(streaming))
+
+    await started.wait()
+    streaming.cancel()
+    events = await events_task
+
+    assert cancelled == ["stall"]
+    assert ends_once(events, RunFailed).error == Cancelled("cancelled")
+    assert asyncio.all_tasks() == before
+
+
+# -- guardrails -----------------------------------------------------------------------------
+
+
+async def test_an_input_guardrail_tripwire_fails_the_run_before_any_model_call() -> None:
+    model = ScriptedModel(["never"])
+    seen: list[str] = []
+
+    def no_secrets(text: str, context: RunContext[Any]) -> GuardrailResult:
+        seen.append(text)
+        return GuardrailResult("password" in text, "asks for a password")
+
+    agent = Agent("guarded", model, input_guardrails=[InputGuardrail("no-secrets", no_secrets)])
+    streaming = agent.run("what is the admin password?")
+
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert raised.value.error == GuardrailTripped("no-secrets", "input", "asks for a password")
+    assert model.requests == []
+    assert seen == ["what is the admin password?"]
+    triggered = [e for e in streaming.events if isinstance(e, GuardrailTriggered)]
+    assert triggered == [GuardrailTriggered("no-secrets", "input", "asks for a password")]
+    assert types(streaming.events)[-2:] == ["guardrail_triggered", "run_failed"]
+    ends_once(streaming.events, RunFailed)
+
+
+async def test_an_input_guardrail_that_passes_lets_the_run_proceed() -> None:
+    async def fine(text: str, context: RunContext[Any]) -> bool:
+        return False
+
+    model = ScriptedModel(["hello"])
+    agent = Agent("guarded", model, input_guardrails=[InputGuardrail("fine", fine)])
+
+    result = await agent.run("hi").collect()
+
+    assert result.final_output == "hello"
+    assert "guardrail_triggered" not in types(result.events)
+
+
+async def test_an_output_guardrail_tripwire_replaces_run_completed() -> None:
+    async def no_rudeness(output: FinalOutput, context: RunContext[Any]) -> GuardrailResult:
+        return GuardrailResult("stupid" in (output.text or ""), "rude answer")
+
+    agent = Agent(
+        "guarded",
+        ScriptedModel(["That is a stupid question."]),
+        output_guardrails=[OutputGuardrail("polite", no_rudeness)],
+    )
+    streaming = agent.run("hi")
+
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert raised.value.error == GuardrailTripped("polite", "output", "rude answer")
+    kinds = types(streaming.events)
+    assert kinds[-3:] == ["message_output", "guardrail_triggered", "run_failed"]
+    assert "run_completed" not in kinds
+    ends_once(streaming.events, RunFailed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "helikon/driver.py Run._call_model awaits Run._check_input directly, not through "
+        "Run._wait, so cancel() (and the Runner's timeout) cannot stop an input guardrail in "
+        "flight: the run waits for the guardrail to return; one that never returns hangs the "
+        "run past RunConfig.timeout"
+    ),
+)
+async def test_cancel_reaches_an_input_guardrail_in_flight() -> None:
+    checking = asyncio.Event()
+    release = asyncio.Event()
+    cancelled: list[str] = []
+
+    async def slow_check(text: str, context: RunContext[Any]) -> bool:
+        checking.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return False
+
+    model = ScriptedModel(["never"])
+    agent = Agent("guarded", model, input_guardrails=[InputGuardrail("slow", slow_check)])
+    streaming = agent.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+
+    await checking.wait()
+    streaming.cancel()
+    await settle()
+    stopped = events_task.done()
+    release.set()  # let a guardrail the cancel did not reach finish, so the test ends
+    events = await events_task
+
+    assert stopped, "cancel() did not stop the guardrail in flight"
+    assert cancelled == ["slow"]
+    assert ends_once(events, RunFailed).error == Cancelled("cancelled")
+    assert model.requests == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "helikon/driver.py Run.apply awaits Run._check_output directly, not through Run._wait: "
+        "cancel() cannot stop an output guardrail in flight, and when the guardrail then "
+        "passes the run ends with RunCompleted although it was cancelled before it ended"
+    ),
+)
+async def test_cancel_reaches_an_output_guardrail_in_flight() -> None:
+    checking = asyncio.Event()
+    release = asyncio.Event()
+    cancelled: list[str] = []
+
+    async def slow_check(output: FinalOutput, context: RunContext[Any]) -> bool:
+        checking.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return False
+
+    agent = Agent(
+        "guarded",
+        ScriptedModel(["hello"]),
+        output_guardrails=[OutputGuardrail("slow", slow_check)],
+    )
+    streaming = agent.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+
+    await checking.wait()
+    streaming.cancel()
+    await settle()
+    stopped = events_task.done()
+    release.set()  # let a guardrail the cancel did not reach finish, so the test ends
+    events = await events_task
+
+    assert ends_once(events, RunFailed).error == Cancelled("cancelled")
+    assert stopped, "cancel() did not stop the guardrail in flight"
+    assert cancelled == ["slow"]
+
+
+# -- compaction -----------------------------------------------------------------------------
+
+
+async def test_compaction_summarises_and_the_next_call_sees_the_summary_onward() -> None:
+    model = ScriptedModel(
+        [
+            ScriptedTurn([ToolCall("l1", "lookup", '{"topic": "tides"}')], usage(600)),
+            ScriptedTurn([AssistantMessage("Summary: tides were looked up.")], usage(50)),
+            ScriptedTurn([AssistantMessage("High tide is at noon.")], usage(60)),
+        ]
+    )
+    agent = Agent("sailor", model, tools=[lookup], config=RunConfig(compaction_threshold=1000))
+    streaming = agent.run("When is high tide?")
+
+    result = await streaming.collect()
+
+    assert result.final_output == "High tide is at noon."
+    turn, compact, after = model.requests
+    assert turn.request.purpose == "turn"
+    assert compact.request.purpose == "compact"
+    assert compact.tools == ()
+    assert compact.request.prompt
+    assert ToolResult("l1", "facts about tides") in list(compact.items)
+    assert list(after.items) == [CompactionSummary("Summary: tides were looked up.")]
+    assert after.request.purpose == "turn"
+    run = streaming.run
+    assert run is not None
+    log = run.conversation.items()
+    assert log[:3] == (
+        UserMessage("When is high tide?"),
+        ToolCall("l1", "lookup", '{"topic": "tides"}'),
+        ToolResult("l1", "facts about tides"),
+    )
+    assert log[3] == CompactionSummary("Summary: tides were looked up.")
+    assert result.usage == usage(600) + usage(50) + usage(60)
+
+
+async def test_no_compaction_below_the_threshold() -> None:
+    model = ScriptedModel(
+        [
+            ScriptedTurn([ToolCall("l1", "lookup", '{"topic": "tides"}')], usage(10)),
+            "Noon.",
+        ]
+    )
+    agent = Agent("sailor", model, tools=[lookup], config=RunConfig(compaction_threshold=1000))
+
+    await agent.run("When?").collect()
+
+    assert [r.request.purpose for r in model.requests] == ["turn", "turn"]
