@@ -267,7 +267,11 @@ class Run:
         inp, self.next_input = self.next_input, None
         outcome = transition(self.state, inp, self.ctx)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
-            outcome = await self._check_output(outcome)
+            try:
+                outcome = await self._wait(self._check_output(outcome))
+            except _Stopped:  # cancelled while the guardrail ran: the run does not complete
+                inp = self._stop
+                outcome = transition(self.state, inp, self.ctx)
         self._apply(inp, outcome)
         self.pending = None if self.finished else outcome.next_action
         return outcome.events
@@ -359,7 +363,7 @@ class Run:
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
         if not self._guarded_input:
             self._guarded_input = True
-            tripped = await self._check_input()
+            tripped = await self._wait(self._check_input())
             if tripped is not None:
                 yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
                 self.next_input = Fail(tripped)
@@ -468,7 +472,7 @@ class Run:
         yield self._effect(AgentUpdated(target.name))
         try:
             async for event in child.stream():
-                if event.type not in ("run_completed", "run_failed"):
+                if event.type not in ("run_completed", "run_failed", "run_suspended"):
                     yield event
         finally:
             self._child = None
@@ -532,7 +536,11 @@ def _handoff_result(child: Run) -> HandoffResult:
         return HandoffResult(state.output, None, state.output.usage)
     if state.phase == "Failed":
         return HandoffResult(None, state.error, state.usage)
-    return HandoffResult(None, Cancelled("the handoff target suspended"), state.usage)
+    reason = (
+        f"handoff target {child.agent.name!r} waited for approval; a handoff cannot suspend: "
+        "give the target an on_approval handler"
+    )
+    return HandoffResult(None, Cancelled(reason), state.usage)
 
 
 def _remaining(config: RunConfig, used: Usage) -> RunConfig:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from helikon.approvals import ApprovalDecision
+from helikon.approvals import ApprovalDecision, arguments_hash
 from helikon.errors import HelikonError
 from helikon.items import Item
 from helikon.state import LoopState, NeedsApproval, TransitionInput
@@ -62,13 +62,17 @@ class RunSnapshot:
                 "which the agent's chart does not have"
             )
         if isinstance(state, NeedsApproval):
-            batch = {call.call_id for call in state.calls}
-            stray = [r.call.call_id for r in state.pending if r.call.call_id not in batch]
-            if stray:
-                raise SnapshotMismatch(
-                    f"snapshot of run {self.run_id} is corrupt: pending calls "
-                    f"{', '.join(stray)} are not in the batch the model asked for"
-                )
+            batch = {call.call_id: call for call in state.calls}
+            for request in state.pending:
+                call = request.call
+                if batch.get(call.call_id) != call or request.arguments_hash != arguments_hash(
+                    call.arguments
+                ):
+                    raise SnapshotMismatch(
+                        f"snapshot of run {self.run_id} is corrupt: pending call "
+                        f"{call.call_id!r} ({call.name}) does not match the batch the model "
+                        "asked for, or its argument hash; refusing to resume"
+                    )
 
     def check_decisions(self, decisions: Sequence[ApprovalDecision]) -> None:
         """Refuse any decision that is not for a pending call with exactly its arguments."""

@@ -141,15 +141,6 @@ async def test_a_failing_handoff_target_fails_the_run_with_its_error() -> None:
     ends_once(streaming.events, RunFailed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "helikon/driver.py Run._hand_off forwards every child event except run_completed and "
-        "run_failed, so a handoff target that suspends for approval puts its RunSuspended in "
-        "the parent's stream, followed by the parent's RunFailed(Cancelled('the handoff target "
-        "suspended')): two terminal events in one stream"
-    ),
-)
 async def test_a_handoff_target_waiting_for_approval_ends_the_stream_once() -> None:
     @tool(needs_approval=True)
     async def refund(amount: int) -> str:
@@ -431,15 +422,6 @@ async def test_an_output_guardrail_tripwire_replaces_run_completed() -> None:
     ends_once(streaming.events, RunFailed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "helikon/driver.py Run._call_model awaits Run._check_input directly, not through "
-        "Run._wait, so cancel() (and the Runner's timeout) cannot stop an input guardrail in "
-        "flight: the run waits for the guardrail to return; one that never returns hangs the "
-        "run past RunConfig.timeout"
-    ),
-)
 async def test_cancel_reaches_an_input_guardrail_in_flight() -> None:
     checking = asyncio.Event()
     release = asyncio.Event()
@@ -472,14 +454,6 @@ async def test_cancel_reaches_an_input_guardrail_in_flight() -> None:
     assert model.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "helikon/driver.py Run.apply awaits Run._check_output directly, not through Run._wait: "
-        "cancel() cannot stop an output guardrail in flight, and when the guardrail then "
-        "passes the run ends with RunCompleted although it was cancelled before it ended"
-    ),
-)
 async def test_cancel_reaches_an_output_guardrail_in_flight() -> None:
     checking = asyncio.Event()
     release = asyncio.Event()

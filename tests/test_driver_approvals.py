@@ -355,15 +355,6 @@ async def test_a_snapshot_does_not_resume_on_another_agent() -> None:
     assert bank.ran == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "helikon/snapshot.py RunSnapshot.check_state only checks that each pending call_id is "
-        "in NeedsApproval.calls, not that the batch's call has the pending request's "
-        "arguments; chart/actions.py run_approved then runs state.calls, so an approval bound "
-        "to the arguments the human saw runs other arguments from an edited snapshot"
-    ),
-)
 async def test_a_snapshot_whose_batch_was_edited_never_runs_unapproved_arguments() -> None:
     bank = Bank()
     agent = bank_agent(bank, [transfer_call(amount=10)], "Sent.")

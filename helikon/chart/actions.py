@@ -352,8 +352,9 @@ def run_approved(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outco
     settled = (*state.settled, *rejected)
     events = denied_events(state.calls, rejected, "rejected")
     next_state = ExecutingTools(state.calls, state.turn, state.usage, settled, state.context_tokens)
-    runs = {call.call_id for call in allowed}
-    runnable = tuple(call for call in state.calls if call.call_id in runs)
+    # Run each call exactly as it was approved (the request's copy), in batch order.
+    runs = {call.call_id: call for call in allowed}
+    runnable = tuple(runs[call.call_id] for call in state.calls if call.call_id in runs)
     return Outcome(next_state, events, ExecuteTools(runnable), ())
 
 
