@@ -17,7 +17,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from helikon.agent import Agent, HandoffTo
@@ -47,7 +47,7 @@ from helikon.events import (
     TokenDelta,
     ToolCallDelta,
 )
-from helikon.items import ZERO_USAGE, Item, ToolCall, Usage, UserMessage
+from helikon.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage, UserMessage
 from helikon.models.base import (
     ModelInput,
     ReasoningChunk,
@@ -357,8 +357,8 @@ class Run:
                     yield event
         except _Stopped:
             self.next_input = self._stop
-        if self._stop is not None and self.next_input is not self._stop:
-            self.next_input = self._stop
+        if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
+            self.next_input = self._stop  # a stop requested while the effect completed wins
 
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
         if not self._guarded_input:
@@ -420,6 +420,11 @@ class Run:
             deps = self.context.deps
             return RunToolContext(self.run_id, call.call_id, self.agent.name, deps, self, spent)
 
+        finished: list[ToolResult] = []
+
+        async def keep(call: ToolCall, result: ToolResult) -> None:
+            finished.append(result)
+
         try:
             results = await self._wait(
                 execute_batch(
@@ -427,10 +432,14 @@ class Run:
                     self.tools,
                     context_for,
                     self.config.parallel_tool_call_limit,
+                    on_result=keep,
                 )
             )
         except FatalToolError as exc:
-            return Fail(exc.error or ToolFailed(exc.tool, exc.call_id, str(exc)))
+            error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
+            return Fail(error, tuple(finished))
+        except _Stopped:  # calls that finished keep their results: their effects happened
+            return replace(self._stop, results=tuple(finished))
         usage = sum(spent, ZERO_USAGE)
         return ToolResults(tuple(results), usage)
 

@@ -221,17 +221,24 @@ class HandoffResult:
 
 @value
 class Cancel:
-    """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`."""
+    """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`;
+    `results` are the tool results that finished before it stopped (see `Fail`)."""
 
     reason: str = ""
+    results: tuple[ToolResult, ...] = ()
     kind: Literal["cancel"] = field(default="cancel", init=False)
 
 
 @value
 class Fail:
-    """The driver failed the run: a model error after retries, a fatal tool, a guardrail."""
+    """The driver failed the run: a model error after retries, a fatal tool, a guardrail.
+
+    `results` (like `Cancel.results`) are the results of tool calls that finished before
+    the run stopped: they are kept, and only the unfinished calls are closed as cancelled.
+    """
 
     error: AgentError
+    results: tuple[ToolResult, ...] = ()
     kind: Literal["fail"] = field(default="fail", init=False)
 
 

@@ -243,3 +243,32 @@ async def test_breaking_out_after_a_tool_call_item_runs_no_tool() -> None:
 
     assert stuck.started == []
     assert asyncio.all_tasks() == before
+
+
+async def test_calls_that_finished_before_a_cancel_keep_their_results() -> None:
+    stuck = Stuck(expect=1)
+    ran: list[str] = []
+
+    @tool
+    async def quick(n: int) -> str:
+        """Finish at once, with a side effect."""
+        ran.append(f"quick {n}")
+        return f"done {n}"
+
+    calls = [ToolCall("q", "quick", '{"n": 1}'), ToolCall("w", "wait", '{"n": 2}')]
+    agent = Agent("worker", ScriptedModel([calls, "never"]), tools=[quick, stuck.tool])
+    streaming = agent.run("go")
+    events_task = asyncio.create_task(drain(streaming))
+
+    await stuck.all_started.wait()
+    await settle()
+    streaming.cancel("stop")
+    events = await events_task
+
+    assert ran == ["quick 1"]
+    assert ends_once(events, RunFailed).error == Cancelled("stop")
+    run = streaming.run
+    assert run is not None
+    by_call = {r.call_id: r for r in results(run.conversation.items())}
+    assert by_call["q"] == ToolResult("q", "done 1")
+    assert by_call["w"].status == "cancelled"

@@ -142,12 +142,18 @@ def settle(state: Any, inp: Any) -> tuple[ToolResult, ...]:
     )
 
 
-def outstanding(state: Any, status: str, text: str) -> tuple[ToolResult, ...]:
-    """Results closing every call of an unfinished batch (on cancel or failure)."""
+def outstanding(
+    state: Any, status: str, text: str, finished: tuple[ToolResult, ...] = ()
+) -> tuple[ToolResult, ...]:
+    """Results closing every call of an unfinished batch (on cancel or failure).
+
+    Calls already settled, or `finished` before the stop, keep their real result (their
+    side effects happened); the others get a `status` result saying `text`.
+    """
     calls: tuple[ToolCall, ...] = getattr(state, "calls", ())
     if not calls:
         return ()
-    settled = {result.call_id: result for result in state.settled}
+    settled = {result.call_id: result for result in (*finished, *state.settled)}
     return tuple(
         settled.get(call.call_id) or ToolResult(call.call_id, text, True, status)  # type: ignore[arg-type]
         for call in calls
@@ -470,13 +476,13 @@ def fail_handoff(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outco
 
 def cancel_run(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Fail with Cancelled; unfinished tool calls get a "cancelled" result."""
-    closed = outstanding(state, "cancelled", "cancelled: the run was cancelled")
+    closed = outstanding(state, "cancelled", "cancelled: the run was cancelled", inp.results)
     return failure(Cancelled(inp.reason), state.usage, (), closed)
 
 
 def fail_run(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Fail with the driver's error; unfinished tool calls get a "cancelled" result."""
-    closed = outstanding(state, "cancelled", "cancelled: the run failed")
+    closed = outstanding(state, "cancelled", "cancelled: the run failed", inp.results)
     return failure(inp.error, state.usage, (), closed)
 
 

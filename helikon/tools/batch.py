@@ -47,10 +47,13 @@ async def execute_batch(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 or None, not {limit!r}")
-    if len(calls) == 1 and on_result is None:
+    if len(calls) == 1:
         # One call needs no task group: awaited in the caller's task, cancellation still
         # reaches it, and a turn saves a task and two loop passes (bench/driver.py).
-        return (await _invoke(calls[0], tools, context_factory),)
+        result = await _invoke(calls[0], tools, context_factory)
+        if on_result is not None:
+            await on_result(calls[0], result)
+        return (result,)
     gate: asyncio.Semaphore | contextlib.nullcontext[None]
     gate = asyncio.Semaphore(limit) if limit is not None else contextlib.nullcontext()
     results: dict[int, ToolResult] = {}
