@@ -18,7 +18,13 @@ from helikon.chart.default import DEFAULT_TABLE
 from helikon.chart.table import TransitionTable
 from helikon.loading import LoadError, load_module
 
-CHARTS = Path(__file__).resolve().parent.parent / "charts"
+def _charts_dir() -> Path:
+    """The reference agents: the repository's charts/ when present, else the wheel's copy."""
+    repository = Path(__file__).resolve().parent.parent / "charts"
+    return repository if repository.is_dir() else Path(__file__).resolve().parent / "examples"
+
+
+CHARTS = _charts_dir()
 DEMO_CHART = "budget_assistant.py"
 
 
