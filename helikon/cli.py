@@ -18,6 +18,7 @@ from helikon.chart.default import DEFAULT_TABLE
 from helikon.chart.table import TransitionTable
 from helikon.loading import LoadError, load_module
 
+
 def _charts_dir() -> Path:
     """The reference agents: the repository's charts/ when present, else the wheel's copy."""
     repository = Path(__file__).resolve().parent.parent / "charts"
