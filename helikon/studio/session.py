@@ -1,0 +1,303 @@
+"""`Session`: one debugger on its own event loop thread, driven from the HTTP threads.
+
+Theory of operation: the debugger is touched only on its loop, a background thread. Each
+command (step, continue, back, break, ...) is a coroutine submitted to that loop; the calling
+thread waits for its result, a fresh snapshot. One command that runs the model or tools
+(`step`, `continue`) may be in flight at a time: another such command, or a rewind, is
+refused as busy (the server answers 409), while breakpoints can be set and deleted, and a
+continue paused, during one. Every change publishes a snapshot to `Updates`, which the event
+stream hands to the page; during a continue a watcher on the same loop publishes after each
+finished step, so the page follows the run as it goes.
+
+Pausing sets a breakpoint that always holds (`Debugger.break_when`): `continue_` stops after
+the step in flight, and the studio removes the breakpoint and reports the stop as "paused".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, TypeVar
+
+from helikon.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
+from helikon.errors import HelikonError
+from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
+
+Mode = Literal["live", "replay"]
+T = TypeVar("T")
+
+BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
+WATCH_INTERVAL = 0.05  # seconds between looks at a continuing run's progress
+CLOSE_TIMEOUT = 5.0
+
+
+class StudioError(HelikonError, ValueError):
+    """A studio request that cannot be carried out; the server answers 400 with the message."""
+
+
+class StudioBusy(StudioError):
+    """The run is busy with a step or a continue; the server answers 409."""
+
+
+class StudioNotFound(StudioError):
+    """The request names something that does not exist; the server answers 404."""
+
+
+class StudioFailure(HelikonError):
+    """A command raised while running the agent; the server answers 500 with the message."""
+
+
+class Updates:
+    """The latest snapshot, numbered from 1; threads wait here for a newer one."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._version = 0
+        self._latest: dict[str, Any] = {}
+        self.closed = False
+
+    def publish(self, data: dict[str, Any]) -> dict[str, Any]:
+        with self._changed:
+            self._version += 1
+            self._latest = {**data, "version": self._version}
+            self._changed.notify_all()
+            return self._latest
+
+    def latest(self) -> dict[str, Any]:
+        with self._changed:
+            return self._latest
+
+    def wait(self, after: int, timeout: float) -> dict[str, Any] | None:
+        """The latest snapshot once its version is above `after`; None on timeout or close."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.closed or self._version > after, timeout)
+            if self.closed or self._version <= after:
+                return None
+            return self._latest
+
+    def close(self) -> None:
+        with self._changed:
+            self.closed = True
+            self._changed.notify_all()
+
+
+def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
+    """A breakpoint request's kind and value, checked; the debugger checks phases and guards.
+
+    Raises:
+        StudioError: an unknown kind, a value that is not a non-empty string, or an event
+            type no run emits. Tool names are not checked: a model may call one that the
+            agent lacks, and that is worth stopping at.
+    """
+    for known in BREAK_KINDS:
+        if kind == known:
+            break
+    else:
+        kinds = ", ".join(BREAK_KINDS)
+        raise StudioError(f"a breakpoint's kind is one of {kinds}; got {kind!r}")
+    if not isinstance(value, str) or not value.strip():
+        raise StudioError(f"a {known} breakpoint needs a value: a non-empty string")
+    if known == "event" and value not in EVENT_TYPES:
+        raise StudioError(f"no event type {value!r}; event types: {', '.join(EVENT_TYPES)}")
+    return known, value
+
+
+def _always(state: Any, next_input: Any) -> bool:
+    return True
+
+
+class Session:
+    """A debugger driven from any thread; see the module docstring.
+
+    Args:
+        debugger: a debugger stopped between steps (`Debugger.live` or `Debugger.replay`).
+        mode: "live" or "replay", for the page to show.
+    """
+
+    def __init__(self, debugger: Debugger, *, mode: Mode = "live") -> None:
+        self.debugger = debugger
+        self.mode = mode
+        self.chart = chart_facts(debugger)
+        self.updates = Updates()
+        self._busy: str | None = None
+        self._stop: dict[str, Any] | None = None
+        self._error: str | None = None
+        self._pause: Breakpoint | None = None
+        self._closed = False
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
+        self._thread.start()
+        self._run(self._show)
+
+    # ------------------------------------------------------------ commands (any thread)
+
+    def state(self) -> dict[str, Any]:
+        """The latest snapshot (`helikon.studio.view.snapshot`), with its `version`."""
+        return self.updates.latest()
+
+    def step(self, *, live: bool = False) -> dict[str, Any]:
+        """One step; `live` performs its effect again instead of reusing a recorded input."""
+        return self._run(lambda: self._drive("step", lambda: self._step(live)))
+
+    def continue_(self) -> dict[str, Any]:
+        """Step until a breakpoint, a divergence, a pause or the end; returns when stopped."""
+        return self._run(lambda: self._drive("continue", self._continue))
+
+    def pause(self) -> dict[str, Any]:
+        """Stop a continue after the step in flight.
+
+        Raises:
+            StudioError: no continue is running.
+        """
+        return self._run(self._request_pause)
+
+    def back(self, steps: object = 1) -> dict[str, Any]:
+        """Rewind `steps` steps (to the start at most); stepping again reuses their inputs."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise StudioError(f"steps must be a positive whole number; got {steps!r}")
+        return self._run(lambda: self._time_travel(lambda: self.debugger.back(steps)))
+
+    def rewind(self, to: object) -> dict[str, Any]:
+        """Go back to the run after `to` steps (0: before the first)."""
+        if isinstance(to, bool) or not isinstance(to, int):
+            raise StudioError(f"to must be a whole number of steps; got {to!r}")
+        return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
+
+    def add_break(self, kind: object, value: object) -> dict[str, Any]:
+        """Set a breakpoint; the snapshot returned has it under `breakpoint`."""
+        checked = check_break(kind, value)
+        return self._run(lambda: self._add_break(*checked))
+
+    def delete_break(self, breakpoint_id: int) -> dict[str, Any]:
+        return self._run(lambda: self._delete_break(breakpoint_id))
+
+    def close(self) -> None:
+        """Stop the loop, cancelling a command in flight; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.updates.close()
+        stopping = asyncio.run_coroutine_threadsafe(self._cancel_all(), self._loop)
+        with contextlib.suppress(Exception):
+            stopping.result(CLOSE_TIMEOUT)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(CLOSE_TIMEOUT)
+
+    # ------------------------------------------------------------ on the loop
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def _run(self, command: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        if self._closed:
+            raise StudioError("the studio is closed")
+        return asyncio.run_coroutine_threadsafe(command(), self._loop).result()
+
+    async def _show(self) -> dict[str, Any]:
+        return self._publish()
+
+    def _publish(self) -> dict[str, Any]:
+        hidden = () if self._pause is None else (self._pause.id,)
+        data = snapshot(
+            self.debugger,
+            mode=self.mode,
+            busy=self._busy,
+            stop=self._stop,
+            error=self._error,
+            hidden=hidden,
+        )
+        return self.updates.publish(data)
+
+    def _check_idle(self) -> None:
+        if self._busy is not None:
+            raise StudioBusy(f"the run is busy ({self._busy}); pause it or wait for it to stop")
+
+    async def _drive(
+        self, command: str, work: Callable[[], Awaitable[Stop | None]]
+    ) -> dict[str, Any]:
+        self._check_idle()
+        self._busy, self._stop, self._error = command, None, None
+        self._publish()
+        try:
+            stop = await work()
+            paused_by = None if self._pause is None else self._pause.id
+            self._stop = None if stop is None else stop_data(stop, paused_by=paused_by)
+        except Exception as exc:
+            self._error = f"{command} failed: {type(exc).__name__}: {exc}"
+            raise StudioFailure(self._error) from exc
+        finally:
+            self._busy = None
+            if self._pause is not None:
+                self.debugger.delete(self._pause.id)
+                self._pause = None
+            published = self._publish()
+        return published
+
+    async def _step(self, live: bool) -> Stop | None:
+        if await self.debugger.step(live=live) is not None:
+            return None
+        reason: Literal["suspended", "end"] = "suspended" if self.debugger.run.suspended else "end"
+        return Stop(reason, self.debugger.last)
+
+    async def _continue(self) -> Stop:
+        watcher = asyncio.create_task(self._watch())
+        try:
+            return await self.debugger.continue_()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _watch(self) -> None:
+        shown = self.debugger.position
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            if self.debugger.position != shown:
+                shown = self.debugger.position
+                self._publish()
+
+    async def _request_pause(self) -> dict[str, Any]:
+        if self._busy != "continue":
+            raise StudioError("nothing to pause: the run is not continuing")
+        if self._pause is None:
+            self._pause = self.debugger.break_when(_always)
+        return self._publish()
+
+    async def _time_travel(self, move: Callable[[], object]) -> dict[str, Any]:
+        self._check_idle()
+        try:
+            move()
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        self._stop = self._error = None
+        return self._publish()
+
+    async def _add_break(self, kind: BreakKind, value: str) -> dict[str, Any]:
+        try:
+            breakpoint = self.debugger.break_on(kind, value)
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        return {**self._publish(), "breakpoint": breakpoint_data(breakpoint)}
+
+    async def _delete_break(self, breakpoint_id: int) -> dict[str, Any]:
+        if self._pause is not None and breakpoint_id == self._pause.id:
+            raise StudioNotFound(f"no breakpoint #{breakpoint_id}")
+        try:
+            self.debugger.delete(breakpoint_id)
+        except DebuggerError as exc:
+            raise StudioNotFound(str(exc)) from None
+        return self._publish()
+
+    async def _cancel_all(self) -> None:
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
