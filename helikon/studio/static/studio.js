@@ -1,0 +1,375 @@
+// helikon studio: renders the debugger's snapshots and posts its commands.
+//
+// Every text that comes from the run (state, conversation, events, names) is set with
+// textContent, never parsed as HTML. The one markup inserted is the chart's SVG, which
+// Graphviz drew from the chart and which is parsed as XML (DOMParser), not as HTML; the
+// page's Content-Security-Policy runs no script but this file.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  let version = 0;
+  let shownSvg = null;
+  let chart = null;
+  let latest = null;
+
+  // ------------------------------------------------------------ helpers
+
+  function h(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function showError(message) {
+    const box = $("error");
+    box.hidden = !message;
+    box.textContent = message || "";
+  }
+
+  async function call(method, path, body) {
+    const init = { method: method, headers: {} };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (err) {
+      showError("The studio does not answer: is `helikon studio` still running?");
+      return null;
+    }
+    const data = await response.json();
+    if (!response.ok) {
+      showError(data.error || response.statusText);
+      return null;
+    }
+    showError(null);
+    render(data);
+    return data;
+  }
+
+  // ------------------------------------------------------------ rendering
+
+  function render(data) {
+    if (data.version < version) return; // an older snapshot, overtaken by the stream
+    version = data.version;
+    latest = data;
+    if (!chart) setUpChart(data.chart);
+    renderHeader(data);
+    renderDiagram(data);
+    renderBreakpoints(data.breakpoints);
+    renderStep($("last-step"), data.last_step, "No step yet: press Step.");
+    renderNext(data);
+    renderTimeline(data);
+    renderConversation(data.conversation);
+    $("state").textContent = JSON.stringify(data.state, null, 2);
+    $("next-input").textContent = data.next_input
+      ? JSON.stringify(data.next_input.value, null, 2)
+      : "none";
+    if (data.error) showError(data.error);
+  }
+
+  function statusText(data) {
+    if (data.busy === "continue") return ["continuing…", "busy"];
+    if (data.busy) return [data.busy + "…", "busy"];
+    const stop = data.stop;
+    if (stop && stop.reason === "breakpoint" && stop.breakpoint) {
+      return ["breakpoint " + stop.breakpoint.text, "hit"];
+    }
+    if (stop && stop.reason === "diverged") return ["diverged: " + stop.divergence, "failed"];
+    if (stop && stop.reason === "paused") return ["paused", "hit"];
+    if (stop && stop.reason === "suspended") return ["suspended: waiting for approval", "hit"];
+    if (data.finished) return ["finished", data.phase === "Failed" ? "failed" : "done"];
+    return ["ready", "idle"];
+  }
+
+  function renderHeader(data) {
+    $("agent").textContent = data.agent + " · " + data.chart.name;
+    $("mode").textContent = data.mode;
+    $("mode").className = "badge " + data.mode;
+    $("phase").textContent = data.phase;
+    const total = data.recorded ? " of " + data.recorded : "";
+    $("position").textContent = "step " + data.position + total;
+    const [text, kind] = statusText(data);
+    $("status").textContent = text;
+    $("status").className = "badge " + kind;
+    const idle = !data.busy;
+    $("step").disabled = !idle || data.finished;
+    $("continue").disabled = !idle || data.finished;
+    $("back").disabled = !idle || data.position === 0;
+    $("pause").disabled = data.busy !== "continue";
+    document.title = data.phase + " · step " + data.position + " · helikon studio";
+  }
+
+  function renderDiagram(data) {
+    const drawn = data.diagram;
+    const box = $("diagram");
+    if (drawn.svg !== shownSvg) {
+      shownSvg = drawn.svg;
+      box.replaceChildren();
+      $("dot").hidden = Boolean(drawn.svg);
+      $("dot").textContent = drawn.dot || "";
+      $("diagram-note").hidden = !drawn.note;
+      $("diagram-note").textContent = drawn.note || "";
+      if (drawn.svg) {
+        const parsed = new DOMParser().parseFromString(drawn.svg, "image/svg+xml");
+        const svg = parsed.documentElement;
+        if (svg.nodeName === "svg") {
+          const node = document.importNode(svg, true);
+          node.dataset.width = node.getAttribute("width") || "";
+          node.removeAttribute("width");
+          node.removeAttribute("height");
+          box.appendChild(node);
+          applyZoom();
+        }
+      }
+    }
+    box.querySelectorAll("g.node").forEach(function (group) {
+      const title = group.querySelector("title");
+      const name = title ? title.textContent : "";
+      group.classList.toggle("current", name === data.phase);
+      group.classList.toggle("phase", chart.phases.includes(name));
+      group.dataset.phase = name;
+    });
+  }
+
+  function applyZoom() {
+    const zoomed = $("zoom").getAttribute("aria-pressed") === "true";
+    const svg = $("diagram").querySelector("svg");
+    if (!svg) return;
+    if (zoomed && svg.dataset.width) svg.setAttribute("width", svg.dataset.width);
+    else svg.removeAttribute("width");
+    $("diagram").classList.toggle("zoomed", zoomed);
+  }
+
+  function renderBreakpoints(breakpoints) {
+    const list = $("breakpoints");
+    list.replaceChildren();
+    breakpoints.forEach(function (bp) {
+      const item = h("li", "breakpoint");
+      item.dataset.id = bp.id;
+      item.append(h("span", "bp-id", "#" + bp.id), h("span", "bp-kind", bp.kind));
+      item.append(h("code", "bp-value", bp.value));
+      const remove = h("button", "small remove", "delete");
+      remove.type = "button";
+      remove.title = "Delete breakpoint #" + bp.id;
+      remove.addEventListener("click", function () {
+        call("DELETE", "/api/break/" + bp.id);
+      });
+      item.append(remove);
+      list.append(item);
+    });
+    $("no-breakpoints").hidden = breakpoints.length > 0;
+  }
+
+  // The input kind is the step's own, shown in its title: a row reads [guards] / action → target.
+  function rowText(row) {
+    const guards = row.guards.length ? "[" + row.guards.join(" and ") + "] " : "";
+    return guards + "/ " + row.action + " → " + row.target;
+  }
+
+  function renderAttempts(attempts) {
+    const list = h("ol", "attempts");
+    attempts.forEach(function (attempt) {
+      const item = h("li", attempt.taken ? "attempt taken" : "attempt passed");
+      const head = h("div", "attempt-head");
+      head.append(h("span", "row-index", "row " + attempt.row.index));
+      head.append(h("code", "row-text", rowText(attempt.row)));
+      const verdict = h("span", "verdict", attempt.taken ? "✓ taken" : "✗");
+      verdict.title = attempt.taken ? "the row the step took" : "a guard did not hold";
+      head.append(verdict);
+      item.append(head);
+      if (attempt.guards.length) {
+        const guards = h("ul", "guards");
+        attempt.guards.forEach(function (guard) {
+          const ok = guard.value === guard.expected;
+          const entry = h("li", ok ? "guard ok" : "guard failed");
+          entry.append(h("code", null, guard.name), h("span", "guard-value", String(guard.value)));
+          if (!ok) entry.append(h("span", "guard-note", "needs " + guard.expected));
+          guards.append(entry);
+        });
+        item.append(guards);
+      }
+      list.append(item);
+    });
+    return list;
+  }
+
+  function renderEvents(events) {
+    const list = h("ul", "events");
+    events.forEach(function (event) {
+      const item = h("li", "event");
+      const count = event.count > 1 ? " ×" + event.count : "";
+      item.append(h("span", "event-type " + event.type, event.type + count));
+      if (event.text) item.append(h("span", "event-text", event.text));
+      list.append(item);
+    });
+    return list;
+  }
+
+  function renderStep(box, step, empty) {
+    box.replaceChildren();
+    if (!step) {
+      box.append(h("p", "empty", empty));
+      return;
+    }
+    const title = h("p", "step-title");
+    title.append(h("span", "seq", "#" + step.seq));
+    title.append(h("b", null, step.from + " → " + step.to));
+    title.append(h("span", "muted", " on " + step.input_kind));
+    box.append(title);
+    if (step.divergence) box.append(h("p", "divergence", step.divergence));
+    box.append(renderAttempts(step.match.attempts));
+    if (step.events.length) box.append(renderEvents(step.events));
+  }
+
+  function renderNext(data) {
+    const box = $("next-step");
+    box.replaceChildren();
+    if (data.busy) {
+      box.append(h("p", "empty", "running…"));
+    } else if (data.finished || !data.next_row) {
+      box.append(h("p", "empty", data.finished ? "The run is over." : "No input is due."));
+    } else {
+      const title = h("p", "step-title");
+      title.append(h("b", null, data.phase), h("span", "muted", " on " + data.next_input.kind));
+      box.append(title, renderAttempts(data.next_row.attempts));
+    }
+  }
+
+  function renderTimeline(data) {
+    const list = $("timeline");
+    list.replaceChildren();
+    const start = h("li", "moment" + (data.position === 0 ? " here" : ""));
+    const head = h("div", "moment-head");
+    head.append(h("span", "seq", "#0"), h("b", null, "start in " + data.chart.initial));
+    head.append(rewindButton(0, data));
+    start.append(head);
+    list.append(start);
+    data.history.forEach(function (step, index) {
+      const here = index + 1 === data.position;
+      const item = h("li", "moment" + (here ? " here" : ""));
+      const head = h("div", "moment-head");
+      head.append(h("span", "seq", "#" + step.seq));
+      head.append(h("b", null, step.from + " → " + step.to));
+      head.append(rewindButton(index + 1, data));
+      const detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
+      item.append(head, h("div", "moment-detail muted", detail));
+      if (step.divergence) item.append(h("p", "divergence", step.divergence));
+      if (step.events.length) item.append(renderEvents(step.events));
+      list.append(item);
+    });
+    const here = list.querySelector(".here");
+    if (here && data.busy) here.scrollIntoView({ block: "nearest" });
+  }
+
+  function rewindButton(to, data) {
+    const button = h("button", "small rewind", "rewind here");
+    button.type = "button";
+    button.title = "Go back to the run after " + to + " step(s)";
+    button.disabled = Boolean(data.busy) || to === data.position;
+    button.addEventListener("click", function () {
+      call("POST", "/api/rewind", { to: to });
+    });
+    return button;
+  }
+
+  function itemText(item) {
+    if (item.type === "tool_call") return item.name + "(" + item.arguments + ")";
+    if (item.type === "tool_result") return item.content;
+    if ("content" in item) return item.content;
+    return JSON.stringify(item);
+  }
+
+  function renderConversation(items) {
+    const list = $("conversation");
+    list.replaceChildren();
+    if (!items.length) list.append(h("li", "empty", "Empty: the first step adds the input."));
+    items.forEach(function (item) {
+      const entry = h("li", "item " + item.type);
+      entry.append(h("span", "item-type", item.type.replace("_", " ")));
+      entry.append(h("span", "item-text", itemText(item)));
+      list.append(entry);
+    });
+  }
+
+  // ------------------------------------------------------------ the breakpoint form
+
+  function setUpChart(facts) {
+    chart = {
+      phases: facts.phases.map((p) => p.name),
+      guards: facts.guards,
+      events: facts.events,
+      tools: facts.tools,
+    };
+    const names = $("tool-names");
+    facts.tools.forEach((name) => names.append(h("option", null, name)));
+    fillValues();
+  }
+
+  function fillValues() {
+    const kind = $("bp-kind").value;
+    const select = $("bp-value");
+    const tool = kind === "tool";
+    select.hidden = tool;
+    $("bp-tool").hidden = !tool;
+    if (tool) return;
+    const values = { phase: chart.phases, guard: chart.guards, event: chart.events }[kind];
+    select.replaceChildren();
+    values.forEach(function (value) {
+      const option = h("option", null, value);
+      option.value = value;
+      select.append(option);
+    });
+  }
+
+  function breakOnPhase(name) {
+    $("bp-kind").value = "phase";
+    fillValues();
+    $("bp-value").value = name;
+    $("bp-value").focus();
+  }
+
+  // ------------------------------------------------------------ wiring
+
+  function post(path, body) {
+    return function () {
+      return call("POST", path, body ? body() : undefined);
+    };
+  }
+
+  $("step").addEventListener("click", post("/api/step", () => ({ live: $("live").checked })));
+  $("continue").addEventListener("click", post("/api/continue"));
+  $("pause").addEventListener("click", post("/api/pause"));
+  $("back").addEventListener("click", post("/api/back", () => ({ steps: 1 })));
+  $("bp-kind").addEventListener("change", fillValues);
+  $("break-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const kind = $("bp-kind").value;
+    const value = kind === "tool" ? $("bp-tool").value.trim() : $("bp-value").value;
+    call("POST", "/api/break", { kind: kind, value: value });
+  });
+  $("zoom").addEventListener("click", function () {
+    const zoomed = $("zoom").getAttribute("aria-pressed") !== "true";
+    $("zoom").setAttribute("aria-pressed", String(zoomed));
+    $("zoom").textContent = zoomed ? "fit to width" : "actual size";
+    applyZoom();
+  });
+  $("diagram").addEventListener("click", function (event) {
+    const group = event.target.closest("g.node.phase");
+    if (group) breakOnPhase(group.dataset.phase);
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey) return;
+    const button = { s: "step", c: "continue", b: "back", p: "pause" }[event.key];
+    if (button && !$(button).disabled) $(button).click();
+  });
+
+  const stream = new EventSource("/api/events");
+  stream.addEventListener("state", (event) => render(JSON.parse(event.data)));
+  call("GET", "/api/state");
+  window.helikonStudio = { latest: () => latest };
+})();
