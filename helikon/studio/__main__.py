@@ -1,0 +1,7 @@
+"""`python -m helikon.studio CHART ...`: the same as `helikon studio CHART ...`."""
+
+import sys
+
+from helikon.studio.cli import main
+
+sys.exit(main())
