@@ -400,10 +400,12 @@ def studio_args(**given: Any) -> argparse.Namespace:
     return argparse.Namespace(**{**defaults, **given})
 
 
-def record(tmp_path: Path) -> Path:
+def record(tmp_path: Path, text: str | None = None) -> Path:
+    """A trace of the budget assistant's scripted run, recorded by `helikon run --trace`."""
     trace = tmp_path / "run.jsonl"
+    asked = ["--input", text] if text else []
     code = helikon_main(
-        ["run", str(BUDGET), "--offline", "--approve", "all", "--trace", str(trace)]
+        ["run", str(BUDGET), "--offline", "--approve", "all", "--trace", str(trace), *asked]
     )
     assert code == 0
     return trace
@@ -527,9 +529,15 @@ def screenshot_to(page: Any, name: str, tmp_path: Path) -> None:
         page.screenshot(Path(folder) / name)
 
 
+GROCERIES = "How much of my groceries budget is left?"
+
+
 @needs_chromium
-def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path) -> None:
-    server = serve(budget_session(text=MARKUP))
+def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path, capsys: Any) -> None:
+    # The run of docs/howto/debugging.md: asked about groceries, the model looks up coffee.
+    trace = record(tmp_path, GROCERIES)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
     browser = Browser(tmp_path / "profile")
     try:
         page = browser.page(server.url, width=1440, height=1240)
@@ -538,7 +546,7 @@ def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path) -> None:
 
         # Step: the highlighted phase moves on the diagram.
         page.click("#step")
-        page.wait_for("document.getElementById('position').textContent === 'step 1'")
+        page.wait_for("document.getElementById('position').textContent === 'step 1 of 4'")
         assert page.evaluate(CURRENT) == "CallingModel"  # starting a turn stays in the phase
         page.click("#step")
         page.wait_for(f"{CURRENT} === 'ExecutingTools'")
@@ -550,12 +558,14 @@ def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path) -> None:
         # A step taken elsewhere reaches the page through the event stream.
         Client(server).post("/api/step")
         page.wait_for(f"{CURRENT} === 'CallingModel'")
-        page.wait_for("document.getElementById('position').textContent === 'step 3'")
+        page.wait_for("document.getElementById('position').textContent === 'step 3 of 4'")
 
         # Back to the start, a breakpoint on a phase, and Continue stops there.
         for position in (2, 1, 0):
             page.click("#back")
-            page.wait_for(f"document.getElementById('position').textContent === 'step {position}'")
+            page.wait_for(
+                f"document.getElementById('position').textContent === 'step {position} of 4'"
+            )
         page.select("#bp-kind", "phase")
         page.select("#bp-value", "ExecutingTools")
         page.click("#bp-add")
@@ -563,17 +573,32 @@ def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path) -> None:
         page.click("#continue")
         page.wait_for("document.getElementById('status').textContent.includes('breakpoint #1')")
         assert page.evaluate(CURRENT) == "ExecutingTools"
-        assert page.evaluate("document.getElementById('position').textContent") == "step 2"
+        assert page.evaluate("document.getElementById('position').textContent") == "step 2 of 4"
         screenshot_to(page, "studio-breakpoint.png", tmp_path)
-
-        # The run's text is shown as text, never as markup.
-        conversation = page.evaluate("document.getElementById('conversation').textContent")
-        assert MARKUP in conversation
-        assert page.evaluate("document.getElementById('xss') === null")
 
         assert page.console_errors() == []
         urls = page.requested_urls()
         assert urls and all(url.startswith(server.url) for url in urls), urls
+    finally:
+        browser.close()
+        server.close()
+
+
+@needs_chromium
+def test_the_page_shows_the_runs_text_as_text(tmp_path: Path) -> None:
+    server = serve(budget_session(text=MARKUP))
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url)
+        page.wait_for(f"{CURRENT} === 'CallingModel'")
+        page.click("#continue")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        conversation = page.evaluate("document.getElementById('conversation').textContent")
+        assert MARKUP in conversation
+        assert page.evaluate("document.getElementById('xss') === null")
+        assert page.evaluate("document.querySelector('#conversation b') === null")
+        assert page.console_errors() == []
+        assert all(url.startswith(server.url) for url in page.requested_urls())
     finally:
         browser.close()
         server.close()

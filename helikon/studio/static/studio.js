@@ -101,6 +101,7 @@
     $("continue").disabled = !idle || data.finished;
     $("back").disabled = !idle || data.position === 0;
     $("pause").disabled = data.busy !== "continue";
+    $("live").closest("label").hidden = data.mode === "replay"; // a replay has no model to call
     document.title = data.phase + " · step " + data.position + " · helikon studio";
   }
 
