@@ -588,15 +588,17 @@ def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 def command_debug(args: argparse.Namespace) -> int:
     """`helikon debug`: open the session the arguments describe and run its prompt.
 
-    Raises:
-        helikon.cli.UsageError: a chart or trace that cannot be used (one line, status 2).
+    Returns:
+        0 when the session ends; 2, after one `helikon: ...` line on stderr, when the chart
+        or trace cannot be used (reported here, so no caller has to know the error types).
     """
     from helikon.cli import UsageError
 
     try:
         shell = open_replay(args) if args.trace else open_live(args)
-    except (LoadError, TraceError, DebuggerError) as exc:
-        raise UsageError(str(exc)) from None
+    except (UsageError, LoadError, TraceError, DebuggerError) as exc:
+        print(f"helikon: {exc}", file=sys.stderr)
+        return 2
     with shell:
         return shell.run()
 
@@ -673,16 +675,11 @@ def _source(chart: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m helikon.debug_repl ...`: `helikon debug ...` without the rest of the CLI."""
-    from helikon.cli import UsageError
-
     top = argparse.ArgumentParser(prog="helikon")
     add_debug_parser(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(["debug", *(sys.argv[1:] if argv is None else argv)])
     try:
-        return int(args.handler(args))
-    except UsageError as exc:
-        print(f"helikon: {exc}", file=sys.stderr)
-        return 2
+        return command_debug(args)
     except KeyboardInterrupt:
         return 130
 
