@@ -271,6 +271,12 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("chart", help="a chart file, or module:attr")
     validate.set_defaults(handler=command_validate)
 
+    from helikon.debug_repl import add_debug_parser
+    from helikon.studio import add_studio_parser
+
+    add_debug_parser(commands)
+    add_studio_parser(commands)
+
     table = commands.add_parser("table", help="print the default chart's compiled table")
     table.add_argument("--implicit", action="store_true", help="include implicit rows")
     table.set_defaults(handler=command_table)
@@ -286,6 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`helikon ... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return code
 
 
