@@ -383,6 +383,24 @@ def test_pause_stops_a_continue_after_the_step_in_flight() -> None:
         server.close()
 
 
+def test_closing_the_studio_cuts_a_continue_short() -> None:
+    model = GatedModel()
+    server = serve(budget_session(model))
+    client = Client(server)
+    answers: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(client.request("POST", "/api/continue"))
+    )
+    try:
+        worker.start()
+        assert model.waiting.wait(TIMEOUT)
+    finally:
+        server.close()
+        model.gate.set()
+    worker.join(TIMEOUT)
+    assert answers == [(503, {"error": "the studio is stopping"})]
+
+
 # ---------------------------------------------------------------- the command
 
 

@@ -15,7 +15,8 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     DELETE /api/break/{id}    remove a breakpoint
 
 Errors are JSON `{"error": message}`: 400 for a bad request, 404 for an unknown path or
-breakpoint, 409 while the run is busy, 500 when running the agent raised.
+breakpoint, 405 for a path asked with the wrong method, 409 while the run is busy, 500 when
+running the agent raised, 503 for a command cut short by the studio closing.
 
 The server listens on 127.0.0.1 only and refuses any other address: whoever reaches it can
 run the agent and its tools. It also answers only requests whose Host header names that
@@ -28,6 +29,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -173,6 +175,8 @@ class StudioHandler(BaseHTTPRequestHandler):
             self._send_json(_status_of(exc), {"error": str(exc)})
         except StudioFailure as exc:
             self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(exc)})
+        except CancelledError:  # the studio closed while this command ran
+            self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "the studio is stopping"})
 
     def _route(self, method: str, path: str) -> None:
         routes = self._routes()
