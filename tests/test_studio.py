@@ -475,7 +475,7 @@ def test_command_mistakes_are_one_line(tmp_path: Path, capsys: Any) -> None:
 
 def test_the_command_serves_until_interrupted() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "helikon.studio", str(BUDGET), "--offline", "--port", "0"],
+        [sys.executable, "-m", "helikon", "studio", str(BUDGET), "--offline", "--port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
