@@ -30,6 +30,10 @@ from helikon.export.json import to_json
 from helikon.export.markdown import to_markdown
 from helikon.export.mermaid import to_mermaid
 from helikon.export.render import ImageFormat, RenderError, render
+from helikon.export.trace_ir import TraceView, extract_trace
+from helikon.export.trace_markdown import to_markdown as _trace_markdown
+from helikon.export.trace_mermaid import to_mermaid as _trace_mermaid
+from helikon.trace import Trace
 
 __all__ = [
     "ChartEdge",
@@ -42,16 +46,21 @@ __all__ = [
     "ImageFormat",
     "RenderError",
     "TraceOverlay",
+    "TraceView",
     "chart_to_dot",
     "chart_to_json",
     "chart_to_markdown",
     "chart_to_mermaid",
     "extract",
+    "extract_trace",
     "render",
     "to_dot",
     "to_json",
     "to_markdown",
     "to_mermaid",
+    "trace_to_html",
+    "trace_to_markdown",
+    "trace_to_mermaid",
 ]
 
 
@@ -79,6 +88,31 @@ def chart_to_markdown(
 def chart_to_json(table: TransitionTable) -> str:
     """The compiled table as JSON, with its digest."""
     return to_json(table)
+
+
+def trace_to_html(trace: Trace, table: TransitionTable | None = None, *, svg: bool = True) -> str:
+    """A recorded run as a self-contained HTML page: its timeline beside its chart.
+
+    Args:
+        trace: a trace read back with `helikon.trace.read_trace`.
+        table: the run's chart when it is not the default one; used only if its digest
+            matches the trace header's. Without a matching chart the page says so.
+        svg: draw the chart with Graphviz's `dot`; when False, or without `dot`, the page
+            shows its DOT text.
+    """
+    from helikon.export.trace_html import to_html  # jinja2 is needed only here
+
+    return to_html(extract_trace(trace, table), svg=svg)
+
+
+def trace_to_mermaid(trace: Trace) -> str:
+    """A recorded run as a Mermaid `sequenceDiagram`."""
+    return _trace_mermaid(extract_trace(trace))
+
+
+def trace_to_markdown(trace: Trace) -> str:
+    """A recorded run as a Markdown summary: outcome, usage, turns, tool calls, errors."""
+    return _trace_markdown(extract_trace(trace))
 
 
 class ChartView:
