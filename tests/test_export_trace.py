@@ -735,17 +735,36 @@ def browser(tmp_path: Path) -> Iterator[DevTools]:
         log.close()
 
 
+def open_page(browser: DevTools, html: str, path: Path) -> str:
+    """Write `html` to `path`, open it and wait for its load event; returns its URL."""
+    path.write_text(html, encoding="utf-8")
+    for domain in ("Page", "Runtime", "Log", "Network"):
+        browser.send(f"{domain}.enable")
+    browser.send("Page.navigate", url=path.as_uri())
+    browser.wait_for("Page.loadEventFired")
+    return path.as_uri()
+
+
+def assert_quiet(browser: DevTools, url: str) -> None:
+    """Nothing logged as an error or warning (CSP violations are), nothing thrown, no
+    dialog opened, and no request made but the page's own."""
+    logged = [
+        event
+        for event in browser.seen("Runtime.consoleAPICalled", "Log.entryAdded")
+        if event["params"].get("type", event["params"].get("entry", {}).get("level"))
+        in ("error", "warning", "assert")
+    ]
+    assert logged == []
+    assert browser.seen("Runtime.exceptionThrown", "Page.javascriptDialogOpening") == []
+    requested = [e["params"]["request"]["url"] for e in browser.seen("Network.requestWillBeSent")]
+    assert requested == [url]
+    assert browser.seen("Network.loadingFailed") == []
+
+
 def test_the_page_renders_without_errors_or_requests_and_runs_no_injected_script(
     trace: Trace, tmp_path: Path, browser: DevTools
 ) -> None:
-    page = tmp_path / "trace.html"
-    page.write_text(trace_to_html(trace), encoding="utf-8")
-    url = page.as_uri()
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        browser.send(f"{domain}.enable")
-    browser.send("Page.navigate", url=url)
-    browser.wait_for("Page.loadEventFired")
-
+    url = open_page(browser, trace_to_html(trace), tmp_path / "trace.html")
     assert browser.evaluate("document.title") == "concierge · run run-root · helikon trace"
     assert browser.evaluate("typeof window.__pwned") == "undefined"
     assert browser.evaluate("document.scripts.length") == 1
@@ -756,15 +775,14 @@ def test_the_page_renders_without_errors_or_requests_and_runs_no_injected_script
     assert browser.evaluate("document.querySelectorAll('aside.chart svg').length") == 2
 
     # The page's own script ran (its CSP hash matches): folding, zoom and the run picker.
+    turns = "[...document.querySelectorAll('details.turn')]"
     browser.evaluate("document.querySelector('[data-fold=close]').click()")
-    assert (
-        browser.evaluate("[...document.querySelectorAll('details.turn')].some(d => d.open)")
-        is False
-    )
+    assert browser.evaluate(f"{turns}.some(d => d.open)") is False
     browser.evaluate("document.querySelector('[data-fold=open]').click()")
-    assert browser.evaluate("[...document.querySelectorAll('details.turn')].every(d => d.open)")
+    assert browser.evaluate(f"{turns}.every(d => d.open)") is True
     browser.evaluate("document.getElementById('zoom').click()")
     assert browser.evaluate("document.querySelector('aside.chart').classList.contains('zoomed')")
+    assert browser.evaluate("document.querySelector('aside.chart svg').style.width").endswith("px")
     panels = "[...document.querySelectorAll('.chart-panel')]"
     shown_panels = f"{panels}.filter(p => !p.hidden).map(p => p.dataset.run)"
     assert browser.evaluate(shown_panels) == ["run-root"]
@@ -773,15 +791,25 @@ def test_the_page_renders_without_errors_or_requests_and_runs_no_injected_script
         "s.dispatchEvent(new Event('change'))"
     )
     assert browser.evaluate(shown_panels) == ["run-root/7"]
+    assert_quiet(browser, url)
 
-    errors = [
-        event
-        for event in browser.seen("Runtime.consoleAPICalled", "Log.entryAdded")
-        if event["params"].get("type", event["params"].get("entry", {}).get("level"))
-        in ("error", "warning", "assert")
-    ]
-    assert errors == []
-    assert browser.seen("Runtime.exceptionThrown", "Page.javascriptDialogOpening") == []
-    requested = [e["params"]["request"]["url"] for e in browser.seen("Network.requestWillBeSent")]
-    assert requested == [url]  # the page itself, nothing else
-    assert browser.seen("Network.loadingFailed") == []
+
+def test_a_page_without_a_chart_or_dot_is_quiet_too(
+    tmp_path: Path, browser: DevTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan_act = load_plan_act()
+    model = ScriptedModel(plan_act.script())
+    trace = recorded(tmp_path / "plan.jsonl", plan_act.agent(model), "When?", "run-plan")
+    url = open_page(browser, trace_to_html(trace), tmp_path / "no-chart.html")
+    assert browser.evaluate("document.getElementById('zoom')") is None
+    assert "pass its table to draw it" in browser.evaluate("document.body.innerText")
+    assert_quiet(browser, url)
+
+    monkeypatch.setenv("PATH", "")  # no dot: the chart shows as DOT text
+    browser.events.clear()
+    html = trace_to_html(trace, plan_act.PLAN_ACT_TABLE)
+    url = open_page(browser, html, tmp_path / "dot-text.html")
+    assert browser.evaluate("document.querySelector('.chart-panel pre').textContent").startswith(
+        'digraph "PlanActChart" {'
+    )
+    assert_quiet(browser, url)

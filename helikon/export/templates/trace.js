@@ -28,7 +28,9 @@ var toggle = function () {
     svg.style.width = zoomed ? svg.viewBox.baseVal.width + "px" : "";
   });
 };
-zoom.addEventListener("click", toggle);
-chart.querySelectorAll("svg").forEach(function (svg) {
-  svg.addEventListener("click", toggle);
-});
+if (zoom) {
+  zoom.addEventListener("click", toggle);
+  chart.querySelectorAll("svg").forEach(function (svg) {
+    svg.addEventListener("click", toggle);
+  });
+}
