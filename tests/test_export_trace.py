@@ -46,6 +46,8 @@ from helikon import (
     ApprovalDecision,
     ApprovalRequest,
     AssistantMessage,
+    GuardrailResult,
+    InputGuardrail,
     RunConfig,
     RunContext,
     ScriptedModel,
@@ -73,6 +75,7 @@ from helikon.export import (
 from helikon.export.trace_html import inline_svg
 from helikon.export.trace_ir import (
     ErrorView,
+    GuardrailView,
     HandoffView,
     Message,
     ModelCall,
@@ -813,3 +816,54 @@ def test_a_page_without_a_chart_or_dot_is_quiet_too(
         'digraph "PlanActChart" {'
     )
     assert_quiet(browser, url)
+
+
+# ---------------------------------------------------------------- guardrails and compaction
+
+
+def test_a_tripped_input_guardrail_shows_before_any_model_call(tmp_path: Path) -> None:
+    guardrail = InputGuardrail("no-card-numbers", lambda text, ctx: GuardrailResult(True, "a PAN"))
+    agent = Agent(name="desk", model=ScriptedModel([]), input_guardrails=[guardrail])
+    trace = recorded(tmp_path / "guard.jsonl", agent, "4111 1111 1111 1111", "run-guard")
+    view = extract_trace(trace)
+    (turn,) = view.root.turns
+    kinds = [entry.kind for entry in turn.entries]
+    assert kinds == ["guardrail", "error"]  # no model call was made
+    assert turn.entries[0] == GuardrailView("no-card-numbers", "input", "a PAN")
+    assert view.outcome.error is not None and view.outcome.error.title == "GuardrailTripped"
+    assert "input guardrail <b>no-card-numbers</b> tripped" in trace_to_html(trace, svg=False)
+    assert "- desk, turn 0: input guardrail `no-card-numbers` tripped: a PAN" in (
+        trace_to_markdown(trace)
+    )
+    assert "    Note over a0: input guardrail no-card-numbers tripped: a PAN" in (
+        trace_to_mermaid(trace)
+    )
+
+
+def test_a_compaction_shows_its_summary_and_its_model_call(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            [ToolCall("call_lookup", "lookup_invoice", '{"number": "INV-7"}')],
+            "Summary: the user asked about INV-7, which was paid twice.",
+            "INV-7 was paid twice.",
+        ]
+    )
+    config = RunConfig(compaction_threshold=10)
+    agent = Agent(name="desk", model=model, tools=[lookup_invoice], config=config)
+    view = extract_trace(recorded(tmp_path / "compact.jsonl", agent, "INV-7?", "run-compact"))
+    # The compaction call is not a turn: it ends turn 0, and turn 1 starts after it.
+    first, second = view.root.turns
+    assert first.phases == (
+        "CallingModel",
+        "CallingModel",
+        "ExecutingTools",
+        "Compacting",
+        "CallingModel",
+    )
+    assert [e.purpose for e in first.entries if isinstance(e, ModelCall)] == ["turn", "compact"]
+    summaries = [e for e in first.entries if e.kind == "compaction"]
+    assert [s.text for s in summaries] == [
+        "Summary: the user asked about INV-7, which was paid twice."
+    ]
+    assert second.phases == ("CallingModel", "Done")
+    assert view.outcome.text == "INV-7 was paid twice."
