@@ -867,3 +867,34 @@ def test_a_compaction_shows_its_summary_and_its_model_call(tmp_path: Path) -> No
     ]
     assert second.phases == ("CallingModel", "Done")
     assert view.outcome.text == "INV-7 was paid twice."
+
+
+# ---------------------------------------------------------------- traces cut short
+
+
+def test_a_header_alone_renders_as_an_unfinished_run(trace: Trace) -> None:
+    empty = Trace(trace.header, [])
+    view = extract_trace(empty)
+    assert view.root.turns == () and view.outcome.status == "unfinished"
+    assert view.root.path == () and view.overlay() is None
+    assert "<h2>Unfinished</h2>" in trace_to_html(empty)
+    assert "## Unfinished" in trace_to_markdown(empty)
+    assert trace_to_mermaid(empty).endswith("    a0--xuser: unfinished\n")
+
+
+def test_a_run_whose_parent_line_is_missing_is_shown_detached(trace: Trace) -> None:
+    lines = [
+        line
+        for line in trace.lines
+        if not (isinstance(line, TransitionTrace) and line.row.action == "apply_handoff")
+    ]
+    view = extract_trace(Trace(trace.header, lines))
+    (detached,) = view.detached
+    assert (detached.agent, detached.via, detached.outcome.status) == (
+        "reporter",
+        "detached",
+        "completed",
+    )
+    assert [run.agent for run in view.runs] == ["concierge", "reporter"]
+    page = trace_to_html(Trace(trace.header, lines), svg=False)
+    assert "run not linked to the root" in page

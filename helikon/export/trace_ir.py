@@ -30,6 +30,7 @@ from helikon.approvals import ApprovalDecision
 from helikon.chart.table import TransitionTable
 from helikon.errors import AgentError, describe
 from helikon.events import (
+    AgentUpdated,
     ApprovalRequested,
     GuardrailTriggered,
     HandoffItem,
@@ -406,11 +407,17 @@ class _Index:
         self.decisions: dict[tuple[str, str], ApprovalDecision] = {}
         self.denials: dict[tuple[str, str], str] = {}
         self.requested: set[tuple[str, str]] = set()
+        self.agents: dict[str, str] = {}
         self.built: set[str] = set()
+        announced = ""  # AgentUpdated names the agent of the run that starts next
         for line in trace.lines:
+            if line.run_id not in self.lines and announced:
+                self.agents[line.run_id], announced = announced, ""
             self.lines.setdefault(line.run_id, []).append(line)
             if isinstance(line, TransitionTrace):
                 self._learn(line)
+            elif isinstance(line.event, AgentUpdated):
+                announced = line.event.agent
 
     def _learn(self, line: TransitionTrace) -> None:
         run = line.run_id
@@ -427,7 +434,7 @@ class _Index:
 
     def section(self, run_id: str, depth: int, via: Via, agent: str) -> RunSection:
         self.built.add(run_id)
-        builder = _SectionBuilder(self, run_id, depth, agent)
+        builder = _SectionBuilder(self, run_id, depth, agent or self.agents.get(run_id, ""))
         for line in self.lines.get(run_id, []):
             builder.add(line)
         return builder.finish(via)
