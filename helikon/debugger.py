@@ -71,10 +71,13 @@ class Step:
     outcome: TransitionOutcome
     effect_events: tuple[Any, ...] = ()
     divergence: str | None = None
+    lead_events: tuple[Any, ...] = ()
 
     @property
     def events(self) -> tuple[Any, ...]:
-        return (*self.outcome.events, *self.effect_events)
+        """Everything the step streamed: the effect that produced its input when that ran
+        at the step's start (`lead_events`), the transition's events, then its effect's."""
+        return (*self.lead_events, *self.outcome.events, *self.effect_events)
 
     @property
     def state_after(self) -> Any:
@@ -134,16 +137,19 @@ class Debugger:
 
     run: Run
     recorded: dict[int, Any] = field(default_factory=dict)
-    effects: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    produced: dict[int, _Effect] = field(default_factory=dict)
     expected: dict[int, TransitionTrace] = field(default_factory=dict)
     history: list[Step] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     breakpoints: list[Breakpoint] = field(default_factory=list)
     log: list[Item] = field(default_factory=list)
     header: TraceHeader | None = None
+    forks: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
+        self._recorder = _Recorder(self.run.run_id)
+        self.run.trace = self._recorder
         if not self.frames:
             self.frames.append(self._frame())
 
@@ -157,11 +163,15 @@ class Debugger:
         *,
         context: RunContext[Any] | None = None,
         run_id: str | None = None,
+        source: str | None = None,
     ) -> Debugger:
-        """A debugger over a new run of `agent`, stopped before its first step."""
+        """A debugger over a new run of `agent`, stopped before its first step.
+
+        `source` names where the agent is defined (a chart file), recorded in saved traces.
+        """
         run = Run(agent, input=input, context=context, run_id=run_id)
         run.started = True
-        return cls(run)
+        return cls(run, header=header_of(run, source))
 
     @classmethod
     def replay(
@@ -189,10 +199,12 @@ class Debugger:
         run.state = lines[0].state_before
         run.next_input = lines[0].input
         debugger = cls(run, header=header)
+        effects = _recorded_effects(trace, header.run_id)
         for position, line in enumerate(lines):
             debugger.recorded[position] = line.input
             debugger.expected[position + 1] = line
-        debugger.effects = _effects_by_seq(trace, header.run_id)
+            if line.seq in effects:
+                debugger.produced[position + 1] = effects[line.seq]
         return debugger
 
     # ------------------------------------------------------------ reading
@@ -235,59 +247,68 @@ class Debugger:
     async def step(self, *, live: bool = False) -> Step | None:
         """Apply one transition and obtain the next input; None when the run is over.
 
-        A recorded next input (replay, or a step taken before a rewind) is reused unless
-        `live` is true, so stepping again repeats no side effect.
+        A recorded next input (replay, or a step taken before a rewind) is reused, with the
+        events its effect streamed, unless `live` is true: stepping again repeats no side
+        effect.
         """
         if self.run.finished or self.run.suspended:
             return None
-        if self.run.next_input is None and not await self._observe(live):
-            return None
+        lead: tuple[Any, ...] = ()
+        if self.run.next_input is None:
+            observed = await self._observe(live)
+            if observed is None:
+                return None
+            lead = observed
         before, inp = self.run.state, self.run.next_input
         match = match_row(before, inp, self.run.ctx)
-        records: list[TransitionRecord] = []
-        self.run.trace = _Capture(records)
-        try:
-            await self.run.apply()
-        finally:
-            self.run.trace = None
-        outcome = records[-1].outcome
+        self._recorder.records.clear()
+        await self.run.apply()
+        outcome = self._recorder.records[-1].outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
         effect: tuple[Any, ...] = ()
         if not self.run.finished:
-            effect = await self._effect(live)
-        step = Step(self.run.seq, before, inp, match, outcome, effect, self._diverges(outcome))
+            effect = await self._effect(self.position + 1, live)
+        step = Step(
+            self.run.seq, before, inp, match, outcome, effect, self._diverges(outcome), lead
+        )
         del self.history[self.position :]
         self.history.append(step)
         del self.frames[self.position :]
         self.frames.append(self._frame())
         return step
 
-    async def _observe(self, live: bool) -> bool:
-        """Obtain the input due now; False when there is none (the end of a replay)."""
-        recorded = self.recorded.get(self.position)
-        if recorded is not None and not live:
-            self.run.next_input = recorded
-            return True
+    async def _observe(self, live: bool) -> tuple[Any, ...] | None:
+        """Obtain the input due now, returning the events its effect streamed; None when
+        there is none (the end of a replay, or the run suspends)."""
+        position = self.position
+        if position in self.recorded and not live:
+            self.run.next_input = self.recorded[position]
+            return self.produced[position].events if position in self.produced else ()
         if self.expected:
-            return False
-        await self._perform()
-        return self.run.next_input is not None
+            return None
+        events = await self._perform(position)
+        return events if self.run.next_input is not None else None
 
-    async def _effect(self, live: bool) -> tuple[Any, ...]:
-        if not live and self.position + 1 in self.recorded:
-            self.run.next_input = self.recorded[self.position + 1]
+    async def _effect(self, position: int, live: bool) -> tuple[Any, ...]:
+        """Obtain input `position` after a transition: recorded, or performed live."""
+        if not live and (position in self.recorded or self.expected):
+            self.run.next_input = self.recorded.get(position)
             self.run.pending = None
-            return self.effects.get(self.run.seq, ())
-        if self.expected and not live:
-            self.run.pending = None
-            return self.effects.get(self.run.seq, ())
-        events = await self._perform()
-        self.recorded[self.position + 1] = self.run.next_input
+            effect = self.produced.get(position, _NOTHING)
+            if any(e.type == "run_suspended" for e in effect.events):
+                self.run.suspended = True  # the recording suspended here: so does the replay
+            return effect.events
+        return await self._perform(position)
+
+    async def _perform(self, position: int) -> tuple[Any, ...]:
+        """Perform the pending effect live; keep its input, events and trace lines."""
+        self._recorder.lines.clear()
+        events = tuple([event async for event in self.run.perform()])
+        self.produced[position] = _Effect(events, tuple(self._recorder.lines), self.run.run_id)
+        if self.run.next_input is not None:
+            self.recorded[position] = self.run.next_input
         return events
-
-    async def _perform(self) -> tuple[Any, ...]:
-        return tuple([event async for event in self.run.perform()])
 
     def _diverges(self, outcome: TransitionOutcome) -> str | None:
         line = self.expected.get(self.run.seq)
@@ -385,16 +406,21 @@ class Debugger:
         agent = self.run.agent
         if turns is not None:
             agent = replace(agent, model=ScriptedModel(list(turns)))
-        run = Run(agent, context=self.run.context, run_id=f"{self.run.run_id}-fork{k}")
+        self.forks += 1
+        fork_id = f"{self.run.run_id}-fork{k}" + (f".{self.forks}" if self.forks > 1 else "")
+        run = Run(agent, context=self.run.context, run_id=fork_id)
         run.started = True
         run.state, run.seq = frame.state, frame.seq
         run.conversation = Conversation(self.log[: frame.conversation_len])
         run.next_input, run.pending = next_input, None
-        forked = Debugger(run, log=list(self.log[: frame.conversation_len]))
+        forked = Debugger(run, log=list(self.log[: frame.conversation_len]), header=self.header)
+        forked.breakpoints = [replace(b) for b in self.breakpoints]
+        forked._ids = itertools.count(max((b.id for b in self.breakpoints), default=0) + 1)
         forked.history = list(self.history[:k])
         forked.frames = [*self.frames[:k], forked._frame()]
         forked.recorded = {i: v for i, v in self.recorded.items() if i < k}
         forked.recorded[k] = next_input
+        forked.produced = {i: v for i, v in self.produced.items() if i < k}
         return forked
 
     def _frame(self) -> Frame:
@@ -404,50 +430,84 @@ class Debugger:
     # ------------------------------------------------------------ saving
 
     def save_trace(self, target: Any) -> None:
-        """Write the history as a trace (a fork's trace is a new trace)."""
+        """Write the history as a trace (a fork's trace is a new trace), with each step's
+        effect lines as recorded: the events it streamed and any nested run's lines."""
         with TraceWriter(target) as writer:
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
             writer.write(EffectTrace(self.run.run_id, 0, started))
-            for step in self.history:
+            for position, step in enumerate(self.history):
                 record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
                 writer.write(transition_trace(self.run, record))
-                for event in step.effect_events:
-                    writer.write(EffectTrace(self.run.run_id, step.seq, event))
+                effect = self.produced.get(position + 1, _NOTHING)
+                for line in effect.lines_for(self.run.run_id):
+                    writer.write(line)
+
+
+@dataclass(frozen=True)
+class _Effect:
+    """What one effect produced besides its input: the events it streamed and the trace
+    lines it wrote (the run's own effect events, and every line of nested runs)."""
+
+    events: tuple[Any, ...] = ()
+    lines: tuple[TransitionTrace | EffectTrace, ...] = ()
+    root: str = ""
+
+    def lines_for(self, root: str) -> tuple[TransitionTrace | EffectTrace, ...]:
+        """The lines as run `root` writes them (a fork renames the runs it inherited)."""
+        if not self.root or self.root == root:
+            return self.lines
+        old = self.root
+        return tuple(
+            replace(line, run_id=root + line.run_id[len(old) :])
+            if line.run_id == old or line.run_id.startswith(old + "/")
+            else line
+            for line in self.lines
+        )
+
+
+_NOTHING = _Effect()
 
 
 @dataclass
-class _Capture:
-    """A trace sink that keeps the transition records the debugger's steps produce."""
+class _Recorder:
+    """The trace sink of a debugged run: keeps the root's transition records apart from
+    the lines its effects produce (nested runs write here too)."""
 
-    records: list[TransitionRecord]
+    root: str
+    records: list[TransitionRecord] = field(default_factory=list)
+    lines: list[TransitionTrace | EffectTrace] = field(default_factory=list)
 
     def started(self, run: Run) -> None:
         return None
 
     def transition(self, run: Run, record: TransitionRecord) -> None:
-        self.records.append(record)
+        if run.run_id == self.root:
+            self.records.append(record)
+        else:
+            self.lines.append(transition_trace(run, record))
 
     def effect(self, run: Run, event: Any) -> None:
-        return None
+        if event.type != "run_started":
+            self.lines.append(EffectTrace(run.run_id, run.seq, event))
 
 
-def _effects_by_seq(trace: Trace, root: str) -> dict[int, tuple[Any, ...]]:
-    """The events the root's stream showed after each of its transitions, from the trace."""
-    found: dict[int, list[Any]] = {}
+def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
+    """Per root transition seq: what the root's stream showed after it (its effect events,
+    nested runs' events but their terminal one) and the raw lines recorded there."""
+    events: dict[int, list[Any]] = {}
+    lines: dict[int, list[TransitionTrace | EffectTrace]] = {}
     seq = 0
     for line in trace.lines:
-        if isinstance(line, TransitionTrace):
-            if line.run_id == root:
-                seq = line.seq
-            else:
-                found.setdefault(seq, []).extend(
-                    e for e in line.events if e.type not in _TERMINAL_EVENTS
-                )
-        elif line.run_id == root:
-            if line.event.type != "run_started":
-                found.setdefault(line.after_seq, []).append(line.event)
-        elif line.event.type not in _TERMINAL_EVENTS:
-            found.setdefault(seq, []).append(line.event)
-    return {key: tuple(events) for key, events in found.items()}
+        if isinstance(line, TransitionTrace) and line.run_id == root:
+            seq = line.seq
+            continue
+        if isinstance(line, EffectTrace) and line.event.type == "run_started":
+            continue
+        lines.setdefault(seq, []).append(line)
+        found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
+        if line.run_id != root:
+            found = [event for event in found if event.type not in _TERMINAL_EVENTS]
+        events.setdefault(seq, []).extend(found)
+    return {key: _Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}

@@ -264,21 +264,9 @@ async def test_replay_streams_the_recorded_events_in_order(name: str) -> None:
     assert dumps(debugger.conversation, ITEMS) == dumps(tuple(appends), ITEMS)
 
 
-HANDOFF_SAVE = (
-    "Debugger.save_trace (helikon/debugger.py) writes only the root run's transitions; a "
-    "handoff target's TransitionTrace lines (run_id 'run-handoff/2') come back as EffectTrace "
-    "lines of the root, so the saved file has 28 lines where the recording has 27"
-)
-
-
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=HANDOFF_SAVE))
-        if name == "handoff"
-        else name
-        for name in ALL
-    ],
+    ALL,
 )
 async def test_save_trace_of_a_replay_is_the_recorded_file(name: str) -> None:
     case = await recorded(name)
@@ -353,14 +341,6 @@ async def test_a_tampered_line_is_reported_as_a_divergence(
     assert (await debugger.continue_()).reason == "end"
 
 
-SUSPENDED_STOP = (
-    "Debugger.continue_ (helikon/debugger.py) over a replay of a suspended run returns "
-    "Stop(reason='end'): the replay's Debugger._effect never sets run.suspended, while the "
-    "same run stepped live stops with Stop(reason='suspended')"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=SUSPENDED_STOP)
 async def test_a_replayed_suspension_stops_as_the_live_run_did() -> None:
     case = await recorded("suspended")
     live = Debugger.live(case.build(ScriptedModel(list(case.turns))), case.input)
@@ -456,15 +436,6 @@ async def test_live_rewind_to_the_start_calls_neither_model_nor_tools_again() ->
     assert case.effects == effects == ["tool spending", "tool budget"]
 
 
-LIVE_RESTEP_EVENTS = (
-    "Debugger._effect (helikon/debugger.py) reuses a live step's recorded next input after a "
-    "rewind but returns self.effects.get(seq, ()), which only a replayed trace fills: the "
-    "re-stepped steps lose their effect events (tool_call_delta/token_delta here; "
-    "agent_updated and the target's events for a handoff; run_suspended for a suspension)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=LIVE_RESTEP_EVENTS)
 async def test_live_rewind_then_step_again_shows_the_same_events() -> None:
     case = budget_case()
     debugger = live_budget(case, ScriptedModel(list(case.turns)))
