@@ -230,6 +230,20 @@ def write_output(data: bytes, output: str | None) -> None:
         raise UsageError(f"cannot write {output}: {exc.strerror}") from None
 
 
+def command_docs(args: argparse.Namespace) -> int:
+    from helikon.docs_gen import generate
+    from helikon.errors import ChartDefinitionError
+    from helikon.export import RenderError
+
+    try:
+        written = generate(Path(args.out))
+    except (LoadError, ChartDefinitionError, RenderError) as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    for path in written:
+        print(path)
+    return 0
+
+
 def command_table(args: argparse.Namespace) -> int:
     print(format_table(DEFAULT_TABLE, implicit=args.implicit))
     return 0
@@ -276,6 +290,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_debug_parser(commands)
     add_studio_parser(commands)
+
+    docs = commands.add_parser("docs", help="generate the chart pages of the documentation")
+    docs.add_argument("--out", default="docs", help="the docs folder (default: docs)")
+    docs.set_defaults(handler=command_docs)
 
     table = commands.add_parser("table", help="print the default chart's compiled table")
     table.add_argument("--implicit", action="store_true", help="include implicit rows")
