@@ -73,7 +73,8 @@ from helikon.export import (
     trace_to_mermaid,
 )
 from helikon.export.trace_html import inline_svg
-from helikon.export.trace_ir import (
+from helikon.export.trace_mermaid import text as mermaid_text
+from helikon.export.trace_view import (
     ErrorView,
     GuardrailView,
     HandoffView,
@@ -83,7 +84,6 @@ from helikon.export.trace_ir import (
     RunSection,
     ToolCallView,
 )
-from helikon.export.trace_mermaid import text as mermaid_text
 from helikon.models.scripted import ScriptedTurn
 from helikon.trace import Trace, TraceWriter, TransitionTrace, read_trace
 

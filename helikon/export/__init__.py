@@ -30,9 +30,10 @@ from helikon.export.json import to_json
 from helikon.export.markdown import to_markdown
 from helikon.export.mermaid import to_mermaid
 from helikon.export.render import ImageFormat, RenderError, render
-from helikon.export.trace_ir import TraceView, extract_trace
+from helikon.export.trace_ir import extract_trace
 from helikon.export.trace_markdown import to_markdown as _trace_markdown
 from helikon.export.trace_mermaid import to_mermaid as _trace_mermaid
+from helikon.export.trace_view import TraceView
 from helikon.trace import Trace
 
 __all__ = [

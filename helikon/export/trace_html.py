@@ -27,7 +27,7 @@ from markupsafe import Markup
 from helikon.export.dot import to_dot
 from helikon.export.ir import extract
 from helikon.export.render import RenderError, render
-from helikon.export.trace_ir import RunSection, TraceView, usage_text
+from helikon.export.trace_view import RunSection, TraceView, usage_text
 
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 

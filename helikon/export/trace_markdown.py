@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from helikon.export.trace_ir import (
+from helikon.export.trace_view import (
     Entry,
     ErrorView,
     GuardrailView,

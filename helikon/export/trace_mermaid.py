@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
-from helikon.export.trace_ir import (
+from helikon.export.trace_view import (
     ApprovalView,
     CompactionView,
     Entry,
