@@ -73,19 +73,25 @@ from helikon.export import (
     trace_to_mermaid,
 )
 from helikon.export.trace_html import inline_svg
+from helikon.export.trace_markdown import to_markdown as trace_markdown
 from helikon.export.trace_mermaid import text as mermaid_text
+from helikon.export.trace_mermaid import to_mermaid as trace_mermaid
 from helikon.export.trace_view import (
     ErrorView,
     GuardrailView,
     HandoffView,
     Message,
     ModelCall,
+    Outcome,
     RepairView,
     RunSection,
+    Step,
     ToolCallView,
+    ToolOutcome,
+    Turn,
 )
 from helikon.models.scripted import ScriptedTurn
-from helikon.trace import Trace, TraceWriter, TransitionTrace, read_trace
+from helikon.trace import Trace, TraceHeader, TraceWriter, TransitionTrace, read_trace
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
@@ -898,3 +904,56 @@ def test_a_run_whose_parent_line_is_missing_is_shown_detached(trace: Trace) -> N
     assert [run.agent for run in view.runs] == ["concierge", "reporter"]
     page = trace_to_html(Trace(trace.header, lines), svg=False)
     assert "run not linked to the root" in page
+
+
+# ---------------------------------------------------------------- renderers from a hand-built view
+
+
+def small_view() -> TraceView:
+    """One run: a model call whose answer has `;` and `#`, a tool call, a guardrail."""
+    header = TraceHeader("desk", "run-1", "AgentLoopChart", "0" * 64, "9.9")
+    call = ToolCallView(
+        "c1", "look", '{"q": "a|b"}', None, ToolOutcome("found `x`; #1", "executed")
+    )
+    turn = Turn(
+        0,
+        (Step(1, 2, "CallingModel", "start", "CallingModel", "start_turn"),),
+        (
+            ModelCall("turn", usage(5, 1), "tool_calls"),
+            Message("a; b # c", "desk"),
+            call,
+            GuardrailView("tone", "output", "too curt"),
+        ),
+        usage(5, 1),
+    )
+    outcome = Outcome("failed", error=ErrorView("GuardrailTripped", "GuardrailTripped(...)"))
+    run = RunSection("run-1", "desk", 0, "root", ("hi",), (turn,), outcome, usage(5, 1), (2,))
+    return TraceView(header, run, chart_note="no chart")
+
+
+def test_mermaid_of_a_hand_built_view() -> None:
+    assert trace_mermaid(small_view()).splitlines()[4:] == [
+        "    actor user as user",
+        "    participant a0 as desk",
+        "    participant model as model",
+        "    participant tools as tools",
+        "    user->>a0: hi",
+        "    Note over a0: desk · turn 0",
+        "    a0->>model: turn",
+        "    model-->>a0: a\u204f b \u266f c",
+        '    a0->>tools: look({"q": "a|b"})',
+        "    tools-->>a0: executed: found `x`\u204f \u266f1",
+        "    Note over a0: output guardrail tone tripped: too curt",
+        "    a0--xuser: failed: GuardrailTripped(...)",
+    ]
+
+
+def test_markdown_of_a_hand_built_view() -> None:
+    markdown = trace_markdown(small_view())
+    assert "| outcome | **failed** |" in markdown
+    assert "| chart | AgentLoopChart `000000000000` |" in markdown
+    assert '| desk | turn 0 | `look` | `{"q": "a\\|b"}` | — | executed | ``found `x`; #1`` |' in (
+        markdown
+    )
+    assert "- desk, turn 0: output guardrail `tone` tripped: too curt" in markdown
+    assert "## Failed\n\n**GuardrailTripped**: GuardrailTripped(...)" in markdown
