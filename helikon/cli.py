@@ -230,6 +230,35 @@ def write_output(data: bytes, output: str | None) -> None:
         raise UsageError(f"cannot write {output}: {exc.strerror}") from None
 
 
+TRACE_FORMATS = ("html", "mermaid", "md")
+
+
+def command_trace(args: argparse.Namespace) -> int:
+    from helikon import export
+    from helikon.trace import TraceError, read_trace
+
+    try:
+        trace = read_trace(args.trace)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+    table = None
+    source = args.chart or trace.header.source
+    if source:
+        try:
+            table = table_of(source)
+        except UsageError:
+            if args.chart:
+                raise
+    if args.format == "html":
+        text = export.trace_to_html(trace, table)
+    elif args.format == "mermaid":
+        text = export.trace_to_mermaid(trace)
+    else:
+        text = export.trace_to_markdown(trace)
+    write_output(text.encode(), args.output)
+    return 0
+
+
 def command_docs(args: argparse.Namespace) -> int:
     from helikon.docs_gen import generate
     from helikon.errors import ChartDefinitionError
@@ -280,6 +309,13 @@ def parser() -> argparse.ArgumentParser:
     diagram.add_argument("--trace", help="overlay the path a recorded run took")
     diagram.add_argument("-o", "--output", help="file to write (default: stdout)")
     diagram.set_defaults(handler=command_diagram)
+
+    trace = commands.add_parser("trace", help="render a recorded trace (HTML, Mermaid, Markdown)")
+    trace.add_argument("trace", help="a trace file written by `helikon run --trace`")
+    trace.add_argument("-f", "--format", choices=TRACE_FORMATS, default="html")
+    trace.add_argument("--chart", help="the chart the run used, if not the trace's source")
+    trace.add_argument("-o", "--output", help="file to write (default: stdout)")
+    trace.set_defaults(handler=command_trace)
 
     validate = commands.add_parser("validate", help="compile a chart and report its problems")
     validate.add_argument("chart", help="a chart file, or module:attr")
