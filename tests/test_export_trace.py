@@ -664,7 +664,8 @@ class DevTools:
     def __init__(self, url: str) -> None:
         from websockets.sync.client import connect
 
-        self.socket = connect(url, max_size=None)
+        # Entered explicitly: websockets >= 17.1 deprecates a connection used outside `with`.
+        self.socket = connect(url, max_size=None).__enter__()
         self.events: list[dict[str, Any]] = []
         self.last_id = 0
         target = self.send("Target.createTarget", url="about:blank")["targetId"]
