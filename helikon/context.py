@@ -112,7 +112,7 @@ class TransitionCtx:
         requests = self._requests()
         object.__setattr__(self, "requests", MappingProxyType(requests))
         calls = {phase: CallModel(request) for phase, request in requests.items()}
-        object.__setattr__(self, "calls", MappingProxyType(calls))
+        object.__setattr__(self, "calls", calls)  # read-only by contract: a proxy costs a call
         policy = self.call_policy is not None
         object.__setattr__(self, "asks", policy or "ask" in self.tools.values())
         object.__setattr__(
