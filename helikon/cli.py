@@ -1,7 +1,7 @@
 """The `helikon` command line: run agents, print the loop's table.
 
-Errors are one clear line on stderr and exit status 2 (1 for a run that failed), never a
-traceback.
+Errors are one clear line on stderr and exit status 2, never a traceback; a run that failed
+exits 1, and so does `validate` of a chart that does not compile (it lists the problems).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from helikon.chart.default import DEFAULT_TABLE
 from helikon.chart.table import TransitionTable
-from helikon.loading import LoadError, load_module
+from helikon.loading import LoadError, call, load_module, module_label
 
 
 def _charts_dir() -> Path:
@@ -64,10 +64,10 @@ def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
 
         return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
     if not hasattr(module, "script"):
-        raise UsageError(f"{module.__name__} has no offline script(); set OPENAI_API_KEY")
+        raise UsageError(f"{module_label(module)} has no offline script(); set OPENAI_API_KEY")
     from helikon.models.scripted import ScriptedModel
 
-    return ScriptedModel(list(module.script()))
+    return ScriptedModel(list(call(module, "script")))
 
 
 def approval_handler(mode: str) -> Any:
@@ -94,15 +94,15 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
     from helikon.console import EventPrinter
 
     if not hasattr(module, "agent"):
-        raise UsageError(f"{module.__name__} defines no agent(model) to run")
-    agent = module.agent(model_for(module, args.offline, args.model))
+        raise UsageError(f"{module_label(module)} defines no agent(model) to run")
+    agent = call(module, "agent", model_for(module, args.offline, args.model))
     handler = approval_handler(args.approve)
     if handler is not None:
         agent = replace(agent, on_approval=handler)
     text = text or getattr(module, "EXAMPLE_INPUT", None)
     if not text:
         raise UsageError('give the agent something to do: --input "..."')
-    deps = module.deps() if hasattr(module, "deps") else None
+    deps = call(module, "deps") if hasattr(module, "deps") else None
     printer = EventPrinter()
     printer.line(printer.paint(f"> {text}", "bold"))
     from helikon.driver import Run, RunResultStreaming
@@ -125,9 +125,9 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
 def command_run(args: argparse.Namespace) -> int:
     try:
         module = load_module(args.chart)
-    except LoadError as exc:
+        return asyncio.run(run_agent(module, args.input, args))
+    except LoadError as exc:  # the chart file, or its agent(), script() or deps(), failed
         raise UsageError(str(exc)) from None
-    return asyncio.run(run_agent(module, args.input, args))
 
 
 def command_demo(args: argparse.Namespace) -> int:
@@ -164,14 +164,22 @@ def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
         raise UsageError(str(exc)) from None
 
 
-def overlay_of(table: Any, trace_path: str) -> Any:
-    from helikon.export import TraceOverlay
+def trace_at(path: str) -> Any:
+    """The trace recorded at `path`; a missing, unreadable or corrupt file is a UsageError."""
     from helikon.trace import TraceError, read_trace
 
     try:
-        trace = read_trace(trace_path)
+        return read_trace(path)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
+    except UnicodeDecodeError:  # read_trace lets a binary file's decoding error through
+        raise UsageError(f"{path}: not a trace: the file is not UTF-8 text") from None
+
+
+def overlay_of(table: Any, trace_path: str) -> Any:
+    from helikon.export import TraceOverlay
+
+    trace = trace_at(trace_path)
     if trace.header.chart_digest != table.digest:
         raise UsageError(
             f"{trace_path} was recorded on chart {trace.header.chart} "
@@ -196,7 +204,11 @@ def command_validate(args: argparse.Namespace) -> int:
     try:
         table = load_table(args.chart)
     except LoadError as exc:
-        raise UsageError(str(exc)) from None
+        # A chart compiled while its file is imported (or by agent()) fails as a LoadError.
+        if not isinstance(exc.__cause__, ChartDefinitionError):
+            raise UsageError(str(exc)) from None
+        print(str(exc.__cause__), file=sys.stderr)
+        return 1
     except ChartDefinitionError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -211,11 +223,8 @@ def table_of(target: str) -> Any:
 
     try:
         return load_table(target)
-    except LoadError as exc:
+    except (LoadError, ChartDefinitionError) as exc:
         raise UsageError(str(exc)) from None
-    except ChartDefinitionError as exc:
-        first = str(exc).splitlines()
-        raise UsageError(" ".join(line.strip() for line in first)) from None
 
 
 def write_output(data: bytes, output: str | None) -> None:
@@ -235,12 +244,8 @@ TRACE_FORMATS = ("html", "mermaid", "md")
 
 def command_trace(args: argparse.Namespace) -> int:
     from helikon import export
-    from helikon.trace import TraceError, read_trace
 
-    try:
-        trace = read_trace(args.trace)
-    except TraceError as exc:
-        raise UsageError(str(exc)) from None
+    trace = trace_at(args.trace)
     table = None
     source = args.chart or trace.header.source
     if source:
@@ -267,7 +272,9 @@ def command_docs(args: argparse.Namespace) -> int:
     try:
         written = generate(Path(args.out))
     except (LoadError, ChartDefinitionError, RenderError) as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename or args.out}: {exc.strerror}") from None
     for path in written:
         print(path)
     return 0
@@ -342,7 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except UsageError as exc:
-        print(f"helikon: {exc}", file=sys.stderr)
+        # One line, even when the message quotes a multi-line error (a chart's problems).
+        message = " ".join(line.strip() for line in str(exc).splitlines())
+        print(f"helikon: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

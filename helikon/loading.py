@@ -14,13 +14,17 @@ class LoadError(Exception):
     """What the user named cannot be loaded; the message says what and why."""
 
 
+FILE_MODULE_PREFIX = "helikon_user_"
+"""How the modules `load_module` imports from a file path are named in sys.modules."""
+
+
 def load_module(target: str) -> ModuleType:
     """Import a `.py` file by path, or a module by dotted name."""
     path = Path(target)
     if target.endswith(".py") or path.exists():
         if not path.is_file():
-            raise LoadError(f"no such file: {target}")
-        name = f"helikon_user_{path.stem}_{abs(hash(path.resolve()))}"
+            raise LoadError(f"not a file: {target}" if path.exists() else f"no such file: {target}")
+        name = f"{FILE_MODULE_PREFIX}{path.stem}_{abs(hash(path.resolve()))}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise LoadError(f"cannot import {target}: not a Python file")
@@ -38,16 +42,45 @@ def load_module(target: str) -> ModuleType:
         raise LoadError(f"cannot import module {target!r}: {exc}") from exc
 
 
-def load(target: str) -> Any:
-    """`path/to/file.py`, `module`, `path.py:attr` or `module:attr` -> the module or attr."""
+def module_label(module: ModuleType) -> str:
+    """How to name `module` to the user: its file for a module imported from a path."""
+    if module.__name__.startswith(FILE_MODULE_PREFIX) and module.__file__:
+        return module.__file__
+    return module.__name__
+
+
+def call(module: ModuleType, name: str, *args: Any) -> Any:
+    """Call the function `name` that a chart module defines (`agent`, `script`, `deps`).
+
+    Raises:
+        LoadError: the call raised; the message names the module, the function and the error
+            (the error is the LoadError's `__cause__`).
+    """
+    try:
+        return getattr(module, name)(*args)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        raise LoadError(f"{module_label(module)}: {name}() failed: {reason}") from exc
+
+
+def _split(target: str) -> tuple[str, str]:
+    """`where:attr` -> (where, attr); a target without a colon has no attr."""
     where, _, attr = target.rpartition(":") if ":" in target else (target, "", "")
-    module = load_module(where)
-    if not attr:
-        return module
+    return where, attr
+
+
+def _attribute(module: ModuleType, where: str, attr: str) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError:
         raise LoadError(f"{where} has no attribute {attr!r}") from None
+
+
+def load(target: str) -> Any:
+    """`path/to/file.py`, `module`, `path.py:attr` or `module:attr` -> the module or attr."""
+    where, attr = _split(target)
+    module = load_module(where)
+    return _attribute(module, where, attr) if attr else module
 
 
 def _registries(module: ModuleType, suffix: str) -> dict[str, Any]:
@@ -100,9 +133,9 @@ def load_table(target: str) -> Any:
 
     if target == "default":
         return DEFAULT_TABLE
-    where = target.rpartition(":")[0] if ":" in target else target
-    found = load(target)
-    module = load_module(where) if found is not None and ":" in target else found
+    where, attr = _split(target)
+    module = load_module(where)  # once: a file imported twice would run its code twice
+    found = _attribute(module, where, attr) if attr else module
     if isinstance(found, TransitionTable):
         return found
     if isinstance(found, type) and issubclass(found, LoopChart):
@@ -123,6 +156,6 @@ def load_table(target: str) -> Any:
     if hasattr(found, "agent"):
         from helikon.models.scripted import ScriptedModel
 
-        agent = found.agent(ScriptedModel([]))
+        agent = call(found, "agent", ScriptedModel([]))
         return agent.chart or DEFAULT_TABLE
     raise LoadError(f"{target} defines no chart, compiled table or agent")
