@@ -172,8 +172,6 @@ def trace_at(path: str) -> Any:
         return read_trace(path)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
-    except UnicodeDecodeError:  # read_trace lets a binary file's decoding error through
-        raise UsageError(f"{path}: not a trace: the file is not UTF-8 text") from None
 
 
 def overlay_of(table: Any, trace_path: str) -> Any:

@@ -218,9 +218,14 @@ def read_trace(source: str | Path | Iterable[str]) -> Trace:
             continue
         try:
             parsed = from_data(TraceLine, json.loads(text))
-        except (ValueError, ValidationError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TraceError(f"{name}:{number}: not a valid trace line: {reason}") from None
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the line"
+            raise TraceError(
+                f"{name}:{number}: not a valid trace line: {where}: {first['msg']}"
+            ) from None
+        except ValueError as exc:
+            raise TraceError(f"{name}:{number}: not a valid trace line: not JSON ({exc})") from None
         if isinstance(parsed, TraceHeader):
             if header is not None or lines:
                 raise TraceError(f"{name}:{number}: a header may only start the trace")
@@ -246,5 +251,7 @@ def _numbered(source: str | Path | Iterable[str], name: str) -> Iterator[tuple[i
                 yield from enumerate(file, start=1)
         except OSError as exc:
             raise TraceError(f"cannot read trace {name}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise TraceError(f"{name}: not a trace: the file is not UTF-8 text") from None
     else:
         yield from enumerate(source, start=1)
