@@ -286,6 +286,19 @@ def command_table(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- main
 
 
+def add_agent_arguments(command: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The arguments of commands that run an agent from a chart file: `run`, `debug`, `studio`.
+
+    `optional` makes CHART optional (for commands that can replay a trace instead).
+    """
+    command.add_argument(
+        "chart", nargs="?" if optional else None, help="a chart file (charts/triage.py) or module"
+    )
+    command.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
+    command.add_argument("--offline", action="store_true", help="use the scripted model")
+    command.add_argument("--model", help="model name for a real endpoint")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="helikon", description="LLM agents as statecharts.")
     commands = top.add_subparsers(dest="command", required=True)
@@ -295,10 +308,7 @@ def parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=command_demo)
 
     run = commands.add_parser("run", help="run an agent from charts/<file>.py")
-    run.add_argument("chart", help="a chart file (charts/triage.py) or module name")
-    run.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
-    run.add_argument("--offline", action="store_true", help="use the scripted model")
-    run.add_argument("--model", help="model name for a real endpoint")
+    add_agent_arguments(run)
     run.add_argument(
         "--approve",
         choices=("ask", "all", "none"),

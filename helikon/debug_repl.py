@@ -565,10 +565,9 @@ def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         description="Debug an agent live (helikon debug CHART --input ...) or replay a "
         "recorded run (helikon debug --trace T.jsonl [--chart CHART]).",
     )
-    debug.add_argument("chart", nargs="?", help="a chart file (charts/triage.py) or module")
-    debug.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
-    debug.add_argument("--offline", action="store_true", help="use the scripted model")
-    debug.add_argument("--model", help="model name for a real endpoint")
+    from helikon.cli import add_agent_arguments
+
+    add_agent_arguments(debug, optional=True)
     debug.add_argument(
         "--approve",
         choices=("ask", "all", "none"),

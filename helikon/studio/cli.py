@@ -34,10 +34,9 @@ def add_studio_parser(commands: Any) -> None:
             "timeline, the state and the conversation; step, continue, go back, break."
         ),
     )
-    studio.add_argument("chart", nargs="?", help="a chart file (charts/triage.py) or module")
-    studio.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
-    studio.add_argument("--offline", action="store_true", help="use the scripted model")
-    studio.add_argument("--model", help="model name for a real endpoint")
+    from helikon.cli import add_agent_arguments
+
+    add_agent_arguments(studio, optional=True)
     studio.add_argument(
         "--approve",
         choices=("all", "none"),
