@@ -693,10 +693,21 @@ class RunResultStreaming:
         return RunResult(output.text, tuple(self.events), output.usage, output)
 
     async def collect_typed(self, output_type: type[Any]) -> Any:
-        """Run to the end and return the output validated as `output_type`."""
+        """Run to the end and return the output validated as `output_type`.
+
+        The typed value of a run with an output type; for a plain-text run, its final text
+        (so `collect_typed(str)` works on any run that completed).
+
+        Raises:
+            RunError: the run failed.
+            ValueError: the run suspended for approval and has no output yet.
+            pydantic.ValidationError: the output is not a valid `output_type`.
+        """
         from pydantic import TypeAdapter
 
         result = await self.collect()
         if result.output is None:
             raise ValueError("the run suspended for approval; it has no output yet")
-        return TypeAdapter(output_type).validate_python(result.output.value)
+        output = result.output
+        value = output.value if output.value is not None else output.text
+        return TypeAdapter(output_type).validate_python(value)

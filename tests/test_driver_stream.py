@@ -377,3 +377,9 @@ def test_runner_run_sync_completes() -> None:
 
     assert result.final_output == "hello"
     assert result.usage.requests == 1
+
+
+async def test_collect_typed_str_returns_a_plain_text_runs_answer() -> None:
+    agent = Agent("echo", ScriptedModel(["plain words"]))
+
+    assert await agent.run("hi").collect_typed(str) == "plain words"
