@@ -51,8 +51,6 @@ from helikon.debugger import (
 )
 from helikon.driver import (
     Run,
-    RunResult,
-    RunResultStreaming,
     TransitionRecord,
 )
 from helikon.errors import (
@@ -120,6 +118,10 @@ from helikon.models.replay import (
 from helikon.models.scripted import (
     ScriptedModel,
     ScriptedTurn,
+)
+from helikon.results import (
+    RunResult,
+    RunResultStreaming,
 )
 from helikon.runner import (
     Runner,

@@ -16,7 +16,8 @@ from helikon.models.base import Model
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from helikon.driver import RunResultStreaming, RunSnapshot
+    from helikon.results import RunResultStreaming
+    from helikon.snapshot import RunSnapshot
     from helikon.tools import Tool
     from helikon.trace import TraceSink
 
@@ -137,7 +138,8 @@ class Agent:
         Raises:
             ValueError: the agent cannot start (e.g. two tools share a name).
         """
-        from helikon.driver import Run, RunResultStreaming, open_trace
+        from helikon.driver import Run
+        from helikon.results import RunResultStreaming, open_trace
 
         sink, owned = open_trace(trace)
         run = Run(self, input=input, context=context, config=config, run_id=run_id, trace=sink)
@@ -158,7 +160,8 @@ class Agent:
                 arguments than the pending call's.
             SnapshotMismatch: the snapshot was taken from another agent or chart.
         """
-        from helikon.driver import Run, RunResultStreaming
+        from helikon.driver import Run
+        from helikon.results import RunResultStreaming
 
         run = Run.from_snapshot(self, snapshot, decisions, context=context, config=config)
         return RunResultStreaming(run)

@@ -105,7 +105,8 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
     deps = call(module, "deps") if hasattr(module, "deps") else None
     printer = EventPrinter()
     printer.line(printer.paint(f"> {text}", "bold"))
-    from helikon.driver import Run, RunResultStreaming
+    from helikon.driver import Run
+    from helikon.results import RunResultStreaming
     from helikon.trace import TraceWriter
 
     source = str(Path(args.chart).resolve()) if Path(args.chart).is_file() else args.chart

@@ -9,8 +9,9 @@ from typing import Any
 
 from helikon.agent import Agent
 from helikon.config import RunConfig, RunContext
-from helikon.driver import Run, RunResult, RunResultStreaming, open_trace
+from helikon.driver import Run
 from helikon.items import Item
+from helikon.results import RunResult, RunResultStreaming, open_trace
 from helikon.trace import TraceSink
 
 

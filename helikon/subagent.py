@@ -18,7 +18,8 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
     its usage counts toward the parent. A failed child gives an error result; exceeding
     `max_agent_depth` fails the parent run with `MaxAgentDepthExceeded`.
     """
-    from helikon.driver import Run, RunResultStreaming, RunToolContext, _remaining
+    from helikon.driver import Run, RunToolContext, _remaining
+    from helikon.results import RunResultStreaming
 
     async def run_agent(input: str, context: ToolContext[Any]) -> str:
         parent = context.run if isinstance(context, RunToolContext) else None

@@ -56,7 +56,7 @@ from helikon import (
     Usage,
     tool,
 )
-from helikon.driver import Run, RunResultStreaming
+from helikon.driver import Run
 from helikon.errors import RunError
 from helikon.export import (
     ChartEdge,
@@ -91,6 +91,7 @@ from helikon.export.trace_view import (
     Turn,
 )
 from helikon.models.scripted import ScriptedTurn
+from helikon.results import RunResultStreaming
 from helikon.trace import Trace, TraceHeader, TraceWriter, TransitionTrace, read_trace
 
 GOLDEN = Path(__file__).parent / "golden"
