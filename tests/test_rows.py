@@ -731,6 +731,17 @@ MODEL_PHASE_CASES = [
         (CompactionSummary("Summary: the user wants the weather; it is sunny."),),
     ),
     Case(
+        # an empty summary would hide the whole conversation: it is not appended
+        "Compacting+model_response:default/empty-summary",
+        Compacting(1, U1),
+        ModelResponse((said("  "),), U2),
+        TOOLS,
+        CallingModel(2, U12),
+        (TurnStarted(2),),
+        TURN,
+        (),
+    ),
+    Case(
         "Finalizing+model_response:output_valid",
         Finalizing(2, U1),
         ModelResponse((said(VALID),), U2),

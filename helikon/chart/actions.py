@@ -408,10 +408,15 @@ def next_turn(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
 
 
 def apply_summary(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
-    """Append the summary (older items stay in the log) and open the next turn."""
+    """Append the summary (older items stay in the log) and open the next turn.
+
+    An empty summary is not appended: it would hide the whole conversation from the model,
+    so the model keeps seeing it in full instead.
+    """
     turn = state.turn + 1
-    summary = CompactionSummary(text_of(inp.items))
-    return enter(target, turn, with_usage(state, inp), ctx, (TurnStarted(turn),), (summary,))
+    text = text_of(inp.items)
+    appends = (CompactionSummary(text),) if text.strip() else ()
+    return enter(target, turn, with_usage(state, inp), ctx, (TurnStarted(turn),), appends)
 
 
 # ---------------------------------------------------------------- structured output
