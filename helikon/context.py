@@ -144,12 +144,17 @@ class TransitionCtx:
         return call if call is not None else CallModel(self.request_for(phase))
 
     def permission(self, call: ToolCall) -> Permission:
-        """The call's permission: the tool's static one, tightened by `call_policy`."""
+        """The call's permission: the tool's static one, tightened by `call_policy`.
+
+        A handoff cannot wait for approval, so "ask" on a handoff call is "deny": it fails
+        closed rather than transferring control unapproved.
+        """
         static = self.tools.get(call.name, "allow")
-        if self.call_policy is None:
-            return static
-        said = self.call_policy(call)
-        return static if said is None else strictest(static, said)
+        said = None if self.call_policy is None else self.call_policy(call)
+        permission = static if said is None else strictest(static, said)
+        if permission == "ask" and call.name in self.handoffs:
+            return "deny"
+        return permission
 
     def repair_request(self, errors: tuple[str, ...]) -> ModelRequest:
         schema = self.output.response_format() if self.output else None

@@ -444,6 +444,16 @@ RESPONSE_CASES = [
             tools={"transfer_to_billing": "deny"},
             handoffs={"transfer_to_billing": "billing"},
         ),
+    Case(
+        # a handoff cannot wait for approval: "ask" on it fails closed, as a denial
+        "CallingModel+model_response:has_tool_calls/ask-handoff",
+        CallingModel(1, U1),
+        ModelResponse((TRANSFER,), U2),
+        TransitionCtx(
+            agent="triage",
+            tools={"transfer_to_billing": "ask"},
+            handoffs={"transfer_to_billing": "billing"},
+        ),
         ExecutingTools(
             (TRANSFER,),
             1,
