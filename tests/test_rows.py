@@ -444,6 +444,17 @@ RESPONSE_CASES = [
             tools={"transfer_to_billing": "deny"},
             handoffs={"transfer_to_billing": "billing"},
         ),
+        ExecutingTools(
+            (TRANSFER,),
+            1,
+            U12,
+            (ToolResult("h1", "denied by policy: transfer_to_billing", True, "denied"),),
+            U2_CONTEXT,
+        ),
+        (ToolCallItem(TRANSFER), PermissionDenied("h1", "transfer_to_billing", "policy")),
+        ExecuteTools(()),
+        (TRANSFER,),
+    ),
     Case(
         # a handoff cannot wait for approval: "ask" on it fails closed, as a denial
         "CallingModel+model_response:has_tool_calls/ask-handoff",
