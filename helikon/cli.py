@@ -337,7 +337,7 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("chart", help="a chart file, or module:attr")
     validate.set_defaults(handler=command_validate)
 
-    from helikon.debug_repl import add_debug_parser
+    from helikon.debug_cli import add_debug_parser
     from helikon.studio import add_studio_parser
 
     add_debug_parser(commands)

@@ -14,19 +14,15 @@ fails with one line and status 2 (a missing or corrupt trace, a chart that canno
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cmd
 import inspect
 import shlex
 import sys
 from collections.abc import Coroutine, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, TextIO, cast
 
 from helikon.agent import Agent
-from helikon.config import RunContext
 from helikon.console import EventPrinter, use_colour
 from helikon.debug_fork import fork_request
 from helikon.debug_view import (
@@ -40,10 +36,8 @@ from helikon.debug_view import (
     state_lines,
     step_line,
 )
-from helikon.debugger import BreakKind, Debugger, DebuggerError, Step, Stop
+from helikon.debugger import BreakKind, Debugger, Step, Stop
 from helikon.errors import HelikonError, describe
-from helikon.loading import LoadError, load_module
-from helikon.trace import TraceError, header_of, read_trace
 from helikon.transition import Match, pending_action
 
 PROMPT = "(hdb) "
@@ -552,136 +546,3 @@ def tool_names(agent: Agent, seen: set[int] | None = None) -> set[str]:
         if id(target.agent) not in seen:
             names |= tool_names(target.agent, seen)
     return names
-
-
-# ---------------------------------------------------------------- the command line
-
-
-def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `helikon debug` to the `helikon` command line's subcommands."""
-    debug = commands.add_parser(
-        "debug",
-        help="step through a run: breakpoints, rewind, fork (live or from a trace)",
-        description="Debug an agent live (helikon debug CHART --input ...) or replay a "
-        "recorded run (helikon debug --trace T.jsonl [--chart CHART]).",
-    )
-    from helikon.cli import add_agent_arguments
-
-    add_agent_arguments(debug, optional=True)
-    debug.add_argument(
-        "--approve",
-        choices=("ask", "all", "none"),
-        default="ask",
-        help="how to answer approvals (ask: prompt on a terminal, else suspend)",
-    )
-    debug.add_argument("--trace", metavar="T.jsonl", help="replay this recorded run")
-    debug.add_argument(
-        "--chart",
-        dest="replay_chart",
-        metavar="CHART",
-        help="with --trace: where the agent is defined (default: the trace's source)",
-    )
-    debug.set_defaults(handler=command_debug)
-
-
-def command_debug(args: argparse.Namespace) -> int:
-    """`helikon debug`: open the session the arguments describe and run its prompt.
-
-    Returns:
-        0 when the session ends; 2, after one `helikon: ...` line on stderr, when the chart
-        or trace cannot be used (reported here, so no caller has to know the error types).
-    """
-    from helikon.cli import UsageError
-
-    try:
-        shell = open_replay(args) if args.trace else open_live(args)
-    except (UsageError, LoadError, TraceError, DebuggerError) as exc:
-        print(f"helikon: {exc}", file=sys.stderr)
-        return 2
-    with shell:
-        return shell.run()
-
-
-def open_live(args: argparse.Namespace) -> DebugShell:
-    """A shell over a new run of the agent the chart file defines."""
-    from helikon.cli import UsageError, approval_handler, model_for, wants_real_model
-
-    if not args.chart:
-        raise UsageError("name a chart to debug (helikon debug CHART) or a trace (--trace T)")
-    module = _agent_module(args.chart)
-    agent = module.agent(model_for(module, args.offline, args.model))
-    handler = approval_handler(args.approve)
-    if handler is not None:
-        agent = replace(agent, on_approval=handler)
-    text = args.input or getattr(module, "EXAMPLE_INPUT", None)
-    if not text:
-        raise UsageError('give the agent something to do: --input "..."')
-    debugger = Debugger.live(agent, text, context=_context(module))
-    debugger.header = header_of(debugger.run, _source(args.chart))
-    offline = not wants_real_model(args.offline)
-    script = list(module.script()) if offline else None
-    how = "offline, the chart's scripted model" if offline else "live, a real model"
-    return DebugShell(debugger, script=script, title=f"{args.chart} ({how})")
-
-
-def open_replay(args: argparse.Namespace) -> DebugShell:
-    """A shell replaying the trace `args.trace` on the agent of --chart or the trace's source."""
-    from helikon.cli import UsageError, model_for, wants_real_model
-
-    if args.input:
-        raise UsageError("--input is for live runs; a trace replays the input it recorded")
-    trace = read_trace(args.trace)
-    target = args.replay_chart or args.chart or trace.header.source
-    if not target:
-        raise UsageError(f"{args.trace} does not say which chart it ran; give --chart CHART")
-    try:
-        module = _agent_module(target)
-    except LoadError as exc:
-        if target != trace.header.source:
-            raise
-        raise UsageError(
-            f"the trace's chart cannot be loaded ({exc}); give --chart CHART"
-        ) from None
-    try:
-        model = model_for(module, args.offline, args.model)
-    except UsageError:  # no script and no endpoint: the replay itself calls no model
-        from helikon.models.scripted import ScriptedModel
-
-        model = ScriptedModel([])
-    debugger = Debugger.replay(trace, module.agent(model), context=_context(module))
-    offline = not wants_real_model(args.offline) and hasattr(module, "script")
-    script = list(module.script()) if offline else None
-    steps = len(debugger.expected)
-    return DebugShell(debugger, script=script, title=f"replay of {args.trace} ({steps} steps)")
-
-
-def _agent_module(target: str) -> Any:
-    from helikon.cli import UsageError
-
-    module = load_module(target)
-    if not hasattr(module, "agent"):
-        raise UsageError(f"{target} defines no agent(model) to debug")
-    return module
-
-
-def _context(module: Any) -> RunContext[Any]:
-    return RunContext(module.deps() if hasattr(module, "deps") else None)
-
-
-def _source(chart: str) -> str:
-    return str(Path(chart).resolve()) if Path(chart).is_file() else chart
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m helikon.debug_repl ...`: `helikon debug ...` without the rest of the CLI."""
-    top = argparse.ArgumentParser(prog="helikon")
-    add_debug_parser(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(["debug", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return command_debug(args)
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

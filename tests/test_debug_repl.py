@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from helikon.config import RunContext
-from helikon.debug_repl import DebugShell, add_debug_parser, command_debug, main
+from helikon.debug_cli import add_debug_parser, command_debug, main
+from helikon.debug_repl import DebugShell
 from helikon.debugger import Debugger
 from helikon.loading import load_module
 from helikon.models.scripted import ScriptedModel
@@ -39,7 +40,7 @@ def _env() -> dict[str, str]:
 
 def debug(*args: str, commands: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "helikon.debug_repl", *args],
+        [sys.executable, "-m", "helikon.debug_cli", *args],
         input=commands,
         capture_output=True,
         text=True,
