@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,32 +88,64 @@ def approval_handler(mode: str) -> Any:
     return None  # suspend: the run ends with RunSuspended
 
 
-async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> int:
-    from dataclasses import replace
+@dataclass(frozen=True)
+class LiveAgent:
+    """An agent a chart module defines, set up as the command line asked for a live run."""
 
-    from helikon.config import RunContext
-    from helikon.console import EventPrinter
+    agent: Any
+    text: str
+    context: Any
+    source: str
+
+
+def live_agent(module: Any, args: argparse.Namespace, purpose: str) -> LiveAgent:
+    """The chart module's agent with the model, approvals and input `args` choose.
+
+    Raises:
+        UsageError: the module defines no agent, or there is nothing to ask it.
+        LoadError: the module's agent(), script() or deps() raised.
+    """
 
     if not hasattr(module, "agent"):
-        raise UsageError(f"{module_label(module)} defines no agent(model) to run")
+        raise UsageError(f"{module_label(module)} defines no agent(model) to {purpose}")
     agent = call(module, "agent", model_for(module, args.offline, args.model))
     handler = approval_handler(args.approve)
     if handler is not None:
         agent = replace(agent, on_approval=handler)
-    text = text or getattr(module, "EXAMPLE_INPUT", None)
+    text = args.input or getattr(module, "EXAMPLE_INPUT", None)
     if not text:
         raise UsageError('give the agent something to do: --input "..."')
-    deps = call(module, "deps") if hasattr(module, "deps") else None
-    printer = EventPrinter()
-    printer.line(printer.paint(f"> {text}", "bold"))
+    return LiveAgent(agent, text, chart_context(module), chart_source(args.chart))
+
+
+def chart_context(module: Any) -> Any:
+    """The `RunContext` a chart module's runs get: its `deps()`, if it defines one."""
+    from helikon.config import RunContext
+
+    return RunContext(call(module, "deps") if hasattr(module, "deps") else None)
+
+
+def chart_source(chart: str) -> str:
+    """How a trace names where its agent came from: a chart file's full path, or a module."""
+    return str(Path(chart).resolve()) if Path(chart).is_file() else chart
+
+
+async def run_agent(module: Any, args: argparse.Namespace) -> int:
+    """Run the chart module's agent, streaming its events readably; 1 if the run failed."""
+    from helikon.console import EventPrinter
     from helikon.driver import Run
     from helikon.results import RunResultStreaming
     from helikon.trace import TraceWriter
 
-    source = str(Path(args.chart).resolve()) if Path(args.chart).is_file() else args.chart
-    writer = TraceWriter(args.trace, source=source) if getattr(args, "trace", None) else None
+    live = live_agent(module, args, "run")
+    agent = live.agent
+    printer = EventPrinter()
+    printer.line(printer.paint(f"> {live.text}", "bold"))
+
+    trace = getattr(args, "trace", None)
+    writer = TraceWriter(trace, source=live.source) if trace else None
     try:
-        run = Run(agent, input=text, context=RunContext(deps), trace=writer)
+        run = Run(agent, input=live.text, context=live.context, trace=writer)
         last: Any = None
         async for event in RunResultStreaming(run, timeout=agent.config.timeout):
             printer(event)
@@ -126,7 +159,7 @@ async def run_agent(module: Any, text: str | None, args: argparse.Namespace) -> 
 def command_run(args: argparse.Namespace) -> int:
     try:
         module = load_module(args.chart)
-        return asyncio.run(run_agent(module, args.input, args))
+        return asyncio.run(run_agent(module, args))
     except LoadError as exc:  # the chart file, or its agent(), script() or deps(), failed
         raise UsageError(str(exc)) from None
 

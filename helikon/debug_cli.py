@@ -10,14 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from helikon.config import RunContext
 from helikon.debug_repl import DebugShell
 from helikon.debugger import Debugger, DebuggerError
-from helikon.loading import LoadError, load_module
+from helikon.loading import LoadError, call, load_module
 from helikon.trace import TraceError, read_trace
 
 
@@ -68,19 +65,13 @@ def command_debug(args: argparse.Namespace) -> int:
 
 def open_live(args: argparse.Namespace) -> DebugShell:
     """A shell over a new run of the agent the chart file defines."""
-    from helikon.cli import UsageError, approval_handler, model_for, wants_real_model
+    from helikon.cli import UsageError, live_agent, wants_real_model
 
     if not args.chart:
         raise UsageError("name a chart to debug (helikon debug CHART) or a trace (--trace T)")
-    module = _agent_module(args.chart)
-    agent = module.agent(model_for(module, args.offline, args.model))
-    handler = approval_handler(args.approve)
-    if handler is not None:
-        agent = replace(agent, on_approval=handler)
-    text = args.input or getattr(module, "EXAMPLE_INPUT", None)
-    if not text:
-        raise UsageError('give the agent something to do: --input "..."')
-    debugger = Debugger.live(agent, text, context=_context(module), source=_source(args.chart))
+    module = load_module(args.chart)
+    live = live_agent(module, args, "debug")
+    debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
     offline = not wants_real_model(args.offline)
     script = list(module.script()) if offline else None
     how = "offline, the chart's scripted model" if offline else "live, a real model"
@@ -89,7 +80,7 @@ def open_live(args: argparse.Namespace) -> DebugShell:
 
 def open_replay(args: argparse.Namespace) -> DebugShell:
     """A shell replaying the trace `args.trace` on the agent of --chart or the trace's source."""
-    from helikon.cli import UsageError, model_for, wants_real_model
+    from helikon.cli import UsageError, chart_context, model_for, wants_real_model
 
     if args.input:
         raise UsageError("--input is for live runs; a trace replays the input it recorded")
@@ -111,7 +102,7 @@ def open_replay(args: argparse.Namespace) -> DebugShell:
         from helikon.models.scripted import ScriptedModel
 
         model = ScriptedModel([])
-    debugger = Debugger.replay(trace, module.agent(model), context=_context(module))
+    debugger = Debugger.replay(trace, call(module, "agent", model), context=chart_context(module))
     offline = not wants_real_model(args.offline) and hasattr(module, "script")
     script = list(module.script()) if offline else None
     steps = len(debugger.expected)
@@ -125,14 +116,6 @@ def _agent_module(target: str) -> Any:
     if not hasattr(module, "agent"):
         raise UsageError(f"{target} defines no agent(model) to debug")
     return module
-
-
-def _context(module: Any) -> RunContext[Any]:
-    return RunContext(module.deps() if hasattr(module, "deps") else None)
-
-
-def _source(chart: str) -> str:
-    return str(Path(chart).resolve()) if Path(chart).is_file() else chart
 
 
 def main(argv: Sequence[str] | None = None) -> int:

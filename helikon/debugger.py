@@ -26,7 +26,7 @@ from helikon.config import RunContext
 from helikon.conversation import Conversation
 from helikon.driver import Run, TransitionRecord
 from helikon.errors import HelikonError
-from helikon.events import RunStarted
+from helikon.events import TERMINAL_EVENTS, RunStarted
 from helikon.items import Item
 from helikon.models.scripted import ScriptedModel
 from helikon.state import NextAction, TransitionOutcome
@@ -42,7 +42,6 @@ from helikon.trace import (
 from helikon.transition import Match, match_row
 
 BreakKind = Literal["phase", "event", "tool", "guard", "predicate"]
-_TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_suspended"})
 
 
 class DebuggerError(HelikonError, ValueError):
@@ -508,6 +507,6 @@ def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
         lines.setdefault(seq, []).append(line)
         found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
         if line.run_id != root:
-            found = [event for event in found if event.type not in _TERMINAL_EVENTS]
+            found = [event for event in found if event.type not in TERMINAL_EVENTS]
         events.setdefault(seq, []).extend(found)
     return {key: _Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}

@@ -35,6 +35,7 @@ from helikon.errors import (
     ToolFailed,
 )
 from helikon.events import (
+    TERMINAL_EVENTS,
     AgentEvent,
     AgentUpdated,
     GuardrailTriggered,
@@ -70,7 +71,7 @@ from helikon.state import (
     ToolResults,
     TransitionOutcome,
 )
-from helikon.tools import Tool, ToolContext, execute_batch
+from helikon.tools import Tool, ToolContext, execute_batch, tools_by_name
 from helikon.trace import TraceSink
 from helikon.transition import initial_state, pending_action, transition, trip_output_guardrail
 
@@ -477,7 +478,7 @@ class Run:
         yield self._effect(AgentUpdated(target.name))
         try:
             async for event in child.stream():
-                if event.type not in ("run_completed", "run_failed", "run_suspended"):
+                if event.type not in TERMINAL_EVENTS:
                     yield event
         finally:
             self._child = None
@@ -551,11 +552,10 @@ def _as_items(input: str | Sequence[Item]) -> tuple[Item, ...]:
 
 def _check_names(agent: Agent) -> tuple[dict[str, Tool], dict[str, HandoffTo]]:
     """Tools and handoffs by name, refusing any name used twice."""
-    tools: dict[str, Tool] = {}
-    for tool in agent.tools:
-        if tool.name in tools:
-            raise ValueError(f"agent {agent.name!r}: two tools are named {tool.name!r}")
-        tools[tool.name] = tool
+    try:
+        tools = tools_by_name(agent.tools)
+    except ValueError as exc:
+        raise ValueError(f"agent {agent.name!r}: {exc}") from None
     handoffs: dict[str, HandoffTo] = {}
     for target in agent.handoff_targets():
         name = target.name

@@ -179,6 +179,9 @@ class RunSuspended:
     type: Literal["run_suspended"] = field(default="run_suspended", init=False, repr=False)
 
 
+TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_suspended"})
+"""The event types a run's stream ends with: exactly one of them, once."""
+
 AgentEvent = Annotated[
     RunStarted
     | TurnStarted

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 
 from helikon.codec import dumps, from_data
 from helikon.errors import HelikonError
-from helikon.events import AgentEvent
+from helikon.events import TERMINAL_EVENTS, AgentEvent
 from helikon.items import Item
 from helikon.state import LoopState, NextAction, TransitionInput
 from helikon.values import value
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from helikon.driver import Run, TransitionRecord
 
 TRACE_VERSION = 1
-_TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_suspended"})
 
 
 class TraceError(HelikonError, ValueError):
@@ -152,7 +151,7 @@ class Trace:
                 continue
             found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
             if run_id is None and line.run_id != root:
-                found = [event for event in found if event.type not in _TERMINAL_EVENTS]
+                found = [event for event in found if event.type not in TERMINAL_EVENTS]
             events.extend(found)
         return events
 

@@ -12,7 +12,6 @@ handler runs: `helikon.cli` imports this module.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -96,25 +95,22 @@ def open_session(args: argparse.Namespace) -> Session:
 
 
 def live_session(chart: str, args: argparse.Namespace) -> Session:
-    from helikon.cli import UsageError, approval_handler, model_for
+    from helikon.cli import UsageError, live_agent
     from helikon.debugger import Debugger
+    from helikon.loading import LoadError
     from helikon.studio.session import Session
 
     module = _load(chart)
-    if not hasattr(module, "agent"):
-        raise UsageError(f"{chart} defines no agent(model) to run")
-    agent = module.agent(model_for(module, args.offline, args.model))
-    if args.approve:
-        agent = replace(agent, on_approval=approval_handler(args.approve))
-    text = args.input or getattr(module, "EXAMPLE_INPUT", None)
-    if not text:
-        raise UsageError('give the agent something to do: --input "..."')
-    debugger = Debugger.live(agent, text, context=_context(module))
+    try:
+        live = live_agent(module, args, "run")
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
     return Session(debugger, mode="live")
 
 
 def replay_session(trace_path: str, chart: str | None) -> Session:
-    from helikon.cli import UsageError
+    from helikon.cli import UsageError, chart_context
     from helikon.debugger import Debugger, DebuggerError
     from helikon.models.scripted import ScriptedModel
     from helikon.studio.session import Session
@@ -134,7 +130,7 @@ def replay_session(trace_path: str, chart: str | None) -> Session:
         raise UsageError(f"{chart} defines no agent(model) to replay")
     agent = module.agent(ScriptedModel([]))  # a replay never calls the model
     try:
-        debugger = Debugger.replay(trace, agent, context=_context(module))
+        debugger = Debugger.replay(trace, agent, context=chart_context(module))
     except DebuggerError as exc:
         raise UsageError(f"cannot replay {trace_path} on {chart}: {exc}") from None
     return Session(debugger, mode="replay")
@@ -148,12 +144,6 @@ def _load(chart: str) -> ModuleType:
         return load_module(chart)
     except LoadError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _context(module: Any) -> Any:
-    from helikon.config import RunContext
-
-    return RunContext(module.deps() if hasattr(module, "deps") else None)
 
 
 def main(argv: list[str] | None = None) -> int:
