@@ -7,6 +7,7 @@ here once, so a transition allocates none.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,9 +46,12 @@ class OutputSpec:
 
     @classmethod
     def of(cls, output_type: Any) -> OutputSpec:
-        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        name = getattr(output_type, "__name__", "output")
-        return cls(name, adapter.json_schema(), adapter)
+        """The spec of `output_type`, built once per type: a pydantic adapter and its schema
+        cost far more than a run's turns (about 130 us here), and every run needs them."""
+        try:
+            return _output_spec(output_type)
+        except TypeError:  # an unhashable type annotation: build it every time
+            return _build_output_spec(output_type)
 
     def validate(self, text: str) -> tuple[Any, tuple[str, ...]]:
         """(the value in JSON form, ()) when `text` is valid, else (None, the errors)."""
@@ -62,6 +66,15 @@ class OutputSpec:
             "type": "json_schema",
             "json_schema": {"name": self.name, "schema": dict(self.schema), "strict": True},
         }
+
+
+def _build_output_spec(output_type: Any) -> OutputSpec:
+    adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    name = getattr(output_type, "__name__", "output")
+    return OutputSpec(name, adapter.json_schema(), adapter)
+
+
+_output_spec = functools.lru_cache(maxsize=256)(_build_output_spec)
 
 
 def _describe(error: Any) -> str:
