@@ -457,6 +457,24 @@ class Run:
                 decisions.append(request.approve() if answer else request.reject())
         self.next_input = ApprovalDecisions(tuple(decisions))
 
+    def child(self, agent: Agent, input: str | Sequence[Item], run_id: str) -> Run:
+        """A run of `agent` nested in this one (a handoff target, an agent as a tool): one
+        level deeper, same context and trace, and only the token budget this run has left,
+        so nesting never resets turns, budget or permissions."""
+        config = self.config
+        if config.token_budget is not None:
+            left = max(config.token_budget - self.usage.total_tokens, 1)
+            config = config.with_token_budget(left)
+        return Run(
+            agent,
+            input=input,
+            context=self.context,
+            config=config,
+            run_id=run_id,
+            depth=self.depth + 1,
+            trace=self.trace,
+        )
+
     async def _hand_off(self, action: Handoff) -> AsyncIterator[AgentEvent]:
         target = next(h.agent for h in self.handoffs.values() if h.agent.name == action.target)
         limit = self.config.max_agent_depth
@@ -464,15 +482,7 @@ class Run:
             error = MaxAgentDepthExceeded(limit, target.name)
             self.next_input = HandoffResult(None, error)
             return
-        child = Run(
-            target,
-            input=self.conversation.items(),
-            context=self.context,
-            config=_remaining(self.config, self.usage),
-            run_id=f"{self.run_id}/{self.seq}",
-            depth=self.depth + 1,
-            trace=self.trace,
-        )
+        child = self.child(target, self.conversation.items(), f"{self.run_id}/{self.seq}")
         child.started = True
         self._child = child
         yield self._effect(AgentUpdated(target.name))
@@ -535,13 +545,6 @@ def _handoff_result(child: Run) -> HandoffResult:
         "give the target an on_approval handler"
     )
     return HandoffResult(None, Cancelled(reason), state.usage)
-
-
-def _remaining(config: RunConfig, used: Usage) -> RunConfig:
-    """The config a sub-run gets: budget shared with the parent, never reset."""
-    if config.token_budget is None:
-        return config
-    return config.with_token_budget(max(config.token_budget - used.total_tokens, 1))
 
 
 def _as_items(input: str | Sequence[Item]) -> tuple[Item, ...]:

@@ -18,7 +18,7 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
     its usage counts toward the parent. A failed child gives an error result; exceeding
     `max_agent_depth` fails the parent run with `MaxAgentDepthExceeded`.
     """
-    from helikon.driver import Run, RunToolContext, _remaining
+    from helikon.driver import Run, RunToolContext
     from helikon.results import RunResultStreaming
 
     async def run_agent(input: str, context: ToolContext[Any]) -> str:
@@ -30,15 +30,11 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
                 f"{agent.name} would run at depth {depth}",
                 error=MaxAgentDepthExceeded(config.max_agent_depth, agent.name),
             )
-        child = Run(
-            agent,
-            input=input,
-            context=parent.context if parent is not None else None,
-            config=_remaining(config, parent.usage) if parent is not None else config,
-            run_id=f"{context.run_id}/{context.call_id}",
-            depth=depth,
-            trace=parent.trace if parent is not None else None,
-        )
+        run_id = f"{context.run_id}/{context.call_id}"
+        if parent is not None:
+            child = parent.child(agent, input, run_id)
+        else:  # the tool called outside a run: a run of its own, one level down
+            child = Run(agent, input=input, config=config, run_id=run_id, depth=depth)
         try:
             result = await RunResultStreaming(child).collect()
         except RunError as exc:
