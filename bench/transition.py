@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     number, repeat = (2_000, 3) if args.quick else (20_000, 7)
 
-    from helikon.values import STRICT_VALUES
+    from helikon.core.values import STRICT_VALUES
 
     print(f"python {sys.version.split()[0]}; best of {repeat} x {number} calls; ", end="")
     print(f"HELIKON_STRICT_VALUES={'1' if STRICT_VALUES else 'unset'}\n")

@@ -42,7 +42,7 @@ from helikon import (
     compile_chart,
 )
 
-# The shapes of a chart's named guards and actions (see helikon.chart.guards and .actions).
+# The shapes of a chart's named guards and actions (see helikon.core.chart.guards and .actions).
 Guard = Callable[[Any, Any, TransitionCtx], bool]
 Action = Callable[[Any, Any, TransitionCtx, str], TransitionOutcome]
 

@@ -1,6 +1,6 @@
 """A griffe extension for the API reference: helikon's `@value` classes are dataclasses.
 
-`helikon.values.value` makes a class a slotted dataclass (declared with `dataclass_transform`),
+`helikon.core.values.value` makes a class a slotted dataclass (declared with `dataclass_transform`),
 but griffe's static analysis only recognises `@dataclass` itself, so without this extension
 every state, input, event, item and error would be documented without its constructor, and
 the `Args:` sections of their docstrings would match no parameter. This extension gives each
@@ -16,7 +16,7 @@ from typing import Any
 
 import griffe
 
-VALUE_DECORATOR = "helikon.values.value"
+VALUE_DECORATOR = "helikon.core.values.value"
 
 
 def _decorator_path(decorator: griffe.Decorator) -> str:

@@ -6,54 +6,32 @@ two in step).
 
 from __future__ import annotations
 
-from helikon.agent import (
-    Agent,
-    GuardrailResult,
-    HandoffTo,
-    InputGuardrail,
-    OutputGuardrail,
-)
-from helikon.approvals import (
+from helikon.core.approvals import (
     ApprovalDecision,
     ApprovalRequest,
     arguments_hash,
 )
-from helikon.chart.compile import (
+from helikon.core.chart.compile import (
     compile_chart,
 )
-from helikon.chart.default import (
+from helikon.core.chart.default import (
     DEFAULT_TABLE,
 )
-from helikon.chart.dsl import (
+from helikon.core.chart.dsl import (
     AGENT_LOOP,
     AgentLoopChart,
     LoopChart,
 )
-from helikon.chart.table import (
+from helikon.core.chart.table import (
     Row,
     TransitionTable,
 )
-from helikon.config import (
-    RunConfig,
-    RunContext,
-)
-from helikon.context import (
+from helikon.core.context import (
     OutputSpec,
     Permission,
     TransitionCtx,
 )
-from helikon.conversation import (
-    Conversation,
-)
-from helikon.debugger import (
-    Debugger,
-    DebuggerError,
-)
-from helikon.driver import (
-    Run,
-    TransitionRecord,
-)
-from helikon.errors import (
+from helikon.core.errors import (
     AgentError,
     BudgetExceeded,
     Cancelled,
@@ -73,7 +51,7 @@ from helikon.errors import (
     ToolFailed,
     UnexpectedInput,
 )
-from helikon.events import (
+from helikon.core.events import (
     AgentEvent,
     AgentUpdated,
     ApprovalRequested,
@@ -94,7 +72,7 @@ from helikon.events import (
     ToolOutputItem,
     TurnStarted,
 )
-from helikon.items import (
+from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
     FinalOutput,
@@ -107,32 +85,7 @@ from helikon.items import (
     Usage,
     UserMessage,
 )
-from helikon.models.base import (
-    Model,
-    ModelInput,
-    ToolSpec,
-)
-from helikon.models.replay import (
-    ReplayModel,
-)
-from helikon.models.scripted import (
-    ScriptedModel,
-    ScriptedTurn,
-)
-from helikon.results import (
-    RunResult,
-    RunResultStreaming,
-)
-from helikon.runner import (
-    Runner,
-    run_sync,
-)
-from helikon.snapshot import (
-    ApprovalMismatch,
-    RunSnapshot,
-    SnapshotMismatch,
-)
-from helikon.state import (
+from helikon.core.state import (
     ApplyingHandoff,
     ApprovalDecisions,
     AwaitApproval,
@@ -161,6 +114,61 @@ from helikon.state import (
     TransitionInput,
     TransitionOutcome,
 )
+from helikon.core.transition import (
+    Match,
+    initial_state,
+    match_row,
+    pending_action,
+    transition,
+    trip_output_guardrail,
+)
+from helikon.debug.debugger import (
+    Debugger,
+    DebuggerError,
+)
+from helikon.models.base import (
+    Model,
+    ModelInput,
+    ToolSpec,
+)
+from helikon.models.replay import (
+    ReplayModel,
+)
+from helikon.models.scripted import (
+    ScriptedModel,
+    ScriptedTurn,
+)
+from helikon.run.agent import (
+    Agent,
+    GuardrailResult,
+    HandoffTo,
+    InputGuardrail,
+    OutputGuardrail,
+)
+from helikon.run.config import (
+    RunConfig,
+    RunContext,
+)
+from helikon.run.conversation import (
+    Conversation,
+)
+from helikon.run.driver import (
+    Run,
+    TransitionRecord,
+)
+from helikon.run.results import (
+    RunResult,
+    RunResultStreaming,
+)
+from helikon.run.runner import (
+    Runner,
+    run_sync,
+)
+from helikon.run.snapshot import (
+    ApprovalMismatch,
+    RunSnapshot,
+    SnapshotMismatch,
+)
 from helikon.tools import (
     Tool,
     ToolContext,
@@ -172,14 +180,6 @@ from helikon.trace import (
     TraceError,
     TraceWriter,
     read_trace,
-)
-from helikon.transition import (
-    Match,
-    initial_state,
-    match_row,
-    pending_action,
-    transition,
-    trip_output_guardrail,
 )
 
 __version__ = "0.1.0"

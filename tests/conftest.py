@@ -1,4 +1,4 @@
-"""Suite-wide setup: values are immutable at run time under test (see helikon.values)."""
+"""Suite-wide setup: values are immutable at run time under test (see helikon.core.values)."""
 
 import os
 

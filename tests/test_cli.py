@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from helikon import AssistantMessage, read_trace
-from helikon.chart.default import DEFAULT_TABLE
 from helikon.cli import format_table, main
-from helikon.docs_gen import generate
+from helikon.cli.docs import generate
+from helikon.cli.loading import load_module
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.export import (
     TraceOverlay,
     chart_to_dot,
@@ -34,7 +35,6 @@ from helikon.export import (
     trace_to_markdown,
     trace_to_mermaid,
 )
-from helikon.loading import load_module
 from helikon.models.scripted import as_turn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,8 +305,8 @@ def test_diagram_of_a_chart_file_shows_its_custom_phase(
 @pytest.mark.parametrize(
     "target",
     [
-        "helikon.chart.dsl:AgentLoopChart",
-        "helikon.chart.default:DEFAULT_TABLE",
+        "helikon.core.chart.dsl:AgentLoopChart",
+        "helikon.core.chart.default:DEFAULT_TABLE",
         "charts.plan_act:PLAN_ACT_TABLE",
         "charts.plan_act:PlanActChart",
         "charts/plan_act.py:PlanActChart",
@@ -341,7 +341,7 @@ def test_a_chart_file_named_with_attr_is_imported_once(
     [
         ("charts/plan_act.py", "PlanActChart"),
         ("default", "AgentLoopChart"),
-        ("helikon.chart.dsl:AgentLoopChart", "AgentLoopChart"),
+        ("helikon.core.chart.dsl:AgentLoopChart", "AgentLoopChart"),
         ("charts.plan_act:PLAN_ACT_TABLE", "PlanActChart"),
     ],
 )
@@ -480,7 +480,7 @@ def test_a_chart_file_that_fails_to_import(
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("helikon.chart.dsl:Nope", "helikon.chart.dsl has no attribute 'Nope'"),
+        ("helikon.core.chart.dsl:Nope", "helikon.core.chart.dsl has no attribute 'Nope'"),
         ("charts.plan_act:NOPE", "charts.plan_act has no attribute 'NOPE'"),
         ("charts/plan_act.py:NOPE", "charts/plan_act.py has no attribute 'NOPE'"),
         ("no_such_module_xyz:Chart", "cannot import module 'no_such_module_xyz'"),
@@ -573,7 +573,7 @@ def test_output_into_a_missing_folder(capsys: pytest.CaptureFixture[str], tmp_pa
     assert line == f"helikon: cannot write {target}: No such file or directory"
 
 
-@pytest.mark.parametrize("chart", ["helikon.chart.dsl", "broken"])
+@pytest.mark.parametrize("chart", ["helikon.core.chart.dsl", "broken"])
 def test_run_a_chart_without_agent(
     capsys: pytest.CaptureFixture[str], broken: str, chart: str
 ) -> None:

@@ -29,13 +29,13 @@ from helikon import (
     compile_chart,
     transition,
 )
-from helikon.chart.actions import ACTIONS
-from helikon.chart.compile import ChartSpec
-from helikon.chart.guards import GUARDS
-from helikon.chart.table import GuardRef, Phase, Row
-from helikon.chart.validate import check_chart
-from helikon.items import FinalOutput
-from helikon.state import TERMINATE, Done
+from helikon.core.chart.actions import ACTIONS
+from helikon.core.chart.compile import ChartSpec
+from helikon.core.chart.guards import GUARDS
+from helikon.core.chart.table import GuardRef, Phase, Row
+from helikon.core.chart.validate import check_chart
+from helikon.core.items import FinalOutput
+from helikon.core.state import TERMINATE, Done
 
 Rows = Callable[[State, State, State], Any]
 

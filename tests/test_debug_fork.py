@@ -1,12 +1,12 @@
-"""`helikon.debug_fork`: the words after `fork`, parsed."""
+"""`helikon.debug.fork`: the words after `fork`, parsed."""
 
 from __future__ import annotations
 
 import pytest
 
-from helikon.debug_fork import parse_fork, tool_results
-from helikon.debugger import DebuggerError
-from helikon.items import ToolCall, ToolResult
+from helikon.core.items import ToolCall, ToolResult
+from helikon.debug.debugger import DebuggerError
+from helikon.debug.fork import parse_fork, tool_results
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`helikon.debug_repl`: the terminal debugger, driven as a subprocess through a pipe and
+"""`helikon.debug.repl`: the terminal debugger, driven as a subprocess through a pipe and
 in process through `cmd.Cmd.onecmd`."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from helikon.config import RunContext
-from helikon.debug_cli import add_debug_parser, command_debug, main
-from helikon.debug_repl import DebugShell
-from helikon.debugger import Debugger
-from helikon.loading import load_module
+from helikon.cli.debug import add_debug_parser, command_debug, main
+from helikon.cli.loading import load_module
+from helikon.debug.debugger import Debugger
+from helikon.debug.repl import DebugShell
 from helikon.models.scripted import ScriptedModel
+from helikon.run.config import RunContext
 from helikon.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def _env() -> dict[str, str]:
 
 def debug(*args: str, commands: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "helikon.debug_cli", *args],
+        [sys.executable, "-m", "helikon", "debug", *args],
         input=commands,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""`helikon.debug_view`: the debugger's text, from hand-built values (no run needed)."""
+"""`helikon.debug.view`: the debugger's text, from hand-built values (no run needed)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,10 @@ from typing import Any
 
 import pytest
 
-from helikon.approvals import ApprovalDecision
-from helikon.chart.table import GuardRef, Row
-from helikon.debug_view import (
-    clip,
-    conversation_lines,
-    describe_input,
-    describe_row,
-    event_lines,
-    event_types,
-    input_lines,
-    match_lines,
-    state_lines,
-    step_line,
-)
-from helikon.debugger import Step
-from helikon.errors import Cancelled
-from helikon.events import (
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.chart.table import GuardRef, Row
+from helikon.core.errors import Cancelled
+from helikon.core.events import (
     MessageOutput,
     StructuredOutputFailed,
     TokenDelta,
@@ -30,8 +17,15 @@ from helikon.events import (
     ToolCallItem,
     TurnStarted,
 )
-from helikon.items import AssistantMessage, FinalOutput, ToolCall, ToolResult, Usage, UserMessage
-from helikon.state import (
+from helikon.core.items import (
+    AssistantMessage,
+    FinalOutput,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from helikon.core.state import (
     TERMINATE,
     ApprovalDecisions,
     CallingModel,
@@ -44,7 +38,20 @@ from helikon.state import (
     ToolResults,
     TransitionOutcome,
 )
-from helikon.transition import Match
+from helikon.core.transition import Match
+from helikon.debug.debugger import Step
+from helikon.debug.view import (
+    clip,
+    conversation_lines,
+    describe_input,
+    describe_row,
+    event_lines,
+    event_types,
+    input_lines,
+    match_lines,
+    state_lines,
+    step_line,
+)
 
 CALL = ToolCall("c1", "spending", '{"category": "coffee"}')
 ROW = Row(

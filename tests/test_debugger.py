@@ -31,12 +31,12 @@ from helikon import (
     ToolCall,
     ToolResult,
 )
-from helikon.codec import dumps
-from helikon.debugger import Step
-from helikon.events import AgentEvent
-from helikon.items import Item
-from helikon.loading import load_module
-from helikon.state import LoopState, ModelResponse, ToolResults, TransitionInput
+from helikon.cli.loading import load_module
+from helikon.core.codec import dumps
+from helikon.core.events import AgentEvent
+from helikon.core.items import Item
+from helikon.core.state import LoopState, ModelResponse, ToolResults, TransitionInput
+from helikon.debug.debugger import Step
 from helikon.tools.tool import Tool
 from helikon.trace import Trace, TraceWriter, read_trace
 
@@ -180,7 +180,7 @@ async def recorded(name: str) -> Case:
 
 
 def compact(data: Any) -> str:
-    """Recorded JSON re-serialized the way `helikon.codec.dumps` writes it."""
+    """Recorded JSON re-serialized the way `helikon.core.codec.dumps` writes it."""
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 

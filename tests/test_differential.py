@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from helikon import AGENT_LOOP, DEFAULT_TABLE, LoopChart, TransitionTable, compile_chart
-from helikon.state import INPUT_KINDS
+from helikon.core.state import INPUT_KINDS
 
 PLAN_ACT_PATH = Path(__file__).resolve().parent.parent / "charts" / "plan_act.py"
 

@@ -43,7 +43,7 @@ from helikon import (
     UserMessage,
     tool,
 )
-from helikon.codec import dumps
+from helikon.core.codec import dumps
 
 
 def usage(tokens: int) -> Usage:

@@ -33,7 +33,7 @@ from helikon import (
     ToolResult,
     tool,
 )
-from helikon.codec import dumps, loads
+from helikon.core.codec import dumps, loads
 
 
 class Bank:

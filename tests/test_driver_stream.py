@@ -43,7 +43,7 @@ from helikon import (
     run_sync,
     tool,
 )
-from helikon.codec import dumps, loads
+from helikon.core.codec import dumps, loads
 from helikon.models.base import FinishChunk, ModelInput, TextChunk, UsageChunk
 
 REFERENCE = [

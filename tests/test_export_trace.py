@@ -56,8 +56,7 @@ from helikon import (
     Usage,
     tool,
 )
-from helikon.driver import Run
-from helikon.errors import RunError
+from helikon.core.errors import RunError
 from helikon.export import (
     ChartEdge,
     ChartGraph,
@@ -91,7 +90,8 @@ from helikon.export.trace_view import (
     Turn,
 )
 from helikon.models.scripted import ScriptedTurn
-from helikon.results import RunResultStreaming
+from helikon.run.driver import Run
+from helikon.run.results import RunResultStreaming
 from helikon.trace import Trace, TraceHeader, TraceWriter, TransitionTrace, read_trace
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -15,8 +15,8 @@ from typing import Any
 import openai
 import pytest
 
-from helikon.errors import ModelError
-from helikon.items import (
+from helikon.core.errors import ModelError
+from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
     ModelSettings,
@@ -27,6 +27,7 @@ from helikon.items import (
     Usage,
     UserMessage,
 )
+from helikon.core.state import ModelRequest, ModelResponse
 from helikon.models.base import (
     FinishChunk,
     ModelChunk,
@@ -40,7 +41,6 @@ from helikon.models.base import (
 )
 from helikon.models.openai import Backoff, OpenAIModel
 from helikon.models.openai_errors import retry_after
-from helikon.state import ModelRequest, ModelResponse
 from helikon.testing import (
     OpenAIServer,
     PlannedFailure,

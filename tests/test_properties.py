@@ -81,7 +81,7 @@ from helikon import (
     pending_action,
     transition,
 )
-from helikon.codec import dumps, loads
+from helikon.core.codec import dumps, loads
 
 RUNS = settings(
     max_examples=200,

@@ -1,7 +1,7 @@
 """The pure core does no IO, reads no clock, draws no randomness and mutates nothing.
 
-The pure core is helikon.items, events, errors, approvals, state, context, codec, transition,
-values (the `@value` decorator they all use) and every module of helikon.chart.
+The pure core is helikon.core.items, events, errors, approvals, state, context, codec, transition,
+values (the `@value` decorator they all use) and every module of helikon.core.chart.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from helikon import (
     initial_state,
     transition,
 )
-from helikon.codec import dumps
-from helikon.state import Fail
+from helikon.core.codec import dumps
+from helikon.core.state import Fail
 
 PACKAGE = Path(helikon.__file__).resolve().parent
 FORBIDDEN = ("asyncio", "openai", "httpx", "sqlite3", "graphviz", "jinja2", "socket", "subprocess")
@@ -56,10 +56,10 @@ CLOCK_AND_RANDOMNESS = ("time", "random", "datetime", "uuid", "secrets")
 
 
 def core_modules() -> list[str]:
-    """The pure core's modules, helikon.chart's found on disk (so new ones are covered)."""
-    chart = [f"helikon.chart.{m.name}" for m in pkgutil.iter_modules([str(PACKAGE / "chart")])]
-    named = ("items", "events", "errors", "approvals", "state", "context", "codec", "transition")
-    return [*(f"helikon.{name}" for name in named), "helikon.values", "helikon.chart", *chart]
+    """The pure core's modules: helikon.core and everything under it, found on disk (so new
+    modules are covered)."""
+    found = pkgutil.walk_packages([str(PACKAGE / "core")], prefix="helikon.core.")
+    return ["helikon.core", *sorted(module.name for module in found)]
 
 
 def module_file(name: str) -> Path:
@@ -141,9 +141,9 @@ def spy(name, globals=None, locals=None, fromlist=(), level=0):
 builtins.__import__ = spy
 for name in core:
     importlib.import_module(name)
-from helikon.context import TransitionCtx  # run lazy imports: the default table, one step
-from helikon.state import CallingModel, Start
-from helikon.transition import transition
+from helikon.core.context import TransitionCtx  # run lazy imports: the default table, one step
+from helikon.core.state import CallingModel, Start
+from helikon.core.transition import transition
 transition(CallingModel(), Start(), TransitionCtx())
 builtins.__import__ = real_import
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from helikon import ModelCallFailed, ModelError, ReplayModel, RunContext, ScriptedModel, read_trace
-from helikon.driver import Run
 from helikon.models.base import ModelInput
-from helikon.results import RunResultStreaming
+from helikon.run.driver import Run
+from helikon.run.results import RunResultStreaming
 from helikon.trace import TraceWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "charts"))

@@ -39,10 +39,10 @@ from helikon import (
     match_row,
     transition,
 )
-from helikon.chart.default import DEFAULT_TABLE
-from helikon.chart.table import Row
-from helikon.context import COMPACT_PROMPT
-from helikon.errors import (
+from helikon.core.chart.default import DEFAULT_TABLE
+from helikon.core.chart.table import Row
+from helikon.core.context import COMPACT_PROMPT
+from helikon.core.errors import (
     BudgetExceeded,
     Cancelled,
     EmptyModelResponse,
@@ -52,7 +52,7 @@ from helikon.errors import (
     ModelOutputTruncated,
     UnexpectedInput,
 )
-from helikon.events import (
+from helikon.core.events import (
     ApprovalRequested,
     HandoffItem,
     MessageOutput,
@@ -65,8 +65,8 @@ from helikon.events import (
     ToolOutputItem,
     TurnStarted,
 )
-from helikon.items import CompactionSummary, Reasoning
-from helikon.state import (
+from helikon.core.items import CompactionSummary, Reasoning
+from helikon.core.state import (
     ApplyingHandoff,
     AwaitApproval,
     CallingModel,

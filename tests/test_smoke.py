@@ -1,5 +1,5 @@
 from helikon import DEFAULT_TABLE, CallingModel, ModelResponse, Start, TransitionCtx, transition
-from helikon.items import AssistantMessage, UserMessage
+from helikon.core.items import AssistantMessage, UserMessage
 
 
 def test_a_text_answer_completes_the_run() -> None:

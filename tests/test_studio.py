@@ -26,18 +26,18 @@ from typing import Any
 import pytest
 from browser_support import CHROMIUM, Browser
 
-from helikon.chart.default import DEFAULT_TABLE
 from helikon.cli import UsageError
 from helikon.cli import main as helikon_main
-from helikon.config import RunContext
-from helikon.debugger import Debugger
-from helikon.events import TokenDelta, ToolCallItem, TurnStarted
-from helikon.items import ToolCall
-from helikon.loading import load_module
+from helikon.cli.loading import load_module
+from helikon.cli.studio import open_session
+from helikon.core.chart.default import DEFAULT_TABLE
+from helikon.core.events import TokenDelta, ToolCallItem, TurnStarted
+from helikon.core.items import ToolCall
+from helikon.debug.debugger import Debugger
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.scripted import ScriptedModel
+from helikon.run.config import RunContext
 from helikon.studio import Session, StudioError, StudioServer
-from helikon.studio.cli import open_session
 from helikon.studio.view import attempts, event_entries
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from helikon.context import TransitionCtx
-from helikon.errors import FatalToolError
-from helikon.items import ToolCall, ToolResult
+from helikon.core.context import TransitionCtx
+from helikon.core.errors import FatalToolError
+from helikon.core.items import ToolCall, ToolResult
 from helikon.models.base import ToolSpec
 from helikon.tools import (
     Tool,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from helikon.errors import HelikonError
+from helikon.core.errors import HelikonError
 
 ImageFormat = Literal["svg", "png"]
 FORMATS: tuple[ImageFormat, ...] = ("svg", "png")

@@ -27,10 +27,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from helikon.approvals import ApprovalDecision
-from helikon.chart.table import TransitionTable
-from helikon.errors import AgentError, describe
-from helikon.events import (
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.chart.table import TransitionTable
+from helikon.core.errors import AgentError, describe
+from helikon.core.events import (
     AgentUpdated,
     ApprovalRequested,
     GuardrailTriggered,
@@ -50,6 +50,16 @@ from helikon.events import (
     ToolOutputItem,
     TurnStarted,
 )
+from helikon.core.items import (
+    ZERO_USAGE,
+    CompactionSummary,
+    FinalOutput,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from helikon.core.state import ApprovalDecisions, CallModel, Handoff, ModelResponse, Start
 from helikon.export.trace_view import (
     ApprovalView,
     CompactionView,
@@ -70,16 +80,6 @@ from helikon.export.trace_view import (
     Turn,
     Via,
 )
-from helikon.items import (
-    ZERO_USAGE,
-    CompactionSummary,
-    FinalOutput,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
-from helikon.state import ApprovalDecisions, CallModel, Handoff, ModelResponse, Start
 from helikon.trace import EffectTrace, Trace, TraceHeader, TransitionTrace
 
 
@@ -110,7 +110,7 @@ def resolve_table(
     Returns:
         (the table, "") or (None, a sentence saying why there is no chart).
     """
-    from helikon.chart.default import DEFAULT_TABLE
+    from helikon.core.chart.default import DEFAULT_TABLE
 
     for candidate in (table, DEFAULT_TABLE):
         if candidate is not None and candidate.digest == header.chart_digest:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from helikon.chart.table import TransitionTable
+from helikon.core.chart.table import TransitionTable
+from helikon.core.items import ZERO_USAGE, ToolResultStatus, Usage
 from helikon.export.ir import TraceOverlay
-from helikon.items import ZERO_USAGE, ToolResultStatus, Usage
 from helikon.trace import TraceHeader
 
 Status = Literal["completed", "failed", "suspended", "unfinished"]

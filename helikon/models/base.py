@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from helikon.items import (
+from helikon.core.items import (
     ZERO_USAGE,
     AssistantMessage,
     Item,
@@ -22,8 +22,8 @@ from helikon.items import (
     ToolCall,
     Usage,
 )
-from helikon.state import ModelRequest, ModelResponse
-from helikon.values import value
+from helikon.core.state import ModelRequest, ModelResponse
+from helikon.core.values import value
 
 
 @value

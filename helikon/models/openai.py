@@ -22,8 +22,8 @@ from typing import Literal
 
 import openai
 
-from helikon.errors import ModelError
-from helikon.items import ModelSettings
+from helikon.core.errors import ModelError
+from helikon.core.items import ModelSettings
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.openai_chat import stream_chat
 from helikon.models.openai_errors import Failure, StreamFailed, classify

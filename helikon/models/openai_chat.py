@@ -27,7 +27,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaTool
 from openai.types.chat.completion_create_params import ResponseFormat
 from openai.types.completion_usage import CompletionUsage
 
-from helikon.items import (
+from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
     ModelSettings,

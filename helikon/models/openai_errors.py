@@ -23,7 +23,7 @@ from email.utils import parsedate_to_datetime
 
 import openai
 
-from helikon.errors import ModelCallFailed, ModelFailureReason
+from helikon.core.errors import ModelCallFailed, ModelFailureReason
 
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _CONTEXT_PHRASES = ("maximum context length", "context window", "context_length_exceeded")

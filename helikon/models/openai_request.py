@@ -8,8 +8,8 @@ from typing import TypeVar
 
 import openai
 
-from helikon.items import CompactionSummary, Item, ModelSettings
-from helikon.state import ModelRequest
+from helikon.core.items import CompactionSummary, Item, ModelSettings
+from helikon.core.state import ModelRequest
 
 T = TypeVar("T")
 

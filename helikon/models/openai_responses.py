@@ -25,7 +25,7 @@ from openai.types.responses import (
     ResponseTextConfigParam,
 )
 
-from helikon.items import (
+from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
     Item,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helikon.errors import ModelCallFailed, ModelError
+from helikon.core.errors import ModelCallFailed, ModelError
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.scripted import ScriptedTurn, chunks_of
 from helikon.trace import Trace, TransitionTrace, read_trace

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
-from helikon.errors import ModelCallFailed, ModelError
-from helikon.items import AssistantMessage, Item, Reasoning, ToolCall, Usage
+from helikon.core.errors import ModelCallFailed, ModelError
+from helikon.core.items import AssistantMessage, Item, Reasoning, ToolCall, Usage
 from helikon.models.base import (
     FinishChunk,
     ModelChunk,

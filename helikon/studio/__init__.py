@@ -2,9 +2,9 @@
 
 A `Session` drives a `Debugger` on its own event loop thread; a `StudioServer` serves the
 page and a JSON API over it on 127.0.0.1, with Server-Sent Events so the page follows a
-run as it goes. `helikon studio` (see `helikon.studio.cli`) puts the two together:
+run as it goes. `helikon studio` (see `helikon.cli.studio`) puts the two together:
 
-    from helikon.debugger import Debugger
+    from helikon.debug.debugger import Debugger
     from helikon.studio import Session, StudioServer
 
     with StudioServer(Session(Debugger.live(agent, "How am I doing on coffee?"))) as server:
@@ -14,7 +14,6 @@ run as it goes. `helikon studio` (see `helikon.studio.cli`) puts the two togethe
 
 from __future__ import annotations
 
-from helikon.studio.cli import add_studio_parser, command_studio
 from helikon.studio.server import StudioServer
 from helikon.studio.session import (
     Session,
@@ -31,6 +30,4 @@ __all__ = [
     "StudioFailure",
     "StudioNotFound",
     "StudioServer",
-    "add_studio_parser",
-    "command_studio",
 ]

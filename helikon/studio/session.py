@@ -21,8 +21,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
-from helikon.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
-from helikon.errors import HelikonError
+from helikon.core.errors import HelikonError
+from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
 
 Mode = Literal["live", "replay"]

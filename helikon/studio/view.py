@@ -6,7 +6,7 @@ flight (during `continue`) shows the last finished step, never half of one; `run
 `run.conversation` change mid-step and are not read here. Everything is pure: no IO, no
 Graphviz (the server adds the diagram).
 
-Values (states, inputs, items, events) go out through `helikon.codec.to_data`, so the page
+Values (states, inputs, items, events) go out through `helikon.core.codec.to_data`, so the page
 sees the same JSON a trace holds. Events are also given a one-line `text`, with runs of
 streaming deltas folded into one entry, so a timeline stays readable.
 """
@@ -17,11 +17,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
-from helikon.chart.table import Row, TransitionTable
-from helikon.codec import to_data
-from helikon.debugger import Breakpoint, Debugger, Step, Stop
-from helikon.events import AgentEvent
-from helikon.transition import Match, match_row
+from helikon.core.chart.table import Row, TransitionTable
+from helikon.core.codec import to_data
+from helikon.core.events import AgentEvent
+from helikon.core.transition import Match, match_row
+from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
 
 TEXT_LIMIT = 240
 _FOLDED = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from helikon.errors import FatalToolError
-from helikon.items import ToolCall, ToolResult
+from helikon.core.errors import FatalToolError
+from helikon.core.items import ToolCall, ToolResult
 from helikon.tools.context import ToolContext
 from helikon.tools.tool import Tool
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from helikon.items import ToolCall
+from helikon.core.items import ToolCall
 
 DepsT = TypeVar("DepsT")
 

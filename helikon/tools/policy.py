@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from helikon.context import Permission, strictest
-from helikon.items import ToolCall
+from helikon.core.context import Permission, strictest
+from helikon.core.items import ToolCall
 from helikon.tools.tool import Tool
 
 CallPolicy = Callable[[ToolCall], Permission | None]

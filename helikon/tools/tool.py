@@ -17,9 +17,9 @@ from typing import Any, get_args, overload
 import pydantic_core
 from pydantic import ValidationError
 
-from helikon.context import Permission, strictest
-from helikon.errors import FatalToolError
-from helikon.items import ToolCall, ToolResult
+from helikon.core.context import Permission, strictest
+from helikon.core.errors import FatalToolError
+from helikon.core.items import ToolCall, ToolResult
 from helikon.models.base import ToolSpec
 from helikon.tools.context import ToolContext
 from helikon.tools.docstrings import parse_docstring

@@ -1,0 +1,133 @@
+"""`helikon debug`: its arguments, and opening a `DebugShell` live or on a recorded trace.
+
+`helikon debug` fails with one line and status 2 when its chart or trace cannot be used (a
+missing or corrupt trace, a chart that cannot be loaded); inside the session, a mistaken
+command prints one `error:` line and the session goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from helikon.cli.loading import LoadError, call, load_module
+from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.debug.repl import DebugShell
+from helikon.trace import TraceError, read_trace
+
+
+def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `helikon debug` to the `helikon` command line's subcommands."""
+    debug = commands.add_parser(
+        "debug",
+        help="step through a run: breakpoints, rewind, fork (live or from a trace)",
+        description="Debug an agent live (helikon debug CHART --input ...) or replay a "
+        "recorded run (helikon debug --trace T.jsonl [--chart CHART]).",
+    )
+    from helikon.cli import add_agent_arguments
+
+    add_agent_arguments(debug, optional=True)
+    debug.add_argument(
+        "--approve",
+        choices=("ask", "all", "none"),
+        default="ask",
+        help="how to answer approvals (ask: prompt on a terminal, else suspend)",
+    )
+    debug.add_argument("--trace", metavar="T.jsonl", help="replay this recorded run")
+    debug.add_argument(
+        "--chart",
+        dest="replay_chart",
+        metavar="CHART",
+        help="with --trace: where the agent is defined (default: the trace's source)",
+    )
+    debug.set_defaults(handler=command_debug)
+
+
+def command_debug(args: argparse.Namespace) -> int:
+    """`helikon debug`: open the session the arguments describe and run its prompt.
+
+    Returns:
+        0 when the session ends; 2, after one `helikon: ...` line on stderr, when the chart
+        or trace cannot be used (reported here, so no caller has to know the error types).
+    """
+    from helikon.cli import UsageError
+
+    try:
+        shell = open_replay(args) if args.trace else open_live(args)
+    except (UsageError, LoadError, TraceError, DebuggerError) as exc:
+        print(f"helikon: {exc}", file=sys.stderr)
+        return 2
+    with shell:
+        return shell.run()
+
+
+def open_live(args: argparse.Namespace) -> DebugShell:
+    """A shell over a new run of the agent the chart file defines."""
+    from helikon.cli import UsageError, live_agent, wants_real_model
+
+    if not args.chart:
+        raise UsageError("name a chart to debug (helikon debug CHART) or a trace (--trace T)")
+    module = load_module(args.chart)
+    live = live_agent(module, args, "debug")
+    debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
+    offline = not wants_real_model(args.offline)
+    script = list(module.script()) if offline else None
+    how = "offline, the chart's scripted model" if offline else "live, a real model"
+    return DebugShell(debugger, script=script, title=f"{args.chart} ({how})")
+
+
+def open_replay(args: argparse.Namespace) -> DebugShell:
+    """A shell replaying the trace `args.trace` on the agent of --chart or the trace's source."""
+    from helikon.cli import UsageError, chart_context, model_for, wants_real_model
+
+    if args.input:
+        raise UsageError("--input is for live runs; a trace replays the input it recorded")
+    trace = read_trace(args.trace)
+    target = args.replay_chart or args.chart or trace.header.source
+    if not target:
+        raise UsageError(f"{args.trace} does not say which chart it ran; give --chart CHART")
+    try:
+        module = _agent_module(target)
+    except LoadError as exc:
+        if target != trace.header.source:
+            raise
+        raise UsageError(
+            f"the trace's chart cannot be loaded ({exc}); give --chart CHART"
+        ) from None
+    try:
+        model = model_for(module, args.offline, args.model)
+    except UsageError:  # no script and no endpoint: the replay itself calls no model
+        from helikon.models.scripted import ScriptedModel
+
+        model = ScriptedModel([])
+    debugger = Debugger.replay(trace, call(module, "agent", model), context=chart_context(module))
+    offline = not wants_real_model(args.offline) and hasattr(module, "script")
+    script = list(module.script()) if offline else None
+    steps = len(debugger.expected)
+    return DebugShell(debugger, script=script, title=f"replay of {args.trace} ({steps} steps)")
+
+
+def _agent_module(target: str) -> Any:
+    from helikon.cli import UsageError
+
+    module = load_module(target)
+    if not hasattr(module, "agent"):
+        raise UsageError(f"{target} defines no agent(model) to debug")
+    return module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m helikon.cli.debug ...`: `helikon debug ...` without the rest of the CLI."""
+    top = argparse.ArgumentParser(prog="helikon")
+    add_debug_parser(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args(["debug", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return command_debug(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

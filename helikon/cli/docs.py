@@ -1,0 +1,341 @@
+"""Generated documentation: a page and a diagram for every chart in charts/, and the default's.
+
+`generate(out_dir)` writes into `out_dir/charts/`:
+
+    index.md                the list of chart pages
+    default.md, default.svg helikon's default loop (`AGENT_LOOP`, compiled as `DEFAULT_TABLE`)
+    <name>.md, <name>.svg   one pair per `charts/<name>.py`
+
+A chart file's table is its agent's chart (`agent(model).chart`, the default loop when None);
+a file without an agent gives the table or chart class it defines. Diagrams and transition
+tables come from `helikon.export` only (`chart_to_dot` drawn by Graphviz's `dot` through
+`render`, and `chart_to_markdown`), so the pages cannot drift from the compiled tables.
+
+Output is deterministic: the same charts, helikon and Graphviz give the same bytes. The pages
+are checked in under docs/ and a test regenerates them to catch stale ones.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from helikon.core.chart.default import DEFAULT_TABLE
+from helikon.core.chart.table import TransitionTable
+from helikon.export import chart_to_dot, chart_to_markdown, render
+from helikon.run.agent import Agent, HandoffTo
+from helikon.tools import Tool
+
+CHARTS_DIR = Path(__file__).resolve().parent.parent.parent / "charts"
+"""The reference charts shipped beside the package (a checkout's `charts/`)."""
+
+DEFAULT_NAME = "default"
+CONFIG_FIELDS = (
+    "max_turns",
+    "parallel_tool_call_limit",
+    "max_agent_depth",
+    "timeout",
+    "token_budget",
+    "compaction_threshold",
+)
+
+
+@dataclass(frozen=True)
+class ChartPage:
+    """What one generated page shows.
+
+    Args:
+        name: the page's file stem (`default`, or the chart file's stem).
+        title: the page's heading.
+        summary: Markdown describing the chart or agent (a module docstring).
+        table: the compiled chart drawn and tabulated on the page.
+        source: the chart file as the command line names it, e.g. `charts/triage.py`.
+        agent: the file's agent, built on a model with no turns, if it defines one.
+        example: the file's `EXAMPLE_INPUT`, if any.
+        offline: the file has a `script()` for `helikon run --offline`.
+    """
+
+    name: str
+    title: str
+    summary: str
+    table: TransitionTable
+    source: str | None = None
+    agent: Agent | None = None
+    example: str | None = None
+    offline: bool = False
+
+
+def generate(out_dir: Path, charts_dir: Path | None = None) -> list[Path]:
+    """Write the chart pages and diagrams into `out_dir/charts/`.
+
+    Args:
+        out_dir: the documentation directory (docs/).
+        charts_dir: where the chart files are; the checkout's charts/ when None.
+
+    Returns:
+        The files written, in order: the index, then each page's `.md` and `.svg`.
+
+    Raises:
+        RenderError: Graphviz's `dot` (or the `graphviz` package) is missing.
+        LoadError: a chart file does not import.
+        ChartDefinitionError: a chart does not compile.
+    """
+    target = out_dir / "charts"
+    target.mkdir(parents=True, exist_ok=True)
+    pages = [default_page(), *(chart_page(path) for path in chart_files(charts_dir))]
+    written = [_write(target / "index.md", index_markdown(pages).encode())]
+    for page in pages:
+        written.append(_write(target / f"{page.name}.md", page_markdown(page).encode()))
+        written.append(_write(target / f"{page.name}.svg", diagram(page.table)))
+    return written
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def chart_files(charts_dir: Path | None = None) -> list[Path]:
+    """The chart files, sorted by name; files starting with `_` are not charts."""
+    where = charts_dir if charts_dir is not None else CHARTS_DIR
+    return sorted(path for path in where.glob("*.py") if not path.name.startswith("_"))
+
+
+def diagram(table: TransitionTable) -> bytes:
+    """The chart drawn as SVG by Graphviz's `dot`."""
+    return render(chart_to_dot(table), "svg")
+
+
+# ---------------------------------------------------------------- pages
+
+
+def default_page() -> ChartPage:
+    """The page of helikon's default loop."""
+    from helikon.core.chart.dsl import AgentLoopChart
+
+    summary = "\n\n".join(
+        [
+            _docstring(AgentLoopChart),
+            "Every agent runs on it unless it is given another chart (`Agent(chart=...)`). "
+            "It is `AGENT_LOOP` (the chart class) compiled once at import as "
+            "`DEFAULT_TABLE`; its rules are written out in [the contract](../semantics.md).",
+        ]
+    )
+    return ChartPage(DEFAULT_NAME, "The default loop", summary, DEFAULT_TABLE)
+
+
+def chart_page(path: Path) -> ChartPage:
+    """The page of one chart file: its agent (if any), its table, its docstring."""
+    from helikon.cli.loading import load_module
+    from helikon.models.scripted import ScriptedModel
+
+    module = load_module(str(path))
+    agent = module.agent(ScriptedModel([])) if hasattr(module, "agent") else None
+    table = (agent.chart or DEFAULT_TABLE) if agent is not None else _module_table(module, path)
+    example = getattr(module, "EXAMPLE_INPUT", None)
+    return ChartPage(
+        name=path.stem,
+        title=path.stem,
+        summary=_docstring(module),
+        table=table,
+        source=f"charts/{path.name}",
+        agent=agent,
+        example=example if isinstance(example, str) else None,
+        offline=hasattr(module, "script"),
+    )
+
+
+def _module_table(module: ModuleType, path: Path) -> TransitionTable:
+    """The table a module without an agent defines: a compiled table, else its one chart."""
+    from helikon.cli.loading import LoadError, charts_in, compile_in
+
+    tables = [obj for obj in vars(module).values() if isinstance(obj, TransitionTable)]
+    if len(tables) == 1:
+        return tables[0]
+    charts = charts_in(module)
+    if len(charts) != 1:
+        raise LoadError(f"{path} defines no agent and not exactly one chart or compiled table")
+    table: TransitionTable = compile_in(module, charts[0])
+    return table
+
+
+def _docstring(obj: Any) -> str:
+    return inspect.getdoc(obj) or ""
+
+
+def index_markdown(pages: Sequence[ChartPage]) -> str:
+    """The index of chart pages: name, chart and the summary's first line."""
+    lines = [
+        "# Charts",
+        "",
+        "One page per chart: the default loop, and each reference agent in `charts/`, with "
+        "its diagram (drawn by Graphviz from the compiled table) and its transition table. "
+        "These pages are generated by `helikon.cli.docs.generate`; do not edit them by hand.",
+        "",
+        "| page | chart | what it is |",
+        "|---|---|---|",
+    ]
+    for page in pages:
+        first = page.summary.split("\n\n")[0].replace("\n", " ")
+        link = f"[{page.title}]({page.name}.md)"
+        lines.append(f"| {link} | `{page.table.name}` | {_cell(first)} |")
+    return "\n".join(lines) + "\n"
+
+
+def page_markdown(page: ChartPage) -> str:
+    """One chart's page: summary, how to run it, its agent, then the chart itself."""
+    lines = [f"# {page.title}", "", _GENERATED, "", page.summary, ""]
+    lines += _how_to_run(page)
+    if page.agent is not None:
+        lines += _agent_section(page.agent, page.table)
+    lines += _chart_section(page)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_GENERATED = "<!-- Generated by helikon.cli.docs; edit the chart or its docstring instead. -->"
+
+
+def _how_to_run(page: ChartPage) -> list[str]:
+    if page.source is None:
+        return [
+            "## See it yourself",
+            "",
+            "```bash",
+            "helikon table                          # the compiled rows, in priority order",
+            "helikon table --implicit               # with the implicit rows",
+            "helikon diagram default -o loop.svg    # this diagram",
+            "helikon diagram default -f mermaid     # as Mermaid text",
+            "```",
+            "",
+        ]
+    lines = ["## Run it", "", "```bash"]
+    if page.agent is not None and page.offline:
+        lines.append(f"helikon run {page.source} --offline   # the scripted model plays script()")
+    if page.agent is not None:
+        lines.append(f"helikon run {page.source}             # a real model, when one is set up")
+    lines += [f"helikon diagram {page.source} -o {page.name}.svg", "```", ""]
+    if page.agent is not None:
+        lines += [_REAL_MODEL_NOTE, ""]
+    if page.example is not None:
+        lines += ["Without `--input`, the agent is asked:", "", f"> {page.example}", ""]
+    if page.agent is not None and _asks(page.agent):
+        lines += [_APPROVAL_NOTE, ""]
+    return lines
+
+
+_REAL_MODEL_NOTE = (
+    "Without `--offline`, `helikon run` uses a real model through `OpenAIModel.chat` when "
+    "`OPENAI_API_KEY` or `OPENAI_BASE_URL` is set (`--model` or `HELIKON_MODEL` names the "
+    "model), and the scripted model otherwise."
+)
+_APPROVAL_NOTE = (
+    "Some calls need approval. On a terminal `helikon run` asks y/n for each; "
+    "`--approve all` or `--approve none` decides without asking; otherwise the run "
+    "suspends with `RunSuspended`."
+)
+
+
+def _asks(agent: Agent) -> bool:
+    return any(tool.needs_approval is not False or tool.permission == "ask" for tool in agent.tools)
+
+
+# ---------------------------------------------------------------- the agent
+
+
+def _agent_section(agent: Agent, table: TransitionTable) -> list[str]:
+    chart = (
+        "the default loop ([page](default.md))"
+        if table is DEFAULT_TABLE
+        else f"`{table.name}` (drawn below)"
+    )
+    lines = ["## The agent", "", "| setting | value |", "|---|---|", f"| name | `{agent.name}` |"]
+    if agent.description:
+        lines.append(f"| description | {_cell(agent.description)} |")
+    lines.append(f"| chart | {chart} |")
+    if agent.output_type is not None:
+        lines.append(f"| output type | `{getattr(agent.output_type, '__name__', 'output')}` |")
+    lines += [f"| `{name}` | {_config_value(agent, name)} |" for name in CONFIG_FIELDS]
+    lines += ["", "Instructions:", "", *_quoted(agent.instructions), ""]
+    lines += _tools_section(agent.tools, "### Tools")
+    lines += _handoffs_section(agent.handoff_targets())
+    return lines
+
+
+def _config_value(agent: Agent, name: str) -> str:
+    value = getattr(agent.config, name)
+    return "—" if value is None else f"`{value}`"
+
+
+def _quoted(text: str) -> list[str]:
+    return [f"> {line}".rstrip() for line in (text or "(none)").splitlines()]
+
+
+def _tools_section(tools: Sequence[Tool], heading: str) -> list[str]:
+    if not tools:
+        return []
+    lines = [heading, "", "| tool | what it does | arguments | permission |", "|---|---|---|---|"]
+    for tool in tools:
+        arguments = ", ".join(f"`{name}`" for name in tool.spec.parameters["properties"]) or "—"
+        cells = (f"`{tool.name}`", _cell(tool.description), arguments, _permission(tool))
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _permission(tool: Tool) -> str:
+    said: list[str] = [tool.permission]
+    if tool.needs_approval is True:
+        said.append("always asks for approval")
+    elif tool.needs_approval is not False:
+        said.append("asks for approval depending on its arguments")
+    if tool.read_only:
+        said.append("read-only")
+    return ", ".join(said)
+
+
+def _handoffs_section(targets: Sequence[HandoffTo]) -> list[str]:
+    if not targets:
+        return []
+    lines = ["### Handoffs", "", "| tool | hands off to | purpose |", "|---|---|---|"]
+    lines += [f"| `{t.name}` | `{t.agent.name}` | {_cell(t.purpose)} |" for t in targets]
+    lines.append("")
+    for target in targets:
+        lines += _tools_section(target.agent.tools, f"#### Tools of `{target.agent.name}`")
+    return lines
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+# ---------------------------------------------------------------- the chart
+
+
+def _chart_section(page: ChartPage) -> list[str]:
+    table = page.table
+    alt = f"{table.name} as a diagram"
+    return [
+        f"## The chart: `{table.name}`",
+        "",
+        f"[![{alt}]({page.name}.svg)]({page.name}.svg)",
+        "",
+        "Click the diagram to open it at full size.",
+        "",
+        *_demoted(chart_to_markdown(table)),
+    ]
+
+
+def _demoted(markdown: str) -> Iterator[str]:
+    """The exporter's Markdown under this page's chart heading: its title dropped, its
+    sections one level deeper."""
+    lines = markdown.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    for line in lines:
+        yield "#" + line if line.startswith("#") else line

@@ -1,0 +1,162 @@
+"""`helikon studio`: open a run in the browser, live or replayed from a trace.
+
+    helikon studio CHART [--input TEXT] [--offline] [--model NAME] [--port N]
+    helikon studio --trace RUN.jsonl [--chart CHART] [--port N]
+
+`add_studio_parser(commands)` adds the command to `helikon`'s subcommands; the handler
+builds the debugger, serves it on 127.0.0.1 and prints the URL; Ctrl-C stops it.
+Mistakes raise `helikon.cli.UsageError` (one line, exit status 2), imported when the
+handler runs: `helikon.cli` imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from helikon.studio.session import Session
+
+LOOPBACK = "127.0.0.1"  # the one address the server takes (helikon.studio.server)
+
+DEFAULT_PORT = 8765
+
+
+def add_studio_parser(commands: Any) -> None:
+    """Add `studio` to `commands`, the result of `ArgumentParser.add_subparsers()`."""
+    studio = commands.add_parser(
+        "studio",
+        help="step a run in the browser: live, or replayed from a trace",
+        description=(
+            "Serve a debugger page on 127.0.0.1: the chart with the path so far, the "
+            "timeline, the state and the conversation; step, continue, go back, break."
+        ),
+    )
+    from helikon.cli import add_agent_arguments
+
+    add_agent_arguments(studio, optional=True)
+    studio.add_argument(
+        "--approve",
+        choices=("all", "none"),
+        help="answer approvals (default: the run suspends when one is needed)",
+    )
+    studio.add_argument("--trace", metavar="RUN.jsonl", help="replay a recorded run instead")
+    studio.add_argument(
+        "--chart",
+        dest="chart_option",
+        metavar="CHART",
+        help="the chart the trace was recorded on (default: the file its header names)",
+    )
+    studio.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port on {LOOPBACK} (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    studio.set_defaults(handler=command_studio)
+
+
+def command_studio(args: argparse.Namespace) -> int:
+    """Serve the studio until Ctrl-C."""
+    from helikon.cli import UsageError
+    from helikon.studio.server import StudioServer
+
+    session = open_session(args)
+    try:
+        server = StudioServer(session, port=args.port)
+    except OSError as exc:
+        session.close()
+        raise UsageError(f"cannot listen on {LOOPBACK}:{args.port}: {exc.strerror}") from None
+    print(f"helikon studio: {server.url}  (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nhelikon studio: stopped", flush=True)
+    finally:
+        server.close()
+    return 0
+
+
+def open_session(args: argparse.Namespace) -> Session:
+    """The `Session` the arguments ask for: a replay with `--trace`, else a live run."""
+    from helikon.cli import UsageError
+
+    if args.chart and args.chart_option and args.chart != args.chart_option:
+        raise UsageError("name the chart once: as CHART or as --chart")
+    chart = args.chart or args.chart_option
+    if args.trace:
+        if args.input:
+            raise UsageError("--input starts a live run; a replay's input is in its trace")
+        return replay_session(args.trace, chart)
+    if not chart:
+        raise UsageError("name a chart to run (helikon studio charts/triage.py) or --trace")
+    return live_session(chart, args)
+
+
+def live_session(chart: str, args: argparse.Namespace) -> Session:
+    from helikon.cli import UsageError, live_agent
+    from helikon.cli.loading import LoadError
+    from helikon.debug.debugger import Debugger
+    from helikon.studio.session import Session
+
+    module = _load(chart)
+    try:
+        live = live_agent(module, args, "run")
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+    debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
+    return Session(debugger, mode="live")
+
+
+def replay_session(trace_path: str, chart: str | None) -> Session:
+    from helikon.cli import UsageError, chart_context
+    from helikon.debug.debugger import Debugger, DebuggerError
+    from helikon.models.scripted import ScriptedModel
+    from helikon.studio.session import Session
+    from helikon.trace import TraceError, read_trace
+
+    try:
+        trace = read_trace(trace_path)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+    chart = chart or trace.header.source
+    if not chart:
+        raise UsageError(
+            f"{trace_path} does not name the chart it was recorded on: give it with --chart"
+        )
+    module = _load(chart)
+    if not hasattr(module, "agent"):
+        raise UsageError(f"{chart} defines no agent(model) to replay")
+    agent = module.agent(ScriptedModel([]))  # a replay never calls the model
+    try:
+        debugger = Debugger.replay(trace, agent, context=chart_context(module))
+    except DebuggerError as exc:
+        raise UsageError(f"cannot replay {trace_path} on {chart}: {exc}") from None
+    return Session(debugger, mode="replay")
+
+
+def _load(chart: str) -> ModuleType:
+    from helikon.cli import UsageError
+    from helikon.cli.loading import LoadError, load_module
+
+    try:
+        return load_module(chart)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m helikon.studio ...`: the command on its own, with `helikon`'s error style."""
+    import sys
+
+    from helikon.cli import UsageError
+
+    top = argparse.ArgumentParser(prog="helikon")
+    add_studio_parser(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args(["studio", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"helikon: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,262 @@
+"""`compile_chart`: a chart class in, a frozen `TransitionTable` out, as small pure passes.
+
+    read_chart    the class's states and transitions -> a `ChartSpec` of plain rows
+    check_chart   every compile-time check (helikon.core.chart.validate), all problems at once
+    build_table   resolve guard and action names, add the implicit rows, freeze
+
+The chart class is read, never instantiated.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from statemachine import StateChart
+
+from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
+from helikon.core.chart.guards import GUARDS, Guard
+from helikon.core.chart.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
+from helikon.core.errors import ChartDefinitionError
+from helikon.core.state import BUILTIN_PHASES, INPUT_KINDS
+
+# What each built-in phase waits for; a custom phase waits for a model response unless the
+# chart's `awaits` says otherwise. Every non-terminal phase also takes cancel and fail.
+BUILTIN_AWAITS: Mapping[str, tuple[str, ...]] = {
+    "CallingModel": ("model_response",),
+    "ExecutingTools": ("tool_results",),
+    "NeedsApproval": ("approval_decisions",),
+    "ApplyingHandoff": ("handoff_result",),
+    "Finalizing": ("model_response",),
+    "RepairingOutput": ("model_response",),
+    "Compacting": ("model_response",),
+}
+ALWAYS_AWAITED = ("cancel", "fail")
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSpec:
+    """What a chart class declares, as plain data; `rows` are in declaration order."""
+
+    name: str
+    initial: str
+    phases: tuple[Phase, ...]
+    rows: tuple[Row, ...]
+    awaits: Mapping[str, tuple[str, ...]]
+    prompts: Mapping[str, str]
+
+    def awaited(self, phase: Phase) -> tuple[str, ...]:
+        """The input kinds `phase` must have rows for."""
+        if phase.final:
+            return ()
+        own = self.awaits.get(phase.name) or BUILTIN_AWAITS.get(phase.name, ("model_response",))
+        start = ("start",) if phase.name == self.initial else ()
+        declared = tuple(row.input_kind for row in self.rows if row.source == phase.name)
+        return tuple(dict.fromkeys((*start, *own, *declared, *ALWAYS_AWAITED)))
+
+
+def compile_chart(
+    chart: Any,
+    guards: Mapping[str, Guard] | None = None,
+    actions: Mapping[str, Action] | None = None,
+) -> TransitionTable:
+    """Compile a chart class into a frozen `TransitionTable`.
+
+    Args:
+        chart: a `LoopChart` (python-statemachine `StateChart`) subclass; not an instance.
+        guards: extra named guards, added to (and overriding) the default ones.
+        actions: extra named actions, added to (and overriding) the default ones.
+
+    Raises:
+        ChartDefinitionError: the chart cannot be compiled; the message lists every
+            problem, each naming its state and input.
+    """
+    from helikon.core.chart.validate import check_chart
+
+    guard_fns = {**GUARDS, **(guards or {})}
+    action_fns = {**ACTIONS, **(actions or {})}
+    spec = read_chart(chart)
+    check_chart(spec, guard_fns, action_fns)
+    return build_table(spec, guard_fns, action_fns)
+
+
+def read_chart(chart: Any) -> ChartSpec:
+    """Read a chart class's phases and rows, refusing what helikon cannot interpret."""
+    if not (inspect.isclass(chart) and issubclass(chart, StateChart)):
+        raise ChartDefinitionError(_not_a_chart(chart))
+    if not chart.states or chart.initial_state is None:
+        raise ChartDefinitionError(f"chart {chart.__name__} declares no states")
+    phases = tuple(_phase(state) for state in chart.states)
+    names = _unique_names(phases)
+    rows: list[Row] = []
+    for state in chart.states:
+        for transition in state.transitions:
+            _check_transition(chart.__name__, state, transition, names)
+            for event in transition.events:
+                rows.append(_row(len(rows), state, transition, str(event)))
+    return ChartSpec(
+        chart.__name__,
+        chart.initial_state.name,
+        phases,
+        tuple(rows),
+        MappingProxyType(dict(getattr(chart, "awaits", {}))),
+        MappingProxyType(dict(getattr(chart, "prompts", {}))),
+    )
+
+
+def _not_a_chart(chart: Any) -> str:
+    if isinstance(chart, StateChart):
+        name = type(chart).__name__
+        return (
+            f"expected a chart class, got an instance of {name}; "
+            f"pass the class itself: compile_chart({name})"
+        )
+    return f"expected a LoopChart (python-statemachine StateChart) subclass, got {chart!r}"
+
+
+def _unique_names(phases: tuple[Phase, ...]) -> frozenset[str]:
+    names: set[str] = set()
+    for phase in phases:
+        if phase.name in names:
+            raise ChartDefinitionError(
+                f"state {phase.name}: two states have this name; a phase name must be unique",
+                state=phase.name,
+            )
+        names.add(phase.name)
+    return frozenset(names)
+
+
+def _check_transition(chart: str, state: Any, transition: Any, names: frozenset[str]) -> None:
+    """Refuse what a row would silently drop: no event, a foreign target, unread callbacks."""
+    target = transition.target.name if transition.target is not None else "?"
+    events = [str(event) for event in transition.events]
+    if not events:
+        raise ChartDefinitionError(
+            f"state {state.name} -> {target}: a transition without an event is never taken "
+            "in a loop chart; add it to an input kind's alternatives (model_response = ... | ...)",
+            state=state.name,
+        )
+    where = f"state {state.name}, input {events[0]} -> {target}"
+    located = {"state": state.name, "input_kind": events[0]}
+    outside = [t.name for t in transition.targets if t.name not in names]
+    if outside:
+        raise ChartDefinitionError(
+            f"{where}: {', '.join(outside)} is not a state of chart {chart}; python-statemachine "
+            "shares State objects between a chart and its subclasses, so a subclass that adds "
+            "a transition to an inherited state changes the parent chart too",
+            **located,
+        )
+    unread = [
+        f"{group}={spec.func!r}"
+        for group in ("before", "after", "validators")
+        for spec in getattr(transition, group)
+        if not spec.is_convention
+    ]
+    if unread:
+        raise ChartDefinitionError(
+            f"{where}: {', '.join(unread)} would never run: a loop chart reads only cond=, "
+            "unless= and on=; do the work in the row's action",
+            **located,
+        )
+
+
+def _phase(state: Any) -> Phase:
+    if state.is_compound or state.parallel:
+        raise ChartDefinitionError(
+            f"state {state.name}: nested and parallel states are not supported in loop charts",
+            state=state.name,
+        )
+    return Phase(state.name, bool(state.final), state.name not in BUILTIN_PHASES)
+
+
+def _row(index: int, state: Any, transition: Any, event: str) -> Row:
+    where = f"state {state.name}, input {event}"
+    if event not in INPUT_KINDS:
+        raise ChartDefinitionError(
+            f"{where}: unknown input kind {event!r}; "
+            f"events must be one of {', '.join(INPUT_KINDS)}",
+            state=state.name,
+            input_kind=event,
+        )
+    if len(transition.targets) != 1:
+        raise ChartDefinitionError(
+            f"{where}: a row needs exactly one target", state=state.name, input_kind=event
+        )
+    guards = tuple(_guard(spec, where, state.name, event) for spec in transition.cond)
+    action = _action_name(transition, f"{where} -> {transition.target.name}", state.name, event)
+    return Row(index, state.name, event, guards, transition.target.name, action)
+
+
+def _action_name(transition: Any, where: str, state: str, event: str) -> str:
+    actions = [spec.func for spec in transition.on if not spec.is_convention]
+    if len(actions) == 1 and isinstance(actions[0], str) and actions[0].isidentifier():
+        return actions[0]
+    if not actions:
+        found = "it has none"
+    elif len(actions) > 1:
+        found = f"it has {len(actions)}: {', '.join(map(repr, actions))}"
+    else:
+        found = f"{actions[0]!r} is not a registered action name"
+    raise ChartDefinitionError(
+        f'{where}: a row needs exactly one action, named with on="..."; {found}',
+        state=state,
+        input_kind=event,
+    )
+
+
+def _guard(spec: Any, where: str, state: str, event: str) -> GuardRef:
+    if not isinstance(spec.func, str) or not spec.func.isidentifier():
+        raise ChartDefinitionError(
+            f"{where}: guard {spec.func!r} must be a single registered guard name; "
+            "use cond= for guards that must hold and unless= for guards that must not",
+            state=state,
+            input_kind=event,
+        )
+    return GuardRef(spec.func, bool(spec.expected_value))
+
+
+def build_table(
+    spec: ChartSpec, guards: Mapping[str, Guard], actions: Mapping[str, Action]
+) -> TransitionTable:
+    """Freeze a checked spec: resolve names and make the table total with implicit rows."""
+    rows = list(spec.rows)
+    dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
+    for phase in spec.phases:
+        by_kind: dict[str, tuple[CompiledRow, ...]] = {}
+        for kind in INPUT_KINDS:
+            own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
+            if not own:
+                action = "absorb" if phase.final else "reject_input"
+                target = phase.name if phase.final else "Failed"
+                own = [Row(len(rows), phase.name, kind, (), target, action, implicit=True)]
+                rows.extend(own)
+            by_kind[kind] = tuple(_compiled(row, guards, actions) for row in own)
+        dispatch[phase.name] = by_kind
+    used_guards = {ref.name for row in rows for ref in row.guards}
+    used_actions = {row.action for row in rows}
+    return TransitionTable(
+        spec.name,
+        spec.initial,
+        spec.phases,
+        tuple(rows),
+        dispatch,
+        MappingProxyType({name: _doc(guards[name]) for name in sorted(used_guards)}),
+        MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
+        spec.prompts,
+    )
+
+
+def _compiled(row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action]) -> CompiledRow:
+    checks = tuple((guards[ref.name], ref.expected) for ref in row.guards)
+    return CompiledRow(checks, _action(row.action, actions), row.target, row)
+
+
+def _action(name: str, actions: Mapping[str, Action]) -> Action:
+    return actions[name] if name in actions else IMPLICIT_ACTIONS[name]
+
+
+def _doc(function: Any) -> str:
+    return inspect.getdoc(function) or ""

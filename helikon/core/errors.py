@@ -1,0 +1,203 @@
+"""Why a run failed (data) and the exceptions that carry it.
+
+`AgentError` is a union of frozen values, one per way a run can fail; a `Failed` state and a
+`RunFailed` event hold one. Exceptions are raised only at the edges, and each carries its
+context::
+
+    HelikonError
+    ├── ChartDefinitionError      a chart that cannot be compiled (names state and input)
+    ├── RunError                  a run ended in Failed; .error is the AgentError value
+    ├── ModelError                a model call failed; .error is a ModelCallFailed value
+    └── FatalToolError            raised by a tool to fail the whole run, not just its call
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from helikon.core.values import value
+
+ModelFailureReason = Literal[
+    "rate_limited", "context_too_long", "refused", "unavailable", "bad_response", "exhausted"
+]
+
+
+@value
+class MaxTurnsExceeded:
+    """The tool loop used all `max_turns` model calls without a final answer."""
+
+    max_turns: int
+    kind: Literal["max_turns_exceeded"] = field(default="max_turns_exceeded", init=False)
+
+
+@value
+class BudgetExceeded:
+    """The run's token budget was spent before it finished."""
+
+    budget: int
+    used: int
+    kind: Literal["budget_exceeded"] = field(default="budget_exceeded", init=False)
+
+
+@value
+class ModelOutputTruncated:
+    """The model stopped at its length limit without a complete answer or tool call."""
+
+    partial_text: str = ""
+    kind: Literal["model_output_truncated"] = field(default="model_output_truncated", init=False)
+
+
+@value
+class EmptyModelResponse:
+    """The model answered with no text and no tool calls."""
+
+    finish_reason: str = "stop"
+    kind: Literal["empty_model_response"] = field(default="empty_model_response", init=False)
+
+
+@value
+class InvalidStructuredOutput:
+    """The output failed validation twice: once, then after its one repair turn."""
+
+    errors: tuple[str, ...]
+    raw: str
+    kind: Literal["invalid_structured_output"] = field(
+        default="invalid_structured_output", init=False
+    )
+
+
+@value
+class Cancelled:
+    """The run was cancelled (`Run.cancel`, `RunResultStreaming.cancel`)."""
+
+    reason: str = ""
+    kind: Literal["cancelled"] = field(default="cancelled", init=False)
+
+
+@value
+class GuardrailTripped:
+    """A guardrail stopped the run at `stage` ("input" or "output")."""
+
+    guardrail: str
+    stage: Literal["input", "output"]
+    message: str = ""
+    kind: Literal["guardrail_tripped"] = field(default="guardrail_tripped", init=False)
+
+
+@value
+class MaxAgentDepthExceeded:
+    """A handoff or agent-as-tool would nest deeper than `max_agent_depth`."""
+
+    max_agent_depth: int
+    agent: str
+    kind: Literal["max_agent_depth_exceeded"] = field(
+        default="max_agent_depth_exceeded", init=False
+    )
+
+
+@value
+class ModelCallFailed:
+    """A model call failed for good (after the driver's retries)."""
+
+    reason: ModelFailureReason
+    message: str = ""
+    status_code: int | None = None
+    kind: Literal["model_call_failed"] = field(default="model_call_failed", init=False)
+
+
+@value
+class ToolFailed:
+    """A tool raised `FatalToolError`, which fails the run instead of returning to the model."""
+
+    tool: str
+    call_id: str
+    message: str = ""
+    kind: Literal["tool_failed"] = field(default="tool_failed", init=False)
+
+
+@value
+class TimedOut:
+    """The run outlived `RunConfig.timeout` (`seconds`), as `Runner` enforces it."""
+
+    seconds: float
+    kind: Literal["timed_out"] = field(default="timed_out", init=False)
+
+
+@value
+class UnexpectedInput:
+    """The driver fed a phase an input it never waits for: a driver bug, failed closed."""
+
+    phase: str
+    input_kind: str
+    kind: Literal["unexpected_input"] = field(default="unexpected_input", init=False)
+
+
+AgentError = Annotated[
+    MaxTurnsExceeded
+    | BudgetExceeded
+    | ModelOutputTruncated
+    | EmptyModelResponse
+    | InvalidStructuredOutput
+    | Cancelled
+    | GuardrailTripped
+    | MaxAgentDepthExceeded
+    | ModelCallFailed
+    | ToolFailed
+    | TimedOut
+    | UnexpectedInput,
+    Field(discriminator="kind"),
+]
+
+
+class HelikonError(Exception):
+    """Base of every exception helikon raises."""
+
+
+class ChartDefinitionError(HelikonError, ValueError):
+    """A chart that cannot be compiled; the message names the state and the input."""
+
+    def __init__(self, message: str, *, state: str | None = None, input_kind: str | None = None):
+        super().__init__(message)
+        self.state = state
+        self.input_kind = input_kind
+
+
+class RunError(HelikonError):
+    """A run ended in `Failed`; `error` is the `AgentError` value it failed with."""
+
+    def __init__(self, error: AgentError):
+        super().__init__(describe(error))
+        self.error = error
+
+
+class ModelError(HelikonError):
+    """A model call failed; `error` says why as a `ModelCallFailed` value."""
+
+    def __init__(self, error: ModelCallFailed):
+        super().__init__(f"model call failed ({error.reason}): {error.message}")
+        self.error = error
+
+
+class FatalToolError(HelikonError):
+    """Raised by a tool to fail the run rather than report an error result to the model.
+
+    The run fails with `error` when given, else with `ToolFailed(tool, call_id, message)`;
+    the driver fills in `tool` and `call_id` when the tool did not.
+    """
+
+    def __init__(self, message: str = "", *, error: AgentError | None = None):
+        super().__init__(message)
+        self.error = error
+        self.tool = ""
+        self.call_id = ""
+
+
+def describe(error: AgentError) -> str:
+    """One readable line for an `AgentError` value."""
+    fields = ", ".join(
+        f"{name}={getattr(error, name)!r}" for name in error.__dataclass_fields__ if name != "kind"
+    )
+    return f"{type(error).__name__}({fields})"

@@ -1,0 +1,205 @@
+"""The typed event stream of a run: one frozen value per variant, tagged by `type`.
+
+Raw deltas (`TokenDelta`, `ReasoningDelta`, `ToolCallDelta`) stream as the provider emits them;
+`MessageOutput`, `ToolCallItem` and `ToolOutputItem` carry the same content re-aggregated once
+the turn settles. A run's stream ends with exactly one of `RunCompleted`, `RunFailed` or
+`RunSuspended`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from helikon.core.approvals import ApprovalRequest
+from helikon.core.errors import AgentError
+from helikon.core.items import AssistantMessage, FinalOutput, ToolCall, ToolResult
+from helikon.core.values import value
+
+
+@value
+class RunStarted:
+    """The run began: `agent` runs it, `run_id` names it."""
+
+    agent: str
+    run_id: str = ""
+    type: Literal["run_started"] = field(default="run_started", init=False, repr=False)
+
+
+@value
+class TurnStarted:
+    """Model call `turn` (0-based) of the tool loop is about to be made."""
+
+    turn: int
+    type: Literal["turn_started"] = field(default="turn_started", init=False, repr=False)
+
+
+@value
+class TokenDelta:
+    """A fragment of the model's text, as the provider streamed it."""
+
+    text: str
+    type: Literal["token_delta"] = field(default="token_delta", init=False, repr=False)
+
+
+@value
+class ReasoningDelta:
+    """A fragment of the model's reasoning, as the provider streamed it."""
+
+    text: str
+    type: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
+
+
+@value
+class ToolCallDelta:
+    """A fragment of a streamed tool call; `call_id` is on every fragment."""
+
+    call_id: str
+    arguments_delta: str
+    name: str | None = None
+    type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False, repr=False)
+
+
+@value
+class MessageOutput:
+    """The model's text of one turn, re-aggregated once the turn settled."""
+
+    item: AssistantMessage
+    type: Literal["message_output"] = field(default="message_output", init=False, repr=False)
+
+
+@value
+class ToolCallItem:
+    """A complete tool call the model asked for (arguments assembled)."""
+
+    item: ToolCall
+    type: Literal["tool_call_item"] = field(default="tool_call_item", init=False, repr=False)
+
+
+@value
+class ToolOutputItem:
+    """The one result a tool call got: executed, errored, denied, rejected, skipped or cancelled."""
+
+    item: ToolResult
+    type: Literal["tool_output_item"] = field(default="tool_output_item", init=False, repr=False)
+
+
+@value
+class HandoffItem:
+    """Control passed between agents; serialized as `from` / `to`."""
+
+    from_agent: Annotated[str, Field(alias="from")]
+    to_agent: Annotated[str, Field(alias="to")]
+    type: Literal["handoff_item"] = field(default="handoff_item", init=False, repr=False)
+
+
+@value
+class AgentUpdated:
+    """Agent `agent` now runs (a handoff target started)."""
+
+    agent: str
+    type: Literal["agent_updated"] = field(default="agent_updated", init=False, repr=False)
+
+
+@value
+class GuardrailTriggered:
+    """Guardrail `guardrail` tripped at `stage` ("input" or "output")."""
+
+    guardrail: str
+    stage: Literal["input", "output"]
+    message: str = ""
+    type: Literal["guardrail_triggered"] = field(
+        default="guardrail_triggered", init=False, repr=False
+    )
+
+
+@value
+class ApprovalRequested:
+    """A call waits for a decision; `request` carries the call and its argument hash."""
+
+    request: ApprovalRequest
+    type: Literal["approval_requested"] = field(
+        default="approval_requested", init=False, repr=False
+    )
+
+
+@value
+class PermissionDenied:
+    """Call `call_id` of `tool` will not run: denied by policy or rejected by a human."""
+
+    call_id: str
+    tool: str
+    reason: str = ""
+    type: Literal["permission_denied"] = field(default="permission_denied", init=False, repr=False)
+
+
+@value
+class RepairStarted:
+    """The output failed validation; repair turn `attempt` asks again with `errors`."""
+
+    attempt: int
+    errors: tuple[str, ...] = ()
+    type: Literal["repair_started"] = field(default="repair_started", init=False, repr=False)
+
+
+@value
+class StructuredOutputFailed:
+    """The repaired output failed validation too: the run fails."""
+
+    errors: tuple[str, ...]
+    raw: str
+    type: Literal["structured_output_failed"] = field(
+        default="structured_output_failed", init=False, repr=False
+    )
+
+
+@value
+class RunCompleted:
+    """The run succeeded with `output` (text, typed value, usage)."""
+
+    output: FinalOutput
+    type: Literal["run_completed"] = field(default="run_completed", init=False, repr=False)
+
+
+@value
+class RunFailed:
+    """The run failed with `error`, an `AgentError` value."""
+
+    error: AgentError
+    type: Literal["run_failed"] = field(default="run_failed", init=False, repr=False)
+
+
+@value
+class RunSuspended:
+    """The run waits for approvals out of process; resume it with decisions for `pending`."""
+
+    pending: tuple[ApprovalRequest, ...]
+    type: Literal["run_suspended"] = field(default="run_suspended", init=False, repr=False)
+
+
+TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_suspended"})
+"""The event types a run's stream ends with: exactly one of them, once."""
+
+AgentEvent = Annotated[
+    RunStarted
+    | TurnStarted
+    | TokenDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | MessageOutput
+    | ToolCallItem
+    | ToolOutputItem
+    | HandoffItem
+    | AgentUpdated
+    | GuardrailTriggered
+    | ApprovalRequested
+    | PermissionDenied
+    | RepairStarted
+    | StructuredOutputFailed
+    | RunCompleted
+    | RunFailed
+    | RunSuspended,
+    Field(discriminator="type"),
+]

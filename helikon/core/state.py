@@ -1,0 +1,332 @@
+"""The loop's values: phases (`LoopState`), inputs, actions and a transition's outcome.
+
+A run is a sequence of `transition(state, input, ctx) -> TransitionOutcome` steps. The state
+says which phase the loop is in and carries just enough to resume from it (see
+`helikon.core.transition.pending_action`); the conversation itself lives with the driver, which
+applies each outcome's `conversation_appends`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.errors import AgentError
+from helikon.core.events import AgentEvent
+from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
+from helikon.core.values import value
+
+# ---------------------------------------------------------------- phases
+
+
+@value
+class CallingModel:
+    """About to invoke the model for `turn` (0-based)."""
+
+    turn: int = 0
+    usage: Usage = ZERO_USAGE
+    phase: Literal["CallingModel"] = field(default="CallingModel", init=False)
+
+
+@value
+class ExecutingTools:
+    """The model asked for `calls`; the ones not already `settled` run concurrently.
+
+    `settled` holds results decided without running (denied by policy, rejected by a human).
+    `context_tokens` is the size of the model's context after the call that asked for them.
+    """
+
+    calls: tuple[ToolCall, ...]
+    turn: int
+    usage: Usage = ZERO_USAGE
+    settled: tuple[ToolResult, ...] = ()
+    context_tokens: int = 0
+    phase: Literal["ExecutingTools"] = field(default="ExecutingTools", init=False)
+
+
+@value
+class NeedsApproval:
+    """Some calls of the batch `calls` wait for a decision; the run waits with them.
+
+    `allowed` will run (no approval needed, or approved); `settled` holds denial results.
+    """
+
+    pending: tuple[ApprovalRequest, ...]
+    allowed: tuple[ToolCall, ...]
+    turn: int
+    usage: Usage = ZERO_USAGE
+    calls: tuple[ToolCall, ...] = ()
+    settled: tuple[ToolResult, ...] = ()
+    context_tokens: int = 0
+    phase: Literal["NeedsApproval"] = field(default="NeedsApproval", init=False)
+
+
+@value
+class ApplyingHandoff:
+    """Control passes to agent `target`; the driver threads the transcript to it."""
+
+    target: str
+    call_id: str
+    turn: int
+    usage: Usage = ZERO_USAGE
+    phase: Literal["ApplyingHandoff"] = field(default="ApplyingHandoff", init=False)
+
+
+@value
+class Finalizing:
+    """One constrained turn asking the model for the configured output type."""
+
+    turn: int
+    usage: Usage = ZERO_USAGE
+    phase: Literal["Finalizing"] = field(default="Finalizing", init=False)
+
+
+@value
+class RepairingOutput:
+    """The one repair turn after a failed validation; `errors` go into its request."""
+
+    turn: int
+    usage: Usage = ZERO_USAGE
+    attempt: int = 1
+    errors: tuple[str, ...] = ()
+    phase: Literal["RepairingOutput"] = field(default="RepairingOutput", init=False)
+
+
+@value
+class Compacting:
+    """The conversation is over its token budget; the model is asked for a summary."""
+
+    turn: int
+    usage: Usage = ZERO_USAGE
+    phase: Literal["Compacting"] = field(default="Compacting", init=False)
+
+
+@value
+class Done:
+    """Terminal success: `output` holds the final text, typed value and usage."""
+
+    output: FinalOutput
+    phase: Literal["Done"] = field(default="Done", init=False)
+
+    @property
+    def usage(self) -> Usage:
+        return self.output.usage
+
+
+@value
+class Failed:
+    """Terminal failure: `error` says why; `usage` is what the run spent."""
+
+    error: AgentError
+    usage: Usage = ZERO_USAGE
+    phase: Literal["Failed"] = field(default="Failed", init=False)
+
+
+@value
+class CustomPhase:
+    """A phase a custom chart adds (e.g. Planning): it calls the model with its own prompt."""
+
+    phase: str
+    turn: int
+    usage: Usage = ZERO_USAGE
+
+
+BUILTIN_PHASES = (
+    "CallingModel",
+    "ExecutingTools",
+    "NeedsApproval",
+    "ApplyingHandoff",
+    "Finalizing",
+    "RepairingOutput",
+    "Compacting",
+    "Done",
+    "Failed",
+)
+TERMINAL_PHASES = frozenset({"Done", "Failed"})
+
+
+def _phase_tag(value: Any) -> str:
+    phase = value.get("phase") if isinstance(value, dict) else getattr(value, "phase", None)
+    return phase if phase in BUILTIN_PHASES else "custom"
+
+
+LoopState = Annotated[
+    Annotated[CallingModel, Tag("CallingModel")]
+    | Annotated[ExecutingTools, Tag("ExecutingTools")]
+    | Annotated[NeedsApproval, Tag("NeedsApproval")]
+    | Annotated[ApplyingHandoff, Tag("ApplyingHandoff")]
+    | Annotated[Finalizing, Tag("Finalizing")]
+    | Annotated[RepairingOutput, Tag("RepairingOutput")]
+    | Annotated[Compacting, Tag("Compacting")]
+    | Annotated[Done, Tag("Done")]
+    | Annotated[Failed, Tag("Failed")]
+    | Annotated[CustomPhase, Tag("custom")],
+    Discriminator(_phase_tag),
+]
+
+# ---------------------------------------------------------------- inputs
+
+
+@value
+class Start:
+    """Begin the run; `items` (the user's input) are appended to the conversation."""
+
+    items: tuple[Item, ...] = ()
+    kind: Literal["start"] = field(default="start", init=False)
+
+
+@value
+class ModelResponse:
+    """One settled model call: its items in order, its usage, why it stopped."""
+
+    items: tuple[Item, ...]
+    usage: Usage = ZERO_USAGE
+    finish_reason: str = "stop"
+    kind: Literal["model_response"] = field(default="model_response", init=False)
+
+
+@value
+class ToolResults:
+    """The batch's results; `usage` is what the tools spent on models (agents as tools)."""
+
+    results: tuple[ToolResult, ...]
+    usage: Usage = ZERO_USAGE
+    kind: Literal["tool_results"] = field(default="tool_results", init=False)
+
+
+@value
+class ApprovalDecisions:
+    """Decisions for pending calls, each bound to a call id and argument hash."""
+
+    decisions: tuple[ApprovalDecision, ...]
+    kind: Literal["approval_decisions"] = field(default="approval_decisions", init=False)
+
+
+@value
+class HandoffResult:
+    """How the handoff target's run ended: `output` on success, else `error`.
+
+    `usage` is what the target spent; it counts toward this run's usage.
+    """
+
+    output: FinalOutput | None = None
+    error: AgentError | None = None
+    usage: Usage = ZERO_USAGE
+    kind: Literal["handoff_result"] = field(default="handoff_result", init=False)
+
+
+@value
+class Cancel:
+    """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`;
+    `results` are the tool results that finished before it stopped (see `Fail`)."""
+
+    reason: str = ""
+    results: tuple[ToolResult, ...] = ()
+    kind: Literal["cancel"] = field(default="cancel", init=False)
+
+
+@value
+class Fail:
+    """The driver failed the run: a model error after retries, a fatal tool, a guardrail.
+
+    `results` (like `Cancel.results`) are the results of tool calls that finished before
+    the run stopped: they are kept, and only the unfinished calls are closed as cancelled.
+    """
+
+    error: AgentError
+    results: tuple[ToolResult, ...] = ()
+    kind: Literal["fail"] = field(default="fail", init=False)
+
+
+TransitionInput = Annotated[
+    Start | ModelResponse | ToolResults | ApprovalDecisions | HandoffResult | Cancel | Fail,
+    Field(discriminator="kind"),
+]
+INPUT_KINDS = (
+    "start",
+    "model_response",
+    "tool_results",
+    "approval_decisions",
+    "handoff_result",
+    "cancel",
+    "fail",
+)
+
+# ---------------------------------------------------------------- actions
+
+
+@value
+class ModelRequest:
+    """What the driver should ask the model, beyond the conversation itself.
+
+    `purpose` is "turn", "finalize", "repair", "compact" or a custom phase's name. With
+    `tools` false the request carries no tools; `response_format` is an OpenAI-style
+    JSON-schema response format; `repair_errors` are the validation errors to fix.
+    """
+
+    purpose: str
+    tools: bool = True
+    response_format: Mapping[str, Any] | None = None
+    prompt: str | None = None
+    repair_errors: tuple[str, ...] = ()
+
+
+@value
+class CallModel:
+    """Call the model with `request` (and the conversation the driver holds)."""
+
+    request: ModelRequest
+    kind: Literal["call_model"] = field(default="call_model", init=False)
+
+
+@value
+class ExecuteTools:
+    """Run these calls concurrently and report their results in call order."""
+
+    calls: tuple[ToolCall, ...]
+    kind: Literal["execute_tools"] = field(default="execute_tools", init=False)
+
+
+@value
+class AwaitApproval:
+    """Wait for decisions on `pending` (a handler, or suspension)."""
+
+    pending: tuple[ApprovalRequest, ...]
+    kind: Literal["await_approval"] = field(default="await_approval", init=False)
+
+
+@value
+class Handoff:
+    """Run agent `target` on the conversation and report how it ended."""
+
+    target: str
+    call_id: str
+    kind: Literal["handoff"] = field(default="handoff", init=False)
+
+
+@value
+class Terminate:
+    """Nothing more to do: the run is over."""
+
+    kind: Literal["terminate"] = field(default="terminate", init=False)
+
+
+NextAction = Annotated[
+    CallModel | ExecuteTools | AwaitApproval | Handoff | Terminate,
+    Field(discriminator="kind"),
+]
+TERMINATE = Terminate()
+
+
+@value
+class TransitionOutcome:
+    """One step's result: where the loop is now, what it says, what to do, what to append."""
+
+    next_state: LoopState
+    events: tuple[AgentEvent, ...]
+    next_action: NextAction
+    conversation_appends: tuple[Item, ...] = ()

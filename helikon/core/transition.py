@@ -1,0 +1,119 @@
+"""`transition(state, input, ctx)`: the loop's one step, a pure function over the table.
+
+Theory of operation: the phase of `state` and the kind of `input` select a short tuple of
+rows from the compiled table (`ctx.table`); the first row whose guards all have their
+expected values runs its action, which builds the outcome. The table is total, so there is
+always a row: terminal phases absorb, and an input a phase never waits for fails the run
+closed (`UnexpectedInput`). Nothing here does IO, reads a clock, draws randomness or mutates
+its arguments: the same arguments give an equal outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from helikon.core.chart.actions import model_phase
+from helikon.core.chart.table import Row
+from helikon.core.context import TransitionCtx
+from helikon.core.errors import GuardrailTripped
+from helikon.core.events import GuardrailTriggered, RunCompleted, RunFailed
+from helikon.core.items import ZERO_USAGE, Usage
+from helikon.core.state import (
+    TERMINATE,
+    ApplyingHandoff,
+    AwaitApproval,
+    CallModel,
+    ExecuteTools,
+    ExecutingTools,
+    Failed,
+    Handoff,
+    NeedsApproval,
+    NextAction,
+    RepairingOutput,
+    TransitionOutcome,
+)
+
+
+def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:
+    """Apply one input to one state.
+
+    Args:
+        state: the current `LoopState`.
+        inp: the `TransitionInput` the driver observed (a model response, tool results...).
+        ctx: the run's fixed facts, including the compiled table.
+
+    Returns:
+        The `TransitionOutcome`: next state, events in order, next action, appends.
+    """
+    for checks, action, target, _ in ctx.table.dispatch[state.phase][inp.kind]:
+        for guard, expected in checks:
+            if guard(state, inp, ctx) is not expected:
+                break
+        else:
+            return action(state, inp, ctx, target)
+    raise AssertionError("unreachable: a compiled table always ends in a fallback row")
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Which row a transition takes, and the value of every guard checked on the way."""
+
+    row: Row
+    checked: tuple[tuple[str, bool], ...]
+
+
+def match_row(state: Any, inp: Any, ctx: TransitionCtx) -> Match:
+    """The row `transition` takes for these arguments, with each guard checked and its value.
+
+    Traces and the debugger use this; it evaluates the same guards as `transition`.
+    """
+    checked: list[tuple[str, bool]] = []
+    for compiled in ctx.table.dispatch[state.phase][inp.kind]:
+        holds = True
+        for ref, (guard, expected) in zip(compiled.row.guards, compiled.checks, strict=True):
+            value = bool(guard(state, inp, ctx))
+            checked.append((ref.name, value))
+            if value is not expected:
+                holds = False
+                break
+        if holds:
+            return Match(compiled.row, tuple(checked))
+    raise AssertionError("unreachable: a compiled table always ends in a fallback row")
+
+
+def initial_state(ctx: TransitionCtx, usage: Usage = ZERO_USAGE) -> Any:
+    """The state a new run starts in: the chart's initial phase at turn 0."""
+    return model_phase(ctx.table.initial, 0, usage)
+
+
+def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
+    """What the driver must do next in `state`: the basis for resuming from a snapshot.
+
+    It equals the `next_action` of the outcome that produced `state`.
+    """
+    phase = state.phase
+    if ctx.table.phase(phase).final:
+        return TERMINATE
+    if isinstance(state, ExecutingTools):
+        done = {result.call_id for result in state.settled}
+        return ExecuteTools(tuple(call for call in state.calls if call.call_id not in done))
+    if isinstance(state, NeedsApproval):
+        return AwaitApproval(state.pending)
+    if isinstance(state, ApplyingHandoff):
+        return Handoff(state.target, state.call_id)
+    if isinstance(state, RepairingOutput):
+        return CallModel(ctx.repair_request(state.errors))
+    return CallModel(ctx.request_for(phase))
+
+
+def trip_output_guardrail(outcome: TransitionOutcome, error: GuardrailTripped) -> TransitionOutcome:
+    """The outcome of a completing step whose output an output guardrail refused.
+
+    The step's own events and appends stand, except that `RunCompleted` gives way to
+    `GuardrailTriggered`, `RunFailed` (SEMANTICS.md, Guardrails); the run ends in Failed.
+    """
+    kept = tuple(event for event in outcome.events if type(event) is not RunCompleted)
+    usage = outcome.next_state.usage
+    events = (*kept, GuardrailTriggered(error.guardrail, "output", error.message), RunFailed(error))
+    return TransitionOutcome(Failed(error, usage), events, TERMINATE, outcome.conversation_appends)

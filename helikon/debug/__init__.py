@@ -1,0 +1,1 @@
+"""The debugger: step, break, rewind, replay and fork runs; its terminal prompt."""

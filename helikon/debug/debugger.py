@@ -1,0 +1,512 @@
+"""`Debugger`: step, break, inspect, rewind, replay and fork agent runs.
+
+Theory of operation: a debugger drives one `Run` a step at a time. A step applies the input
+already observed (one `transition`) and then obtains the next input: from the record when
+one exists (a trace being replayed, or steps already taken before a rewind), otherwise by
+performing the effect live (calling the model, running tools). Because `transition` is pure,
+re-applying a recorded input reproduces the recorded outcome exactly, so rewinding is
+restoring a frame and stepping again repeats no side effect unless asked (`live=True`).
+
+A frame is the run between two steps: state, conversation length, the observed input and
+the pending action. `frames[k]` is the run after k steps. Forking replaces the observed input
+of a frame (a model response, tool results) and continues in a new debugger: its history
+is the prefix, its future is new.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from helikon.core.codec import dumps
+from helikon.core.errors import HelikonError
+from helikon.core.events import TERMINAL_EVENTS, RunStarted
+from helikon.core.items import Item
+from helikon.core.state import NextAction, TransitionOutcome
+from helikon.core.transition import Match, match_row
+from helikon.models.scripted import ScriptedModel
+from helikon.run.agent import Agent
+from helikon.run.config import RunContext
+from helikon.run.conversation import Conversation
+from helikon.run.driver import Run, TransitionRecord
+from helikon.trace import (
+    EffectTrace,
+    Trace,
+    TraceHeader,
+    TraceWriter,
+    TransitionTrace,
+    header_of,
+    transition_trace,
+)
+
+BreakKind = Literal["phase", "event", "tool", "guard", "predicate"]
+
+
+class DebuggerError(HelikonError, ValueError):
+    """A debugger request that cannot be carried out (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The run between two steps."""
+
+    seq: int
+    state: Any
+    conversation_len: int
+    next_input: Any
+    pending: NextAction | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step as it happened: the transition, the row it took, and its effect's events."""
+
+    seq: int
+    state_before: Any
+    input: Any
+    match: Match
+    outcome: TransitionOutcome
+    effect_events: tuple[Any, ...] = ()
+    divergence: str | None = None
+    lead_events: tuple[Any, ...] = ()
+
+    @property
+    def events(self) -> tuple[Any, ...]:
+        """Everything the step streamed: the effect that produced its input when that ran
+        at the step's start (`lead_events`), the transition's events, then its effect's."""
+        return (*self.lead_events, *self.outcome.events, *self.effect_events)
+
+    @property
+    def state_after(self) -> Any:
+        return self.outcome.next_state
+
+
+@dataclass
+class Breakpoint:
+    """Stops `continue_()` after a step that matches; `id` is what `delete` takes."""
+
+    id: int
+    kind: BreakKind
+    value: Any
+    enabled: bool = True
+
+    def hit(self, step: Step, next_input: Any) -> bool:
+        if not self.enabled:
+            return False
+        if self.kind == "phase":
+            return bool(step.state_after.phase == self.value)
+        if self.kind == "event":
+            return any(event.type == self.value for event in step.events)
+        if self.kind == "tool":
+            return any(_tool_name(event) == self.value for event in step.events)
+        if self.kind == "guard":
+            return (self.value, True) in step.match.checked
+        return bool(self.value(step.state_after, next_input))
+
+    def describe(self) -> str:
+        shown = self.value
+        if self.kind == "predicate":
+            shown = getattr(self.value, "__name__", "predicate")
+        return f"#{self.id} {self.kind} {shown}" + ("" if self.enabled else " (disabled)")
+
+
+def _tool_name(event: Any) -> str | None:
+    if event.type == "tool_call_item":
+        return str(event.item.name)
+    return None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why `continue_()` or `next_turn()` stopped."""
+
+    reason: Literal["breakpoint", "end", "suspended", "diverged", "turn"]
+    step: Step | None = None
+    breakpoint: Breakpoint | None = None
+
+
+@dataclass
+class Debugger:
+    """Steps a live run, or replays a recorded one; see the module docstring.
+
+    Build one with `Debugger.live(agent, input)` or `Debugger.replay(trace, agent)`.
+    """
+
+    run: Run
+    recorded: dict[int, Any] = field(default_factory=dict)
+    produced: dict[int, _Effect] = field(default_factory=dict)
+    expected: dict[int, TransitionTrace] = field(default_factory=dict)
+    history: list[Step] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    breakpoints: list[Breakpoint] = field(default_factory=list)
+    log: list[Item] = field(default_factory=list)
+    header: TraceHeader | None = None
+    forks: int = 0
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        self._recorder = _Recorder(self.run.run_id)
+        self.run.trace = self._recorder
+        if not self.frames:
+            self.frames.append(self._frame())
+
+    # ------------------------------------------------------------ building
+
+    @classmethod
+    def live(
+        cls,
+        agent: Agent,
+        input: str | Sequence[Item],
+        *,
+        context: RunContext[Any] | None = None,
+        run_id: str | None = None,
+        source: str | None = None,
+    ) -> Debugger:
+        """A debugger over a new run of `agent`, stopped before its first step.
+
+        `source` names where the agent is defined (a chart file), recorded in saved traces.
+        """
+        run = Run(agent, input=input, context=context, run_id=run_id)
+        run.started = True
+        return cls(run, header=header_of(run, source))
+
+    @classmethod
+    def replay(
+        cls, trace: Trace, agent: Agent, *, context: RunContext[Any] | None = None
+    ) -> Debugger:
+        """A debugger replaying `trace` offline: recorded inputs, no model, no tools.
+
+        `agent` supplies the chart and the limits the run had (its model is not called).
+
+        Raises:
+            DebuggerError: the trace was recorded on another agent or chart, or is empty.
+        """
+        header = trace.header
+        lines = trace.transitions(header.run_id)
+        if not lines:
+            raise DebuggerError("the trace records no transition of its run")
+        run = Run(agent, context=context, run_id=header.run_id)
+        run.started = True
+        if header.agent != agent.name or header.chart_digest != run.ctx.table.digest:
+            raise DebuggerError(
+                f"the trace was recorded on agent {header.agent!r} with chart "
+                f"{header.chart_digest[:12]}; this agent is {agent.name!r} on "
+                f"{run.ctx.table.digest[:12]}"
+            )
+        run.state = lines[0].state_before
+        run.next_input = lines[0].input
+        debugger = cls(run, header=header)
+        effects = _recorded_effects(trace, header.run_id)
+        for position, line in enumerate(lines):
+            debugger.recorded[position] = line.input
+            debugger.expected[position + 1] = line
+            if line.seq in effects:
+                debugger.produced[position + 1] = effects[line.seq]
+        return debugger
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def position(self) -> int:
+        """Steps applied so far."""
+        return len(self.history)
+
+    @property
+    def state(self) -> Any:
+        return self.run.state
+
+    @property
+    def conversation(self) -> tuple[Item, ...]:
+        return self.run.conversation.items()
+
+    @property
+    def next_input(self) -> Any:
+        return self.run.next_input
+
+    @property
+    def finished(self) -> bool:
+        """The run ended, suspended, or (in a replay) the recording has no further step."""
+        replayed_all = bool(self.expected) and self.position >= len(self.expected)
+        return self.run.finished or self.run.suspended or replayed_all
+
+    @property
+    def last(self) -> Step | None:
+        return self.history[-1] if self.history else None
+
+    def peek(self) -> Match | None:
+        """The row the next step will take, with its guards' values (None if nothing is due)."""
+        if self.run.next_input is None:
+            return None
+        return match_row(self.run.state, self.run.next_input, self.run.ctx)
+
+    # ------------------------------------------------------------ stepping
+
+    async def step(self, *, live: bool = False) -> Step | None:
+        """Apply one transition and obtain the next input; None when the run is over.
+
+        A recorded next input (replay, or a step taken before a rewind) is reused, with the
+        events its effect streamed, unless `live` is true: stepping again repeats no side
+        effect.
+        """
+        if self.run.finished or self.run.suspended:
+            return None
+        lead: tuple[Any, ...] = ()
+        if self.run.next_input is None:
+            observed = await self._observe(live)
+            if observed is None:
+                return None
+            lead = observed
+        before, inp = self.run.state, self.run.next_input
+        match = match_row(before, inp, self.run.ctx)
+        self._recorder.records.clear()
+        await self.run.apply()
+        outcome = self._recorder.records[-1].outcome
+        self.log[self.frames[-1].conversation_len :] = []
+        self.log.extend(outcome.conversation_appends)
+        effect: tuple[Any, ...] = ()
+        if not self.run.finished:
+            effect = await self._effect(self.position + 1, live)
+        step = Step(
+            self.run.seq, before, inp, match, outcome, effect, self._diverges(outcome), lead
+        )
+        del self.history[self.position :]
+        self.history.append(step)
+        del self.frames[self.position :]
+        self.frames.append(self._frame())
+        return step
+
+    async def _observe(self, live: bool) -> tuple[Any, ...] | None:
+        """Obtain the input due now, returning the events its effect streamed; None when
+        there is none (the end of a replay, or the run suspends)."""
+        position = self.position
+        if position in self.recorded and not live:
+            self.run.next_input = self.recorded[position]
+            return self.produced[position].events if position in self.produced else ()
+        if self.expected:
+            return None
+        events = await self._perform(position)
+        return events if self.run.next_input is not None else None
+
+    async def _effect(self, position: int, live: bool) -> tuple[Any, ...]:
+        """Obtain input `position` after a transition: recorded, or performed live."""
+        if not live and (position in self.recorded or self.expected):
+            self.run.next_input = self.recorded.get(position)
+            self.run.pending = None
+            effect = self.produced.get(position, _NOTHING)
+            if any(e.type == "run_suspended" for e in effect.events):
+                self.run.suspended = True  # the recording suspended here: so does the replay
+            return effect.events
+        return await self._perform(position)
+
+    async def _perform(self, position: int) -> tuple[Any, ...]:
+        """Perform the pending effect live; keep its input, events and trace lines."""
+        self._recorder.lines.clear()
+        events = tuple([event async for event in self.run.perform()])
+        self.produced[position] = _Effect(events, tuple(self._recorder.lines), self.run.run_id)
+        if self.run.next_input is not None:
+            self.recorded[position] = self.run.next_input
+        return events
+
+    def _diverges(self, outcome: TransitionOutcome) -> str | None:
+        line = self.expected.get(self.run.seq)
+        if line is None:
+            return None
+        for name, recorded, replayed in (
+            ("state", line.state_after, outcome.next_state),
+            ("events", line.events, outcome.events),
+            ("next action", line.next_action, outcome.next_action),
+            ("appends", line.appends, outcome.conversation_appends),
+        ):
+            if dumps(recorded, Any) != dumps(replayed, Any):
+                return f"step {self.run.seq}: the replayed {name} differs from the recording"
+        return None
+
+    async def next_turn(self) -> Stop:
+        """Step until a new turn starts (or a breakpoint, or the end)."""
+        return await self.continue_(until_turn=True)
+
+    async def continue_(self, *, until_turn: bool = False) -> Stop:
+        """Step until a breakpoint is hit, the replay diverges, or the run ends."""
+        while True:
+            step = await self.step()
+            if step is None:
+                return Stop("suspended" if self.run.suspended else "end", self.last)
+            if step.divergence is not None:
+                return Stop("diverged", step)
+            for breakpoint in self.breakpoints:
+                if breakpoint.hit(step, self.run.next_input):
+                    return Stop("breakpoint", step, breakpoint)
+            if until_turn and any(event.type == "turn_started" for event in step.events):
+                return Stop("turn", step)
+
+    # ------------------------------------------------------------ breakpoints
+
+    def break_on(self, kind: BreakKind, value: Any) -> Breakpoint:
+        """Stop after a step that enters phase `value` / emits event type `value` / calls
+        tool `value` / finds guard `value` true / makes `value(state, next_input)` true."""
+        if kind == "phase" and value not in {p.name for p in self.run.ctx.table.phases}:
+            known = ", ".join(p.name for p in self.run.ctx.table.phases)
+            raise DebuggerError(f"no phase {value!r} in this chart; phases: {known}")
+        if kind == "guard" and value not in self.run.ctx.table.guard_docs:
+            known = ", ".join(self.run.ctx.table.guard_docs)
+            raise DebuggerError(f"no guard {value!r} in this chart; guards: {known}")
+        breakpoint = Breakpoint(next(self._ids), kind, value)
+        self.breakpoints.append(breakpoint)
+        return breakpoint
+
+    def break_when(self, predicate: Callable[[Any, Any], bool]) -> Breakpoint:
+        return self.break_on("predicate", predicate)
+
+    def delete(self, breakpoint_id: int) -> None:
+        before = len(self.breakpoints)
+        self.breakpoints = [b for b in self.breakpoints if b.id != breakpoint_id]
+        if len(self.breakpoints) == before:
+            raise DebuggerError(f"no breakpoint #{breakpoint_id}")
+
+    # ------------------------------------------------------------ time travel
+
+    def rewind(self, k: int) -> Frame:
+        """Go back to the run after `k` steps (0: before the first). Steps after it are kept
+        as the record, so stepping again reuses their inputs."""
+        if not 0 <= k <= self.position:
+            raise DebuggerError(f"cannot rewind to step {k}: the run has taken {self.position}")
+        frame = self.frames[k]
+        self.run.state = frame.state
+        self.run.conversation = Conversation(self.log[: frame.conversation_len])
+        self.run.seq = frame.seq
+        self.run.next_input = frame.next_input
+        self.run.pending = frame.pending
+        self.run.suspended = False
+        del self.history[k:]
+        del self.frames[k + 1 :]
+        return frame
+
+    def back(self, steps: int = 1) -> Frame:
+        return self.rewind(max(self.position - steps, 0))
+
+    def fork(
+        self,
+        next_input: Any,
+        *,
+        at: int | None = None,
+        turns: Sequence[Any] | None = None,
+    ) -> Debugger:
+        """A new debugger from the run after `at` steps (default: now) with `next_input`
+        replacing the observed input there; it continues live, or on scripted `turns`.
+
+        The original debugger is left as it is.
+        """
+        k = self.position if at is None else at
+        if not 0 <= k <= self.position:
+            raise DebuggerError(f"cannot fork at step {k}: the run has taken {self.position}")
+        frame = self.frames[k]
+        agent = self.run.agent
+        if turns is not None:
+            agent = replace(agent, model=ScriptedModel(list(turns)))
+        self.forks += 1
+        fork_id = f"{self.run.run_id}-fork{k}" + (f".{self.forks}" if self.forks > 1 else "")
+        run = Run(agent, context=self.run.context, run_id=fork_id)
+        run.started = True
+        run.state, run.seq = frame.state, frame.seq
+        run.conversation = Conversation(self.log[: frame.conversation_len])
+        run.next_input, run.pending = next_input, None
+        forked = Debugger(run, log=list(self.log[: frame.conversation_len]), header=self.header)
+        forked.breakpoints = [replace(b) for b in self.breakpoints]
+        forked._ids = itertools.count(max((b.id for b in self.breakpoints), default=0) + 1)
+        forked.history = list(self.history[:k])
+        forked.frames = [*self.frames[:k], forked._frame()]
+        forked.recorded = {i: v for i, v in self.recorded.items() if i < k}
+        forked.recorded[k] = next_input
+        forked.produced = {i: v for i, v in self.produced.items() if i < k}
+        return forked
+
+    def _frame(self) -> Frame:
+        run = self.run
+        return Frame(run.seq, run.state, len(run.conversation), run.next_input, run.pending)
+
+    # ------------------------------------------------------------ saving
+
+    def save_trace(self, target: Any) -> None:
+        """Write the history as a trace (a fork's trace is a new trace), with each step's
+        effect lines as recorded: the events it streamed and any nested run's lines."""
+        with TraceWriter(target) as writer:
+            header = self.header or header_of(self.run)
+            writer.write(replace(header, run_id=self.run.run_id))
+            started = RunStarted(self.run.agent.name, self.run.run_id)
+            writer.write(EffectTrace(self.run.run_id, 0, started))
+            for position, step in enumerate(self.history):
+                record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
+                writer.write(transition_trace(self.run, record))
+                effect = self.produced.get(position + 1, _NOTHING)
+                for line in effect.lines_for(self.run.run_id):
+                    writer.write(line)
+
+
+@dataclass(frozen=True)
+class _Effect:
+    """What one effect produced besides its input: the events it streamed and the trace
+    lines it wrote (the run's own effect events, and every line of nested runs)."""
+
+    events: tuple[Any, ...] = ()
+    lines: tuple[TransitionTrace | EffectTrace, ...] = ()
+    root: str = ""
+
+    def lines_for(self, root: str) -> tuple[TransitionTrace | EffectTrace, ...]:
+        """The lines as run `root` writes them (a fork renames the runs it inherited)."""
+        if not self.root or self.root == root:
+            return self.lines
+        old = self.root
+        return tuple(
+            replace(line, run_id=root + line.run_id[len(old) :])
+            if line.run_id == old or line.run_id.startswith(old + "/")
+            else line
+            for line in self.lines
+        )
+
+
+_NOTHING = _Effect()
+
+
+@dataclass
+class _Recorder:
+    """The trace sink of a debugged run: keeps the root's transition records apart from
+    the lines its effects produce (nested runs write here too)."""
+
+    root: str
+    records: list[TransitionRecord] = field(default_factory=list)
+    lines: list[TransitionTrace | EffectTrace] = field(default_factory=list)
+
+    def started(self, run: Run) -> None:
+        return None
+
+    def transition(self, run: Run, record: TransitionRecord) -> None:
+        if run.run_id == self.root:
+            self.records.append(record)
+        else:
+            self.lines.append(transition_trace(run, record))
+
+    def effect(self, run: Run, event: Any) -> None:
+        if event.type != "run_started":
+            self.lines.append(EffectTrace(run.run_id, run.seq, event))
+
+
+def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
+    """Per root transition seq: what the root's stream showed after it (its effect events,
+    nested runs' events but their terminal one) and the raw lines recorded there."""
+    events: dict[int, list[Any]] = {}
+    lines: dict[int, list[TransitionTrace | EffectTrace]] = {}
+    seq = 0
+    for line in trace.lines:
+        if isinstance(line, TransitionTrace) and line.run_id == root:
+            seq = line.seq
+            continue
+        if isinstance(line, EffectTrace) and line.event.type == "run_started":
+            continue
+        lines.setdefault(seq, []).append(line)
+        found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
+        if line.run_id != root:
+            found = [event for event in found if event.type not in TERMINAL_EVENTS]
+        events.setdefault(seq, []).extend(found)
+    return {key: _Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}

@@ -1,0 +1,111 @@
+"""Readable terminal output for a run's event stream (colour when the terminal has it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from helikon.core.errors import describe
+
+_CODES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def use_colour(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class EventPrinter:
+    """Prints events as they arrive: tokens inline, one line for everything else."""
+
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    colour: bool | None = None
+    _streaming: bool = False
+
+    def __post_init__(self) -> None:
+        if self.colour is None:
+            self.colour = use_colour(self.out)
+
+    def paint(self, text: str, *styles: str) -> str:
+        if not self.colour or not styles:
+            return text
+        codes = ";".join(_CODES[style] for style in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def line(self, text: str) -> None:
+        if self._streaming:
+            self.out.write("\n")
+            self._streaming = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def __call__(self, event: Any) -> None:
+        handler = getattr(self, f"_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def _run_started(self, e: Any) -> None:
+        self.line(self.paint(f"● {e.agent}", "bold") + self.paint(f"  run {e.run_id[:12]}", "dim"))
+
+    def _turn_started(self, e: Any) -> None:
+        self.line(self.paint(f"── turn {e.turn}", "dim"))
+
+    def _token_delta(self, e: Any) -> None:
+        self.out.write(e.text)
+        self.out.flush()
+        self._streaming = True
+
+    def _message_output(self, e: Any) -> None:
+        if self._streaming:
+            self.line("")
+        else:
+            self.line(e.item.content)
+
+    def _tool_call_item(self, e: Any) -> None:
+        self.line(self.paint("  ⚙ ", "cyan") + f"{e.item.name}({_short(e.item.arguments)})")
+
+    def _tool_output_item(self, e: Any) -> None:
+        style = ("red",) if e.item.is_error else ("dim",)
+        self.line(self.paint(f"  ↳ {e.item.status}: {_short(e.item.content)}", *style))
+
+    def _handoff_item(self, e: Any) -> None:
+        self.line(self.paint(f"  ⇢ handoff {e.from_agent} → {e.to_agent}", "yellow"))
+
+    def _agent_updated(self, e: Any) -> None:
+        self.line(self.paint(f"● {e.agent}", "bold"))
+
+    def _approval_requested(self, e: Any) -> None:
+        call = e.request.call
+        self.line(
+            self.paint(f"  ? approval needed: {call.name}({_short(call.arguments)})", "yellow")
+        )
+
+    def _permission_denied(self, e: Any) -> None:
+        self.line(self.paint(f"  ✗ {e.tool} denied ({e.reason})", "red"))
+
+    def _guardrail_triggered(self, e: Any) -> None:
+        self.line(self.paint(f"  ! {e.stage} guardrail {e.guardrail}: {e.message}", "red"))
+
+    def _repair_started(self, e: Any) -> None:
+        self.line(self.paint(f"  ↻ repairing output: {'; '.join(e.errors)}", "yellow"))
+
+    def _run_completed(self, e: Any) -> None:
+        usage = e.output.usage
+        self.line(
+            self.paint("✓ completed", "green", "bold")
+            + self.paint(f"  {usage.requests} model calls, {usage.total_tokens} tokens", "dim")
+        )
+
+    def _run_failed(self, e: Any) -> None:
+        self.line(self.paint(f"✗ failed: {describe(e.error)}", "red", "bold"))
+
+    def _run_suspended(self, e: Any) -> None:
+        names = ", ".join(request.call.name for request in e.pending)
+        self.line(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow", "bold"))

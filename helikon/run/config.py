@@ -1,0 +1,85 @@
+"""`RunConfig` and `RunContext`: how a run is limited, and what it carries for your code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from helikon.core.items import ModelSettings
+from helikon.tools.policy import ToolPolicy
+
+D = TypeVar("D")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Limits and settings of a run (defaults as SEMANTICS.md states them).
+
+    Args:
+        max_turns: model calls allowed in the tool loop.
+        parallel_tool_call_limit: tool calls of one turn run at once; None is unbounded.
+        max_agent_depth: how deep handoffs and agents-as-tools may nest.
+        timeout: seconds for the whole run; honoured by `Runner`, not by a bare `agent.run`.
+        token_budget: total tokens the run (sub-agents included) may spend; None: no limit.
+        compaction_threshold: context tokens at which the loop asks for a summary.
+        model_settings: sampling settings passed to the model.
+        tool_policy: the run's permission policy, combined with each tool's own.
+    """
+
+    max_turns: int = 16
+    parallel_tool_call_limit: int | None = None
+    max_agent_depth: int = 8
+    timeout: float | None = None
+    token_budget: int | None = None
+    compaction_threshold: int | None = None
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    tool_policy: ToolPolicy = field(default_factory=ToolPolicy)
+
+    def __post_init__(self) -> None:
+        _at_least("max_turns", self.max_turns, 1)
+        _at_least("parallel_tool_call_limit", self.parallel_tool_call_limit, 1)
+        _at_least("max_agent_depth", self.max_agent_depth, 0)
+        _at_least("token_budget", self.token_budget, 1)
+        _at_least("compaction_threshold", self.compaction_threshold, 1)
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"RunConfig.timeout must be positive seconds, got {self.timeout!r}")
+
+    def with_max_turns(self, max_turns: int) -> RunConfig:
+        return replace(self, max_turns=max_turns)
+
+    def with_timeout(self, seconds: float | None) -> RunConfig:
+        return replace(self, timeout=seconds)
+
+    def with_parallel_tool_call_limit(self, limit: int | None) -> RunConfig:
+        return replace(self, parallel_tool_call_limit=limit)
+
+    def with_max_agent_depth(self, depth: int) -> RunConfig:
+        return replace(self, max_agent_depth=depth)
+
+    def with_token_budget(self, tokens: int | None) -> RunConfig:
+        return replace(self, token_budget=tokens)
+
+    def with_compaction_threshold(self, tokens: int | None) -> RunConfig:
+        return replace(self, compaction_threshold=tokens)
+
+    def with_tool_policy(self, policy: ToolPolicy) -> RunConfig:
+        return replace(self, tool_policy=policy)
+
+
+def _at_least(name: str, value: int | None, least: int) -> None:
+    if value is not None and (not isinstance(value, int) or value < least):
+        raise ValueError(f"RunConfig.{name} must be an integer >= {least}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunContext(Generic[D]):
+    """What a run carries for your tools, guardrails and approval handlers: `deps`.
+
+    `RunContext.ephemeral(deps)` is a run kept in memory only; durable stores attach here.
+    """
+
+    deps: D
+
+    @classmethod
+    def ephemeral(cls, deps: Any = None) -> RunContext[Any]:
+        return RunContext(deps)
