@@ -52,7 +52,7 @@ def best_us(fn: Callable[[], Any], number: int, repeat: int) -> float:
 
 
 def helikon_rows() -> dict[str, Callable[[], Any]]:
-    ctx = TransitionCtx(tools={"lookup": "allow", "pay": "ask"})
+    ctx = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow", "pay": "ask"})
     usage = Usage(120, 18, 138, 1)
     calling = CallingModel(3, Usage(400, 60, 460, 3))
     call = ToolCall("call_1", "lookup", '{"q": "coffee"}')
@@ -80,7 +80,7 @@ def helikon_rows() -> dict[str, Callable[[], Any]]:
 
 
 def tool_cycle_inputs() -> tuple[Any, Any, TransitionCtx, Any]:
-    ctx = TransitionCtx()
+    ctx = TransitionCtx(table=DEFAULT_TABLE)
     call = ToolCall("call_1", "lookup", "{}")
     return (
         ModelResponse((call,), Usage(1, 1, 2, 1), "tool_calls"),

@@ -6,6 +6,7 @@ two in step).
 
 from __future__ import annotations
 
+from helikon._version import __version__ as __version__
 from helikon.core.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -21,10 +22,6 @@ from helikon.core.chart.dsl import (
     AGENT_LOOP,
     AgentLoopChart,
     LoopChart,
-)
-from helikon.core.chart.table import (
-    Row,
-    TransitionTable,
 )
 from helikon.core.context import (
     OutputSpec,
@@ -114,6 +111,13 @@ from helikon.core.state import (
     TransitionInput,
     TransitionOutcome,
 )
+from helikon.core.table import (
+    Row,
+    TransitionTable,
+)
+from helikon.core.tool_spec import (
+    ToolSpec,
+)
 from helikon.core.transition import (
     Match,
     initial_state,
@@ -129,7 +133,6 @@ from helikon.debug.debugger import (
 from helikon.models.base import (
     Model,
     ModelInput,
-    ToolSpec,
 )
 from helikon.models.replay import (
     ReplayModel,
@@ -140,10 +143,6 @@ from helikon.models.scripted import (
 )
 from helikon.run.agent import (
     Agent,
-    GuardrailResult,
-    HandoffTo,
-    InputGuardrail,
-    OutputGuardrail,
 )
 from helikon.run.config import (
     RunConfig,
@@ -154,7 +153,11 @@ from helikon.run.conversation import (
 )
 from helikon.run.driver import (
     Run,
-    TransitionRecord,
+)
+from helikon.run.guardrails import (
+    GuardrailResult,
+    InputGuardrail,
+    OutputGuardrail,
 )
 from helikon.run.results import (
     RunResult,
@@ -169,6 +172,9 @@ from helikon.run.snapshot import (
     RunSnapshot,
     SnapshotMismatch,
 )
+from helikon.run.spec import (
+    HandoffTo,
+)
 from helikon.tools import (
     Tool,
     ToolContext,
@@ -179,10 +185,9 @@ from helikon.trace import (
     Trace,
     TraceError,
     TraceWriter,
+    TransitionRecord,
     read_trace,
 )
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs, then run it: lint, types, tests.
+# Install everything the test suite needs, then run it: lint, types, import contracts, tests.
 # Works on a fresh Debian machine with Python 3.11 as root; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +18,5 @@ python3 -m venv .venv
 .venv/bin/ruff check helikon tests bench charts docs/griffe_values.py
 .venv/bin/ruff format --check helikon tests bench charts docs/griffe_values.py
 .venv/bin/mypy
+.venv/bin/lint-imports
 .venv/bin/pytest "$@"

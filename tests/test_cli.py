@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from helikon import AssistantMessage, read_trace
-from helikon.cli import format_table, main
+from helikon.cli import main
+from helikon.cli.charts import format_table
 from helikon.cli.docs import generate
 from helikon.cli.loading import load_module
 from helikon.core.chart.default import DEFAULT_TABLE

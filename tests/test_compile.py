@@ -32,10 +32,10 @@ from helikon import (
 from helikon.core.chart.actions import ACTIONS
 from helikon.core.chart.compile import ChartSpec
 from helikon.core.chart.guards import GUARDS
-from helikon.core.chart.table import GuardRef, Phase, Row
 from helikon.core.chart.validate import check_chart
 from helikon.core.items import FinalOutput
 from helikon.core.state import TERMINATE, Done
+from helikon.core.table import GuardRef, Phase, Row
 
 Rows = Callable[[State, State, State], Any]
 
@@ -765,5 +765,7 @@ def test_a_custom_action_overrides_a_default_one_of_the_same_name() -> None:
     outcome = transition(CallingModel(), ModelResponse((AssistantMessage("hi"),)), ctx)
     assert outcome.next_state == Done(FinalOutput("fixed", None, CallingModel().usage))
     assert table.digest == DEFAULT_TABLE.digest  # the same rows; only the function differs
-    default = transition(CallingModel(), ModelResponse((AssistantMessage("hi"),)), TransitionCtx())
+    default = transition(
+        CallingModel(), ModelResponse((AssistantMessage("hi"),)), TransitionCtx(table=DEFAULT_TABLE)
+    )
     assert isinstance(default.next_state, Done) and default.next_state.output.text == "hi"

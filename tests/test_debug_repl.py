@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from helikon.cli.debug import add_debug_parser, command_debug, main
+from helikon.cli import main
+from helikon.cli.debug import add_parser, command_debug
 from helikon.cli.loading import load_module
 from helikon.debug.debugger import Debugger
 from helikon.debug.repl import DebugShell
@@ -222,15 +223,15 @@ def test_unusable_arguments_fail_with_one_line_and_status_2(
 
 
 def test_main_reports_errors_in_process(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--trace", "/nonexistent/trace.jsonl"]) == 2
+    assert main(["debug", "--trace", "/nonexistent/trace.jsonl"]) == 2
     assert capsys.readouterr().err == (
         "helikon: cannot read trace /nonexistent/trace.jsonl: No such file or directory\n"
     )
 
 
-def test_add_debug_parser_wires_the_debug_command() -> None:
+def test_add_parser_wires_the_debug_command() -> None:
     top = argparse.ArgumentParser(prog="helikon")
-    add_debug_parser(top.add_subparsers(dest="command", required=True))
+    add_parser(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(["debug", "--trace", "t.jsonl", "--chart", "c.py"])
     assert (args.handler, args.trace, args.replay_chart, args.chart) == (
         command_debug,

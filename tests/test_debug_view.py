@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.chart.table import GuardRef, Row
 from helikon.core.errors import Cancelled
 from helikon.core.events import (
     MessageOutput,
@@ -38,6 +37,7 @@ from helikon.core.state import (
     ToolResults,
     TransitionOutcome,
 )
+from helikon.core.table import GuardRef, Row
 from helikon.core.transition import Match
 from helikon.debug.debugger import Step
 from helikon.debug.view import (

@@ -180,6 +180,7 @@ def contexts(draw: Any, compaction: bool | None = None) -> TransitionCtx:
     else:
         threshold = draw(st.integers(1, 1500)) if compaction else None
     return TransitionCtx(
+        table=DEFAULT_TABLE,
         agent="root",
         max_turns=draw(st.integers(1, 6)),
         token_budget=draw(st.sampled_from([None, 1200, 0, 300, 4000, None])),
@@ -458,7 +459,7 @@ def test_turn_and_usage_never_decrease(run: Run) -> None:
 
 # Tokens a tool batch reports with requests=0 (next_turn once dropped them).
 TOOL_USAGE_WITHOUT_REQUESTS = replay(
-    TransitionCtx(tools={"search": "allow"}),
+    TransitionCtx(table=DEFAULT_TABLE, tools={"search": "allow"}),
     [
         Start((UserMessage("hi"),)),
         ModelResponse((ToolCall("call_0", "search", "{}"),), Usage(1, 1, 2, 1)),

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 import helikon
 from helikon import (
+    DEFAULT_TABLE,
     ApprovalDecision,
     ApprovalDecisions,
     ApprovalRequest,
@@ -89,23 +90,6 @@ def imports_of(name: str) -> Iterator[tuple[str, int]]:
                 yield f"{base}.{alias.name}", node.lineno
 
 
-def test_core_modules_import_nothing_that_does_io_statically() -> None:
-    """Static scan of the core modules' own `import` statements (ast): none names an IO
-    module, and every helikon module they import is itself in the core (imports point
-    down only). It also sees imports that would only run later, inside a function."""
-    core = set(core_modules())
-    problems = []
-    for name in core:
-        for imported, line in imports_of(name):
-            top = imported.split(".")[0]
-            if top in FORBIDDEN:
-                problems.append(f"{name}:{line} imports {imported}")
-            is_module = imported in core or module_file(imported).exists()
-            if top == "helikon" and is_module and imported not in core | {"helikon"}:
-                problems.append(f"{name}:{line} imports {imported}, outside the pure core")
-    assert not problems, "\n".join(problems)
-
-
 def test_core_modules_use_no_clock_and_no_randomness_statically() -> None:
     problems = [
         f"{name}:{line} imports {imported}"
@@ -141,10 +125,11 @@ def spy(name, globals=None, locals=None, fromlist=(), level=0):
 builtins.__import__ = spy
 for name in core:
     importlib.import_module(name)
-from helikon.core.context import TransitionCtx  # run lazy imports: the default table, one step
+from helikon.core.chart.default import DEFAULT_TABLE  # and one step
+from helikon.core.context import TransitionCtx
 from helikon.core.state import CallingModel, Start
 from helikon.core.transition import transition
-transition(CallingModel(), Start(), TransitionCtx())
+transition(CallingModel(), Start(), TransitionCtx(table=DEFAULT_TABLE))
 builtins.__import__ = real_import
 
 print(json.dumps({
@@ -215,6 +200,7 @@ USED = Usage(10, 5, 15, 1)
 def scripts() -> dict[str, tuple[TransitionCtx, list[tuple[Any, str]]]]:
     """Runs through most rows of the default chart: (context, [(input, phase after)])."""
     full = TransitionCtx(
+        table=DEFAULT_TABLE,
         max_turns=4,
         token_budget=10_000,
         compaction_threshold=50,
@@ -239,7 +225,9 @@ def scripts() -> dict[str, tuple[TransitionCtx, list[tuple[Any, str]]]]:
             ],
         ),
         "handoff": (
-            TransitionCtx(tools={"search": "allow"}, handoffs={"transfer_to_b": "b"}),
+            TransitionCtx(
+                table=DEFAULT_TABLE, tools={"search": "allow"}, handoffs={"transfer_to_b": "b"}
+            ),
             [
                 (Start((UserMessage("help"),)), "CallingModel"),
                 (ModelResponse((SEARCH, HANDOFF), USED), "ApplyingHandoff"),
@@ -247,7 +235,7 @@ def scripts() -> dict[str, tuple[TransitionCtx, list[tuple[Any, str]]]]:
             ],
         ),
         "max turns, then stray inputs": (
-            TransitionCtx(max_turns=1, token_budget=1_000),
+            TransitionCtx(table=DEFAULT_TABLE, max_turns=1, token_budget=1_000),
             [
                 (Start(), "CallingModel"),
                 (ModelResponse((SEARCH,), USED), "ExecutingTools"),
@@ -256,7 +244,7 @@ def scripts() -> dict[str, tuple[TransitionCtx, list[tuple[Any, str]]]]:
             ],
         ),
         "cancel mid-batch": (
-            TransitionCtx(tools={"wipe": "ask"}),
+            TransitionCtx(table=DEFAULT_TABLE, tools={"wipe": "ask"}),
             [
                 (Start(), "CallingModel"),
                 (ModelResponse((SEARCH, WIPE), USED), "NeedsApproval"),
@@ -264,18 +252,18 @@ def scripts() -> dict[str, tuple[TransitionCtx, list[tuple[Any, str]]]]:
             ],
         ),
         "truncated": (
-            TransitionCtx(),
+            TransitionCtx(table=DEFAULT_TABLE),
             [
                 (Start(), "CallingModel"),
                 (ModelResponse((AssistantMessage("half"),), USED, "length"), "Failed"),
             ],
         ),
         "a failure from the driver": (
-            TransitionCtx(),
+            TransitionCtx(table=DEFAULT_TABLE),
             [(Start(), "CallingModel"), (Fail(GuardrailTripped("pii", "input")), "Failed")],
         ),
         "a stray input": (
-            TransitionCtx(),
+            TransitionCtx(table=DEFAULT_TABLE),
             [(Start(), "CallingModel"), (ToolResults(()), "Failed")],
         ),
     }

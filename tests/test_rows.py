@@ -40,7 +40,6 @@ from helikon import (
     transition,
 )
 from helikon.core.chart.default import DEFAULT_TABLE
-from helikon.core.chart.table import Row
 from helikon.core.context import COMPACT_PROMPT
 from helikon.core.errors import (
     BudgetExceeded,
@@ -84,6 +83,7 @@ from helikon.core.state import (
     RepairingOutput,
     Terminate,
 )
+from helikon.core.table import Row
 
 # ---------------------------------------------------------------- the values cases share
 
@@ -149,13 +149,16 @@ INVALID_ERRORS = ("confidence: Field required",)
 STILL_INVALID = '{"confidence": 90}'
 STILL_INVALID_ERRORS = ("answer: Field required",)
 
-PLAIN = TransitionCtx()
-TOOLS = TransitionCtx(tools={"lookup": "allow"})
-POLICY = TransitionCtx(tools={"lookup": "allow", "x": "ask", "rm": "deny"})
-TYPED = TransitionCtx(output=OUT)
-TYPED_WITH_TOOLS = TransitionCtx(tools={"lookup": "allow"}, output=OUT)
+PLAIN = TransitionCtx(table=DEFAULT_TABLE)
+TOOLS = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow"})
+POLICY = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow", "x": "ask", "rm": "deny"})
+TYPED = TransitionCtx(table=DEFAULT_TABLE, output=OUT)
+TYPED_WITH_TOOLS = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow"}, output=OUT)
 HANDOFFS = TransitionCtx(
-    agent="triage", tools={"lookup": "allow"}, handoffs={"transfer_to_billing": "billing"}
+    table=DEFAULT_TABLE,
+    agent="triage",
+    tools={"lookup": "allow"},
+    handoffs={"transfer_to_billing": "billing"},
 )
 
 TURN = CallModel(ModelRequest("turn"))
@@ -214,7 +217,7 @@ START_CASES = [
         "CallingModel+start:budget_exhausted",
         CallingModel(0, used(600, 400)),
         Start((HI,)),
-        TransitionCtx(token_budget=1000),
+        TransitionCtx(table=DEFAULT_TABLE, token_budget=1000),
         Failed(BudgetExceeded(1000, 1000), used(600, 400)),
         (RunFailed(BudgetExceeded(1000, 1000)),),
         TERMINATE,
@@ -244,7 +247,7 @@ START_CASES = [
         "CallingModel+start:default/one-token-under-budget",
         CallingModel(0, used(600, 399)),
         Start((HI,)),
-        TransitionCtx(token_budget=1000),
+        TransitionCtx(table=DEFAULT_TABLE, token_budget=1000),
         CallingModel(0, used(600, 399)),
         (TurnStarted(0),),
         TURN,
@@ -348,7 +351,10 @@ RESPONSE_CASES = [
         CallingModel(1, U1),
         ModelResponse((WRITE, TRANSFER), U2),
         TransitionCtx(
-            agent="triage", tools={"x": "ask"}, handoffs={"transfer_to_billing": "billing"}
+            table=DEFAULT_TABLE,
+            agent="triage",
+            tools={"x": "ask"},
+            handoffs={"transfer_to_billing": "billing"},
         ),
         ApplyingHandoff("billing", "h1", 1, U12),
         (
@@ -399,6 +405,7 @@ RESPONSE_CASES = [
         CallingModel(1, U1),
         ModelResponse((LOOKUP, WRITE), U2),
         TransitionCtx(
+            table=DEFAULT_TABLE,
             tools={"lookup": "allow", "x": "allow"},
             call_policy=lambda call: "ask" if "/tmp" in call.arguments else None,
         ),
@@ -440,6 +447,7 @@ RESPONSE_CASES = [
         CallingModel(1, U1),
         ModelResponse((TRANSFER,), U2),
         TransitionCtx(
+            table=DEFAULT_TABLE,
             agent="triage",
             tools={"transfer_to_billing": "deny"},
             handoffs={"transfer_to_billing": "billing"},
@@ -461,6 +469,7 @@ RESPONSE_CASES = [
         CallingModel(1, U1),
         ModelResponse((TRANSFER,), U2),
         TransitionCtx(
+            table=DEFAULT_TABLE,
             agent="triage",
             tools={"transfer_to_billing": "ask"},
             handoffs={"transfer_to_billing": "billing"},
@@ -645,7 +654,7 @@ TOOL_CASES = [
         "ExecutingTools+tool_results:turn_limit_reached",
         tool_phase(turn=2),
         ToolResults((WEATHER,), U2),
-        TransitionCtx(tools={"lookup": "allow", "rm": "deny"}, max_turns=3),
+        TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow", "rm": "deny"}, max_turns=3),
         Failed(MaxTurnsExceeded(3), U12),
         (*SETTLED_EVENTS, RunFailed(MaxTurnsExceeded(3))),
         TERMINATE,
@@ -655,7 +664,7 @@ TOOL_CASES = [
         "ExecutingTools+tool_results:default/turn-limit-one-call-away",
         tool_phase(turn=1),
         ToolResults((WEATHER,)),
-        TransitionCtx(max_turns=3),
+        TransitionCtx(table=DEFAULT_TABLE, max_turns=3),
         CallingModel(2, U1),
         (*SETTLED_EVENTS, TurnStarted(2)),
         TURN,
@@ -666,7 +675,7 @@ TOOL_CASES = [
         "ExecutingTools+tool_results:over_context_budget",
         tool_phase(context_tokens=990),
         ToolResults((ran(LOOKUP, "x" * 40),)),
-        TransitionCtx(compaction_threshold=1000),
+        TransitionCtx(table=DEFAULT_TABLE, compaction_threshold=1000),
         Compacting(1, U1),
         (ToolOutputItem(ran(LOOKUP, "x" * 40)), ToolOutputItem(REMOVE_DENIED)),
         COMPACT,
@@ -676,7 +685,7 @@ TOOL_CASES = [
         "ExecutingTools+tool_results:default/under-context-budget",
         tool_phase(context_tokens=990),
         ToolResults((ran(LOOKUP, "x" * 36),)),
-        TransitionCtx(compaction_threshold=1000),
+        TransitionCtx(table=DEFAULT_TABLE, compaction_threshold=1000),
         CallingModel(2, U1),
         (ToolOutputItem(ran(LOOKUP, "x" * 36)), ToolOutputItem(REMOVE_DENIED), TurnStarted(2)),
         TURN,
@@ -687,7 +696,7 @@ TOOL_CASES = [
         "ExecutingTools+tool_results:budget_exhausted",
         tool_phase(usage=used(800, 100)),
         ToolResults((WEATHER,), used(80, 20)),
-        TransitionCtx(token_budget=1000),
+        TransitionCtx(table=DEFAULT_TABLE, token_budget=1000),
         Failed(BudgetExceeded(1000, 1000), Usage(880, 120, 1000, 2)),
         (*SETTLED_EVENTS, RunFailed(BudgetExceeded(1000, 1000))),
         TERMINATE,
@@ -1059,7 +1068,12 @@ def test_a_text_answer_on_the_last_allowed_call_completes(max_turns: int) -> Non
     tool_turns = [
         step for n in range(max_turns - 1) for step in (calls_lookup(f"c{n}"), looked_up(f"c{n}"))
     ]
-    trace = run(TransitionCtx(max_turns=max_turns), Start(), *tool_turns, answers("done"))
+    trace = run(
+        TransitionCtx(table=DEFAULT_TABLE, max_turns=max_turns),
+        Start(),
+        *tool_turns,
+        answers("done"),
+    )
     assert trace.state == Done(FinalOutput("done", None, ZERO))
     assert [e.turn for e in trace.events if type(e) is TurnStarted] == list(range(max_turns))
 
@@ -1069,7 +1083,7 @@ def test_max_turns_fails_after_the_last_calls_tools_have_run(max_turns: int) -> 
     tool_turns = [
         step for n in range(max_turns) for step in (calls_lookup(f"c{n}"), looked_up(f"c{n}"))
     ]
-    trace = run(TransitionCtx(max_turns=max_turns), Start(), *tool_turns)
+    trace = run(TransitionCtx(table=DEFAULT_TABLE, max_turns=max_turns), Start(), *tool_turns)
     last = ToolResult(f"c{max_turns - 1}", "sunny")
     assert trace.state == Failed(MaxTurnsExceeded(max_turns))
     assert trace.events[-2:] == [ToolOutputItem(last), RunFailed(MaxTurnsExceeded(max_turns))]
@@ -1079,7 +1093,7 @@ def test_max_turns_fails_after_the_last_calls_tools_have_run(max_turns: int) -> 
 
 
 def test_finalizing_and_repair_are_not_counted_against_max_turns() -> None:
-    ctx = TransitionCtx(tools={"lookup": "allow"}, output=OUT, max_turns=1)
+    ctx = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow"}, output=OUT, max_turns=1)
     trace = run(ctx, Start(), answers("It is 4."), answers(INVALID), answers(VALID))
     assert trace.state == Done(FinalOutput(VALID, VALID_VALUE, ZERO))
     assert names(trace.actions) == ["CallModel", "CallModel", "CallModel", "Terminate"]
@@ -1088,7 +1102,9 @@ def test_finalizing_and_repair_are_not_counted_against_max_turns() -> None:
 
 def test_usage_is_summed_across_calls() -> None:
     """Every model call's usage, the tools' and a handoff target's add up; nothing twice."""
-    ctx = TransitionCtx(tools={"lookup": "allow"}, handoffs={"transfer_to_billing": "billing"})
+    ctx = TransitionCtx(
+        table=DEFAULT_TABLE, tools={"lookup": "allow"}, handoffs={"transfer_to_billing": "billing"}
+    )
     trace = run(
         ctx,
         Start(),
@@ -1104,7 +1120,9 @@ def test_usage_is_summed_across_calls() -> None:
 
 
 def test_usage_is_summed_through_compaction_and_structured_output() -> None:
-    ctx = TransitionCtx(tools={"lookup": "allow"}, output=OUT, compaction_threshold=1)
+    ctx = TransitionCtx(
+        table=DEFAULT_TABLE, tools={"lookup": "allow"}, output=OUT, compaction_threshold=1
+    )
     trace = run(
         ctx,
         Start(),

@@ -3,7 +3,7 @@ from helikon.core.items import AssistantMessage, UserMessage
 
 
 def test_a_text_answer_completes_the_run() -> None:
-    ctx = TransitionCtx()
+    ctx = TransitionCtx(table=DEFAULT_TABLE)
     started = transition(CallingModel(), Start((UserMessage("hi"),)), ctx)
     outcome = transition(started.next_state, ModelResponse((AssistantMessage("hello"),)), ctx)
     assert outcome.next_state.phase == "Done"

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from browser_support import CHROMIUM, Browser
 
-from helikon.cli import UsageError
 from helikon.cli import main as helikon_main
 from helikon.cli.loading import load_module
 from helikon.cli.studio import open_session
+from helikon.cli.usage import UsageError
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.events import TokenDelta, ToolCallItem, TurnStarted
 from helikon.core.items import ToolCall

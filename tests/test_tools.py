@@ -13,10 +13,11 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from helikon import DEFAULT_TABLE
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import FatalToolError
 from helikon.core.items import ToolCall, ToolResult
-from helikon.models.base import ToolSpec
+from helikon.core.tool_spec import ToolSpec
 from helikon.tools import (
     Tool,
     ToolContext,
@@ -462,7 +463,9 @@ def test_call_policy_covers_argument_dependent_approval() -> None:
     call_policy = policy.call_policy([add, pay])
     assert call_policy is not None
     assert call_policy(call("add", '{"a": 1}')) is None
-    ctx = TransitionCtx(tools=policy.permissions([add, pay]), call_policy=call_policy)
+    ctx = TransitionCtx(
+        table=DEFAULT_TABLE, tools=policy.permissions([add, pay]), call_policy=call_policy
+    )
     assert ctx.permission(call("pay", '{"amount": 5}')) == "allow"
     assert ctx.permission(call("pay", '{"amount": 500}')) == "ask"
 

@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
 
+from helikon.cli.agents import (
+    add_agent_arguments,
+    chart_context,
+    live_agent,
+    model_for,
+    wants_real_model,
+)
 from helikon.cli.loading import LoadError, call, load_module
+from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.repl import DebugShell
+from helikon.models.scripted import ScriptedModel
 from helikon.trace import TraceError, read_trace
 
 
-def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `helikon debug` to the `helikon` command line's subcommands."""
     debug = commands.add_parser(
         "debug",
@@ -26,7 +34,6 @@ def add_debug_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         description="Debug an agent live (helikon debug CHART --input ...) or replay a "
         "recorded run (helikon debug --trace T.jsonl [--chart CHART]).",
     )
-    from helikon.cli import add_agent_arguments
 
     add_agent_arguments(debug, optional=True)
     debug.add_argument(
@@ -52,7 +59,6 @@ def command_debug(args: argparse.Namespace) -> int:
         0 when the session ends; 2, after one `helikon: ...` line on stderr, when the chart
         or trace cannot be used (reported here, so no caller has to know the error types).
     """
-    from helikon.cli import UsageError
 
     try:
         shell = open_replay(args) if args.trace else open_live(args)
@@ -65,7 +71,6 @@ def command_debug(args: argparse.Namespace) -> int:
 
 def open_live(args: argparse.Namespace) -> DebugShell:
     """A shell over a new run of the agent the chart file defines."""
-    from helikon.cli import UsageError, live_agent, wants_real_model
 
     if not args.chart:
         raise UsageError("name a chart to debug (helikon debug CHART) or a trace (--trace T)")
@@ -80,7 +85,6 @@ def open_live(args: argparse.Namespace) -> DebugShell:
 
 def open_replay(args: argparse.Namespace) -> DebugShell:
     """A shell replaying the trace `args.trace` on the agent of --chart or the trace's source."""
-    from helikon.cli import UsageError, chart_context, model_for, wants_real_model
 
     if args.input:
         raise UsageError("--input is for live runs; a trace replays the input it recorded")
@@ -99,8 +103,6 @@ def open_replay(args: argparse.Namespace) -> DebugShell:
     try:
         model = model_for(module, args.offline, args.model)
     except UsageError:  # no script and no endpoint: the replay itself calls no model
-        from helikon.models.scripted import ScriptedModel
-
         model = ScriptedModel([])
     debugger = Debugger.replay(trace, call(module, "agent", model), context=chart_context(module))
     offline = not wants_real_model(args.offline) and hasattr(module, "script")
@@ -110,24 +112,8 @@ def open_replay(args: argparse.Namespace) -> DebugShell:
 
 
 def _agent_module(target: str) -> Any:
-    from helikon.cli import UsageError
 
     module = load_module(target)
     if not hasattr(module, "agent"):
         raise UsageError(f"{target} defines no agent(model) to debug")
     return module
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m helikon.cli.debug ...`: `helikon debug ...` without the rest of the CLI."""
-    top = argparse.ArgumentParser(prog="helikon")
-    add_debug_parser(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(["debug", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return command_debug(args)
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,6 +17,7 @@ are checked in under docs/ and a test regenerates them to catch stale ones.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,14 +25,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from helikon.cli.loading import CHARTS, LoadError, charts_in, compile_in, load_module
+from helikon.cli.usage import UsageError
 from helikon.core.chart.default import DEFAULT_TABLE
-from helikon.core.chart.table import TransitionTable
-from helikon.export import chart_to_dot, chart_to_markdown, render
-from helikon.run.agent import Agent, HandoffTo
+from helikon.core.chart.dsl import AgentLoopChart
+from helikon.core.errors import ChartDefinitionError
+from helikon.core.table import TransitionTable
+from helikon.export import RenderError, chart_to_dot, chart_to_markdown, render
+from helikon.models.scripted import ScriptedModel
+from helikon.run.agent import Agent
+from helikon.run.spec import HandoffTo
 from helikon.tools import Tool
-
-CHARTS_DIR = Path(__file__).resolve().parent.parent.parent / "charts"
-"""The reference charts shipped beside the package (a checkout's `charts/`)."""
 
 DEFAULT_NAME = "default"
 CONFIG_FIELDS = (
@@ -101,7 +105,7 @@ def _write(path: Path, data: bytes) -> Path:
 
 def chart_files(charts_dir: Path | None = None) -> list[Path]:
     """The chart files, sorted by name; files starting with `_` are not charts."""
-    where = charts_dir if charts_dir is not None else CHARTS_DIR
+    where = charts_dir if charts_dir is not None else CHARTS
     return sorted(path for path in where.glob("*.py") if not path.name.startswith("_"))
 
 
@@ -115,7 +119,6 @@ def diagram(table: TransitionTable) -> bytes:
 
 def default_page() -> ChartPage:
     """The page of helikon's default loop."""
-    from helikon.core.chart.dsl import AgentLoopChart
 
     summary = "\n\n".join(
         [
@@ -130,8 +133,6 @@ def default_page() -> ChartPage:
 
 def chart_page(path: Path) -> ChartPage:
     """The page of one chart file: its agent (if any), its table, its docstring."""
-    from helikon.cli.loading import load_module
-    from helikon.models.scripted import ScriptedModel
 
     module = load_module(str(path))
     agent = module.agent(ScriptedModel([])) if hasattr(module, "agent") else None
@@ -151,7 +152,6 @@ def chart_page(path: Path) -> ChartPage:
 
 def _module_table(module: ModuleType, path: Path) -> TransitionTable:
     """The table a module without an agent defines: a compiled table, else its one chart."""
-    from helikon.cli.loading import LoadError, charts_in, compile_in
 
     tables = [obj for obj in vars(module).values() if isinstance(obj, TransitionTable)]
     if len(tables) == 1:
@@ -339,3 +339,21 @@ def _demoted(markdown: str) -> Iterator[str]:
         lines = lines[1:]
     for line in lines:
         yield "#" + line if line.startswith("#") else line
+
+
+def add_parser(commands: Any) -> None:
+    docs = commands.add_parser("docs", help="generate the chart pages of the documentation")
+    docs.add_argument("--out", default="docs", help="the docs folder (default: docs)")
+    docs.set_defaults(handler=command_docs)
+
+
+def command_docs(args: argparse.Namespace) -> int:
+    try:
+        written = generate(Path(args.out))
+    except (LoadError, ChartDefinitionError, RenderError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename or args.out}: {exc.strerror}") from None
+    for path in written:
+        print(path)
+    return 0

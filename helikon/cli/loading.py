@@ -9,6 +9,24 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from helikon.core.chart.compile import compile_chart
+from helikon.core.chart.default import DEFAULT_TABLE
+from helikon.core.chart.dsl import LoopChart
+from helikon.core.table import TransitionTable
+from helikon.models.scripted import ScriptedModel
+from helikon.run.agent import Agent
+
+
+def _charts_dir() -> Path:
+    """The reference agents: the repository's charts/ when present, else the wheel's copy."""
+    package = Path(__file__).resolve().parent.parent
+    repository = package.parent / "charts"
+    return repository if repository.is_dir() else package / "examples"
+
+
+CHARTS = _charts_dir()
+"""The reference chart files: a checkout's charts/, or the copy inside the wheel."""
+
 
 class LoadError(Exception):
     """What the user named cannot be loaded; the message says what and why."""
@@ -94,7 +112,6 @@ def _registries(module: ModuleType, suffix: str) -> dict[str, Any]:
 
 def charts_in(module: ModuleType) -> list[type]:
     """The loop charts a module defines (not those it imports)."""
-    from helikon.core.chart.dsl import LoopChart
 
     return [
         obj
@@ -108,7 +125,6 @@ def charts_in(module: ModuleType) -> list[type]:
 
 def compile_in(module: ModuleType, chart: type) -> Any:
     """Compile `chart` with the guards and actions its module registers."""
-    from helikon.core.chart.compile import compile_chart
 
     return compile_chart(
         chart, guards=_registries(module, "GUARDS"), actions=_registries(module, "ACTIONS")
@@ -126,10 +142,6 @@ def load_table(target: str) -> Any:
         LoadError: nothing loadable, or more than one candidate.
         ChartDefinitionError: the chart does not compile.
     """
-    from helikon.core.chart.default import DEFAULT_TABLE
-    from helikon.core.chart.dsl import LoopChart
-    from helikon.core.chart.table import TransitionTable
-    from helikon.run.agent import Agent
 
     if target == "default":
         return DEFAULT_TABLE
@@ -154,8 +166,6 @@ def load_table(target: str) -> Any:
         names = ", ".join(chart.__name__ for chart in charts)
         raise LoadError(f"{target} defines several charts ({names}); pick one with :Name")
     if hasattr(found, "agent"):
-        from helikon.models.scripted import ScriptedModel
-
         agent = call(found, "agent", ScriptedModel([]))
         return agent.chart or DEFAULT_TABLE
     raise LoadError(f"{target} defines no chart, compiled table or agent")

@@ -5,25 +5,30 @@
 
 `add_studio_parser(commands)` adds the command to `helikon`'s subcommands; the handler
 builds the debugger, serves it on 127.0.0.1 and prints the URL; Ctrl-C stops it.
-Mistakes raise `helikon.cli.UsageError` (one line, exit status 2), imported when the
-handler runs: `helikon.cli` imports this module.
+Mistakes raise `UsageError` (one line, exit status 2).
 """
 
 from __future__ import annotations
 
 import argparse
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from helikon.studio.session import Session
+from helikon.cli.agents import add_agent_arguments, chart_context, live_agent
+from helikon.cli.loading import LoadError, load_module
+from helikon.cli.usage import UsageError
+from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.models.scripted import ScriptedModel
+from helikon.studio.server import StudioServer
+from helikon.studio.session import Session
+from helikon.trace import TraceError, read_trace
 
 LOOPBACK = "127.0.0.1"  # the one address the server takes (helikon.studio.server)
 
 DEFAULT_PORT = 8765
 
 
-def add_studio_parser(commands: Any) -> None:
+def add_parser(commands: Any) -> None:
     """Add `studio` to `commands`, the result of `ArgumentParser.add_subparsers()`."""
     studio = commands.add_parser(
         "studio",
@@ -33,7 +38,6 @@ def add_studio_parser(commands: Any) -> None:
             "timeline, the state and the conversation; step, continue, go back, break."
         ),
     )
-    from helikon.cli import add_agent_arguments
 
     add_agent_arguments(studio, optional=True)
     studio.add_argument(
@@ -59,8 +63,6 @@ def add_studio_parser(commands: Any) -> None:
 
 def command_studio(args: argparse.Namespace) -> int:
     """Serve the studio until Ctrl-C."""
-    from helikon.cli import UsageError
-    from helikon.studio.server import StudioServer
 
     session = open_session(args)
     try:
@@ -80,7 +82,6 @@ def command_studio(args: argparse.Namespace) -> int:
 
 def open_session(args: argparse.Namespace) -> Session:
     """The `Session` the arguments ask for: a replay with `--trace`, else a live run."""
-    from helikon.cli import UsageError
 
     if args.chart and args.chart_option and args.chart != args.chart_option:
         raise UsageError("name the chart once: as CHART or as --chart")
@@ -95,10 +96,6 @@ def open_session(args: argparse.Namespace) -> Session:
 
 
 def live_session(chart: str, args: argparse.Namespace) -> Session:
-    from helikon.cli import UsageError, live_agent
-    from helikon.cli.loading import LoadError
-    from helikon.debug.debugger import Debugger
-    from helikon.studio.session import Session
 
     module = _load(chart)
     try:
@@ -110,11 +107,6 @@ def live_session(chart: str, args: argparse.Namespace) -> Session:
 
 
 def replay_session(trace_path: str, chart: str | None) -> Session:
-    from helikon.cli import UsageError, chart_context
-    from helikon.debug.debugger import Debugger, DebuggerError
-    from helikon.models.scripted import ScriptedModel
-    from helikon.studio.session import Session
-    from helikon.trace import TraceError, read_trace
 
     try:
         trace = read_trace(trace_path)
@@ -137,26 +129,8 @@ def replay_session(trace_path: str, chart: str | None) -> Session:
 
 
 def _load(chart: str) -> ModuleType:
-    from helikon.cli import UsageError
-    from helikon.cli.loading import LoadError, load_module
 
     try:
         return load_module(chart)
     except LoadError as exc:
         raise UsageError(str(exc)) from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m helikon.studio ...`: the command on its own, with `helikon`'s error style."""
-    import sys
-
-    from helikon.cli import UsageError
-
-    top = argparse.ArgumentParser(prog="helikon")
-    add_studio_parser(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(["studio", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.handler(args))
-    except UsageError as exc:
-        print(f"helikon: {exc}", file=sys.stderr)
-        return 2

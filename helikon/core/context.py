@@ -8,19 +8,16 @@ here once, so a transition allocates none.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
 from helikon.core.items import ToolCall
 from helikon.core.state import CallModel, ModelRequest
-
-if TYPE_CHECKING:
-    from helikon.core.chart.table import TransitionTable
+from helikon.core.table import TransitionTable
 
 Permission = Literal["allow", "deny", "ask"]
 _STRICTNESS: Mapping[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -82,12 +79,6 @@ def _describe(error: Any) -> str:
     return f"{where}: {error['msg']}"
 
 
-def _default_table() -> TransitionTable:
-    from helikon.core.chart.default import DEFAULT_TABLE
-
-    return DEFAULT_TABLE
-
-
 @dataclass(frozen=True, slots=True)
 class TransitionCtx:
     """Everything a transition may read besides the state and the input.
@@ -103,7 +94,8 @@ class TransitionCtx:
             its answer is combined with `tools` by `strictest`.
         output: the output type's spec, or None for a plain-text run.
         prompts: extra instructions for model-calling phases, by phase name.
-        table: the compiled chart; the default loop when not given.
+        table: the compiled chart (keyword only): `DEFAULT_TABLE` for helikon's default
+            loop. The run layer picks it from the agent (`Agent.chart`).
     """
 
     agent: str = "agent"
@@ -115,7 +107,7 @@ class TransitionCtx:
     call_policy: Callable[[ToolCall], Permission | None] | None = None
     output: OutputSpec | None = None
     prompts: Mapping[str, str] = field(default_factory=dict)
-    table: TransitionTable = field(default_factory=_default_table)
+    table: TransitionTable = field(kw_only=True)
     requests: Mapping[str, ModelRequest] = field(init=False, repr=False, compare=False)
     calls: Mapping[str, CallModel] = field(init=False, repr=False, compare=False)
     restricted: bool = field(init=False, repr=False, compare=False)
@@ -172,12 +164,3 @@ class TransitionCtx:
     def repair_request(self, errors: tuple[str, ...]) -> ModelRequest:
         schema = self.output.response_format() if self.output else None
         return ModelRequest("repair", tools=False, response_format=schema, repair_errors=errors)
-
-
-def is_complete_json(text: str) -> bool:
-    """True when `text` parses as JSON: a streamed call's arguments arrived whole."""
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from helikon.core.chart.actions import model_phase
-from helikon.core.chart.table import Row
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import GuardrailTripped
 from helikon.core.events import GuardrailTriggered, RunCompleted, RunFailed
@@ -33,6 +32,7 @@ from helikon.core.state import (
     RepairingOutput,
     TransitionOutcome,
 )
+from helikon.core.table import Row
 
 
 def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:

@@ -30,12 +30,14 @@ from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.driver import Run, TransitionRecord
+from helikon.run.driver import Run
 from helikon.trace import (
     EffectTrace,
     Trace,
+    TracedRun,
     TraceHeader,
     TraceWriter,
+    TransitionRecord,
     TransitionTrace,
     header_of,
     transition_trace,
@@ -478,16 +480,16 @@ class _Recorder:
     records: list[TransitionRecord] = field(default_factory=list)
     lines: list[TransitionTrace | EffectTrace] = field(default_factory=list)
 
-    def started(self, run: Run) -> None:
+    def started(self, run: TracedRun) -> None:
         return None
 
-    def transition(self, run: Run, record: TransitionRecord) -> None:
+    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
         if run.run_id == self.root:
             self.records.append(record)
         else:
             self.lines.append(transition_trace(run, record))
 
-    def effect(self, run: Run, event: Any) -> None:
+    def effect(self, run: TracedRun, event: Any) -> None:
         if event.type != "run_started":
             self.lines.append(EffectTrace(run.run_id, run.seq, event))
 

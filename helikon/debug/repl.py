@@ -22,63 +22,32 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TextIO, cast
 
-from helikon.core.errors import HelikonError, describe
-from helikon.core.transition import Match, pending_action
+from helikon.core.errors import HelikonError
+from helikon.core.transition import Match
+from helikon.debug.completion import ALIASES, BREAK_KINDS, COMMANDS, ShellCompletion
 from helikon.debug.debugger import BreakKind, Debugger, Step, Stop
 from helikon.debug.fork import fork_request
 from helikon.debug.view import (
     Paint,
-    clip,
     conversation_lines,
-    event_lines,
     event_types,
-    input_lines,
     match_lines,
     state_lines,
     step_line,
+    step_report,
+    stop_lines,
+    where_lines,
 )
 from helikon.export.console import EventPrinter, use_colour
-from helikon.run.agent import Agent
 
 PROMPT = "(hdb) "
-ALIASES = {
-    "s": "step",
-    "n": "next",
-    "c": "continue",
-    "b": "break",
-    "d": "delete",
-    "conv": "conversation",
-    "h": "history",
-    "q": "quit",
-    "exit": "quit",
-}
-COMMANDS = (
-    "step",
-    "next",
-    "continue",
-    "break",
-    "delete",
-    "state",
-    "conversation",
-    "row",
-    "events",
-    "history",
-    "back",
-    "rewind",
-    "fork",
-    "unfork",
-    "save",
-    "help",
-    "quit",
-)
-BREAK_KINDS = ("phase", "event", "tool", "guard")
 
 
 class ShellError(Exception):
     """A command that cannot be carried out as typed: printed as one `error:` line."""
 
 
-class DebugShell(cmd.Cmd):
+class DebugShell(ShellCompletion, cmd.Cmd):
     """An interactive prompt over `debugger` (see the module docstring).
 
     Args:
@@ -399,54 +368,16 @@ class DebugShell(cmd.Cmd):
             self._say("")
         return True
 
-    # ------------------------------------------------------------ completion
-
-    def complete_break(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        words = line[:begidx].split()
-        options: Sequence[str] = ()
-        if len(words) == 1:
-            options = BREAK_KINDS
-        elif len(words) == 2:
-            options = self._break_values(words[1])
-        return [option for option in options if option.startswith(text)]
-
-    def _break_values(self, kind: str) -> Sequence[str]:
-        table = self.debugger.run.ctx.table
-        if kind == "phase":
-            return [phase.name for phase in table.phases]
-        if kind == "guard":
-            return list(table.guard_docs)
-        if kind == "event":
-            return event_types()
-        return sorted(tool_names(self.debugger.run.agent)) if kind == "tool" else ()
-
-    def complete_delete(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        ids = [str(breakpoint.id) for breakpoint in self.debugger.breakpoints]
-        return [i for i in ids if i.startswith(text)]
-
-    def complete_events(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        return ["all"] if "all".startswith(text) else []
-
-    def complete_fork(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        words = line[:begidx].split()
-        options: list[str] = []
-        if len(words) == 1:
-            options = ["text", "tool", "approve", "reject"]
-        elif words[1] in ("tool", "approve", "reject") and not self.debugger.run.finished:
-            action = pending_action(self.debugger.state, self.debugger.run.ctx)
-            calls = getattr(action, "calls", None)
-            if calls is None:
-                calls = [request.call for request in getattr(action, "pending", ())]
-            options = [call.call_id for call in calls]
-        return [option for option in options if option.startswith(text)]
-
-    complete_b = complete_break
-    complete_d = complete_delete
-
-    def completenames(self, text: str, *ignored: Any) -> list[str]:
-        return [name for name in (*COMMANDS, *ALIASES) if name.startswith(text)]
-
     # ------------------------------------------------------------ output
+
+    def _show_step(self, step: Step) -> None:
+        self._say_all(step_report(step, self.paint, self.colour))
+
+    def _show_stop(self, stop: Stop) -> None:
+        self._say_all(stop_lines(stop, self.debugger.position, self.paint))
+
+    def _show_next(self) -> None:
+        self._say_all(where_lines(self.debugger, self.paint))
 
     def _await(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return self._runner.run(coroutine)
@@ -458,39 +389,6 @@ class DebugShell(cmd.Cmd):
             self._show_step(step)
         self._show_stop(stop)
         self._show_next()
-
-    def _show_step(self, step: Step) -> None:
-        self._say(step_line(step, self.paint))
-        self._say_all("  " + line for line in event_lines(step.events, self.colour))
-        if step.divergence:
-            self._say(self.paint(f"  ! {step.divergence}", "red"))
-
-    def _show_stop(self, stop: Stop) -> None:
-        seq = stop.step.seq if stop.step else self.debugger.position
-        if stop.reason == "breakpoint" and stop.breakpoint is not None:
-            shown = f"■ stopped at breakpoint {stop.breakpoint.describe()} after step {seq}"
-            self._say(self.paint(shown, "yellow", "bold"))
-        elif stop.reason == "diverged":
-            self._say(self.paint(f"■ the replay diverged at step {seq}", "red", "bold"))
-        elif stop.reason == "turn":
-            self._say(self.paint(f"■ a new turn started at step {seq}", "bold"))
-
-    def _show_next(self) -> None:
-        debugger = self.debugger
-        state = debugger.state
-        if debugger.run.finished:
-            self._say(_ended(state, self.paint))
-        elif debugger.run.suspended:
-            names = ", ".join(request.call.name for request in state.pending)
-            self._say(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow"))
-        elif debugger.finished:
-            self._say(self.paint(f"the recording ends after step {debugger.position}", "yellow"))
-        elif debugger.next_input is None:
-            self._say(f"at step {debugger.position}, nothing observed yet")
-        else:
-            first, *items = input_lines(debugger.next_input)
-            self._say(f"at step {debugger.position}; {self.paint('next input', 'bold')}: {first}")
-            self._say_all(items)
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
@@ -528,21 +426,3 @@ def _count(text: str) -> int:
     if not text.isdigit():
         raise ShellError(f"expected a number, got {text!r}")
     return int(text)
-
-
-def _ended(state: Any, paint: Paint) -> str:
-    if state.phase == "Done":
-        return paint(f"✓ the run completed: {clip(state.output.text or '')}", "green")
-    return paint(f"✗ the run failed: {describe(state.error)}", "red")
-
-
-def tool_names(agent: Agent, seen: set[int] | None = None) -> set[str]:
-    """The tools `agent` and the agents it hands off to can call, handoff tools included."""
-    seen = set() if seen is None else seen
-    seen.add(id(agent))
-    names = {tool.name for tool in agent.tools}
-    for target in agent.handoff_targets():
-        names.add(target.name)
-        if id(target.agent) not in seen:
-            names |= tool_names(target.agent, seen)
-    return names

@@ -190,3 +190,50 @@ def _deltas(kind: str, deltas: list[Any], paint: Paint) -> str:
     text = clip("".join(d.text for d in deltas), 120)
     what = "reasoning" if kind == "reasoning_delta" else "streaming"
     return paint(f'  … {what}: "{text}"', "dim")
+
+
+# ---------------------------------------------------------------- where the session is
+
+
+def step_report(step: Any, paint: Paint = plain, colour: bool = False) -> list[str]:
+    """A step as the shell prints it: its line, its events indented, any divergence."""
+    lines = [step_line(step, paint)]
+    lines += ["  " + line for line in event_lines(step.events, colour)]
+    if step.divergence:
+        lines.append(paint(f"  ! {step.divergence}", "red"))
+    return lines
+
+
+def stop_lines(stop: Any, position: int, paint: Paint = plain) -> list[str]:
+    """Why `continue` or `next` stopped, when it was not the end of the run."""
+    seq = stop.step.seq if stop.step else position
+    if stop.reason == "breakpoint" and stop.breakpoint is not None:
+        shown = f"■ stopped at breakpoint {stop.breakpoint.describe()} after step {seq}"
+        return [paint(shown, "yellow", "bold")]
+    if stop.reason == "diverged":
+        return [paint(f"■ the replay diverged at step {seq}", "red", "bold")]
+    if stop.reason == "turn":
+        return [paint(f"■ a new turn started at step {seq}", "bold")]
+    return []
+
+
+def ended_line(state: Any, paint: Paint = plain) -> str:
+    if state.phase == "Done":
+        return paint(f"✓ the run completed: {clip(state.output.text or '')}", "green")
+    return paint(f"✗ the run failed: {describe(state.error)}", "red")
+
+
+def where_lines(debugger: Any, paint: Paint = plain) -> list[str]:
+    """Where a `Debugger` stands: ended, suspended, at the recording's end, or the next input."""
+    state = debugger.state
+    if debugger.run.finished:
+        return [ended_line(state, paint)]
+    if debugger.run.suspended:
+        names = ", ".join(request.call.name for request in state.pending)
+        return [paint(f"⏸ suspended: waiting for approval of {names}", "yellow")]
+    if debugger.finished:
+        return [paint(f"the recording ends after step {debugger.position}", "yellow")]
+    if debugger.next_input is None:
+        return [f"at step {debugger.position}, nothing observed yet"]
+    first, *items = input_lines(debugger.next_input)
+    return [f"at step {debugger.position}; {paint('next input', 'bold')}: {first}", *items]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from html import escape
 
-from helikon.core.chart.table import TransitionTable
+from helikon.core.table import TransitionTable
 from helikon.export.dot import to_dot
 from helikon.export.ir import (
     ChartEdge,

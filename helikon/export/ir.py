@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from helikon.core.chart.table import Phase, Row, TransitionTable
+from helikon.core.table import Phase, Row, TransitionTable
 
 NodeKind = Literal["initial", "normal", "custom", "done", "failed"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from helikon.core.chart.table import TransitionTable
+from helikon.core.table import TransitionTable
 
 
 def to_json(table: TransitionTable) -> str:

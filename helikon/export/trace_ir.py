@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.chart.table import TransitionTable
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import AgentError, describe
 from helikon.core.events import (
     AgentUpdated,
@@ -60,6 +60,7 @@ from helikon.core.items import (
     UserMessage,
 )
 from helikon.core.state import ApprovalDecisions, CallModel, Handoff, ModelResponse, Start
+from helikon.core.table import TransitionTable
 from helikon.export.trace_view import (
     ApprovalView,
     CompactionView,
@@ -110,8 +111,6 @@ def resolve_table(
     Returns:
         (the table, "") or (None, a sentence saying why there is no chart).
     """
-    from helikon.core.chart.default import DEFAULT_TABLE
-
     for candidate in (table, DEFAULT_TABLE):
         if candidate is not None and candidate.digest == header.chart_digest:
             return candidate, ""

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from helikon.core.chart.table import TransitionTable
 from helikon.core.items import ZERO_USAGE, ToolResultStatus, Usage
+from helikon.core.table import TransitionTable
 from helikon.export.ir import TraceOverlay
 from helikon.trace import TraceHeader
 

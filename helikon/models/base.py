@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from helikon.core.items import (
     ZERO_USAGE,
@@ -23,16 +23,8 @@ from helikon.core.items import (
     Usage,
 )
 from helikon.core.state import ModelRequest, ModelResponse
+from helikon.core.tool_spec import ToolSpec
 from helikon.core.values import value
-
-
-@value
-class ToolSpec:
-    """A tool as the model sees it: name, description and JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 @value

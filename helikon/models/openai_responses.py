@@ -37,6 +37,7 @@ from helikon.core.items import (
     Usage,
     UserMessage,
 )
+from helikon.core.tool_spec import ToolSpec
 from helikon.models.base import (
     FinishChunk,
     ModelChunk,
@@ -44,7 +45,6 @@ from helikon.models.base import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
 )
 from helikon.models.openai_errors import StreamFailed, cut_short, failed, from_code

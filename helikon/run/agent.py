@@ -2,86 +2,25 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.core.chart.table import TransitionTable
-from helikon.core.items import FinalOutput, Item
-from helikon.models.base import Model
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.items import Item
 from helikon.run.config import RunConfig, RunContext
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from helikon.run.results import RunResultStreaming
-    from helikon.run.snapshot import RunSnapshot
-    from helikon.tools import Tool
-    from helikon.trace import TraceSink
-
-
-@dataclass(frozen=True)
-class GuardrailResult:
-    """A guardrail's verdict: `tripwire` true stops the run."""
-
-    tripwire: bool
-    message: str = ""
-
-
-GuardrailAnswer = GuardrailResult | bool | Awaitable[GuardrailResult | bool]
-
-
-@dataclass(frozen=True)
-class InputGuardrail:
-    """Checked on the user's input before the first model call."""
-
-    name: str
-    check: Callable[[str, RunContext[Any]], GuardrailAnswer]
-
-
-@dataclass(frozen=True)
-class OutputGuardrail:
-    """Checked on the final output before the run completes."""
-
-    name: str
-    check: Callable[[FinalOutput, RunContext[Any]], GuardrailAnswer]
-
-
-ApprovalHandler = Callable[
-    [ApprovalRequest, RunContext[Any]],
-    "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]",
-]
-
-
-@dataclass(frozen=True)
-class HandoffTo:
-    """A handoff target: the model transfers control by calling `tool_name`."""
-
-    agent: Agent
-    tool_name: str = ""
-    description: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.tool_name or f"transfer_to_{slug(self.agent.name)}"
-
-    @property
-    def purpose(self) -> str:
-        return self.description or (
-            f"Hand the conversation to {self.agent.name}"
-            + (f": {self.agent.description}" if self.agent.description else ".")
-        )
-
-
-def slug(name: str) -> str:
-    """`transfer_to_<slug>`'s slug: lowercase letters, digits and underscores."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "agent"
+from helikon.run.driver import Run
+from helikon.run.results import RunResultStreaming, open_trace
+from helikon.run.snapshot import RunSnapshot
+from helikon.run.spec import AgentSpec
+from helikon.run.subagent import agent_tool
+from helikon.tools import Tool
+from helikon.trace import TraceSink
 
 
 @dataclass(frozen=True, eq=False)
-class Agent:
+class Agent(AgentSpec):
     """An agent: what it is told, what it can call, whom it can hand off to, what it returns.
 
     Args:
@@ -100,22 +39,6 @@ class Agent:
             suspends with `RunSuspended` and resumes with `agent.resume(...)`.
         description: one line about the agent, offered to agents that hand off to it.
     """
-
-    name: str
-    model: Model
-    instructions: str = ""
-    tools: Sequence[Tool] = ()
-    handoffs: Sequence[Agent | HandoffTo] = ()
-    output_type: Any = None
-    config: RunConfig = field(default_factory=RunConfig)
-    chart: TransitionTable | None = None
-    input_guardrails: Sequence[InputGuardrail] = ()
-    output_guardrails: Sequence[OutputGuardrail] = ()
-    on_approval: ApprovalHandler | None = None
-    description: str = ""
-
-    def handoff_targets(self) -> tuple[HandoffTo, ...]:
-        return tuple(h if isinstance(h, HandoffTo) else HandoffTo(h) for h in self.handoffs)
 
     def run(
         self,
@@ -138,9 +61,6 @@ class Agent:
         Raises:
             ValueError: the agent cannot start (e.g. two tools share a name).
         """
-        from helikon.run.driver import Run
-        from helikon.run.results import RunResultStreaming, open_trace
-
         sink, owned = open_trace(trace)
         run = Run(self, input=input, context=context, config=config, run_id=run_id, trace=sink)
         return RunResultStreaming(run, closing=owned)
@@ -160,14 +80,9 @@ class Agent:
                 arguments than the pending call's.
             SnapshotMismatch: the snapshot was taken from another agent or chart.
         """
-        from helikon.run.driver import Run
-        from helikon.run.results import RunResultStreaming
-
         run = Run.from_snapshot(self, snapshot, decisions, context=context, config=config)
         return RunResultStreaming(run)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool another agent can call with an `input` text."""
-        from helikon.run.subagent import agent_tool
-
         return agent_tool(self, name, description)

@@ -20,11 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.context import OutputSpec, TransitionCtx
 from helikon.core.errors import (
     Cancelled,
     FatalToolError,
-    GuardrailTripped,
     MaxAgentDepthExceeded,
     ModelCallFailed,
     ModelError,
@@ -42,7 +40,7 @@ from helikon.core.events import (
     TokenDelta,
     ToolCallDelta,
 )
-from helikon.core.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage, UserMessage
+from helikon.core.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage
 from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
@@ -59,30 +57,24 @@ from helikon.core.state import (
     ToolResults,
     TransitionOutcome,
 )
-from helikon.core.transition import initial_state, pending_action, transition, trip_output_guardrail
+from helikon.core.tool_spec import ToolSpec
+from helikon.core.transition import initial_state, pending_action, transition
 from helikon.models.base import (
     ModelInput,
     ReasoningChunk,
     ResponseAssembler,
     TextChunk,
     ToolCallChunk,
-    ToolSpec,
 )
-from helikon.run.agent import Agent, HandoffTo
+from helikon.run.approvals import ask_handler
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.snapshot import ApprovalMismatch, RunSnapshot, SnapshotMismatch
-from helikon.tools import Tool, ToolContext, execute_batch, tools_by_name
-from helikon.trace import TraceSink
-
-__all__ = [
-    "ApprovalMismatch",
-    "Run",
-    "RunSnapshot",
-    "RunToolContext",
-    "SnapshotMismatch",
-    "TransitionRecord",
-]
+from helikon.run.guardrails import checked_output, tripped_input
+from helikon.run.prepare import as_items, tool_specs, tools_and_handoffs, transition_ctx
+from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
+from helikon.run.spec import AgentSpec
+from helikon.tools import ToolContext, execute_batch
+from helikon.trace import TraceSink, TransitionRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +86,6 @@ class RunToolContext(ToolContext[Any]):
 
     run: Run | None = None
     spent: list[Usage] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionRecord:
-    """One step of a run as it happened: what traces and the debugger record."""
-
-    seq: int
-    state_before: Any
-    input: Any
-    outcome: TransitionOutcome
 
 
 class _Stopped(Exception):
@@ -119,7 +101,7 @@ class Run:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentSpec,
         *,
         input: str | Sequence[Item] = (),
         context: RunContext[Any] | None = None,
@@ -135,12 +117,12 @@ class Run:
         self.run_id = run_id or uuid.uuid4().hex
         self.depth = depth
         self.trace = trace
-        self.tools, self.handoffs = _check_names(agent)
-        self.ctx = _transition_ctx(agent, self.config, self.tools, self.handoffs)
+        self.tools, self.handoffs = tools_and_handoffs(agent)
+        self.ctx = transition_ctx(agent, self.config, self.tools, self.handoffs)
         self.state: Any = initial_state(self.ctx, usage)
         self.conversation = Conversation()
         self.seq = 0
-        self.next_input: Any = Start(_as_items(input))
+        self.next_input: Any = Start(as_items(input))
         self.pending: NextAction | None = None
         self.suspended = False
         self.started = False
@@ -154,7 +136,7 @@ class Run:
     @classmethod
     def from_snapshot(
         cls,
-        agent: Agent,
+        agent: AgentSpec,
         snapshot: RunSnapshot,
         decisions: Sequence[ApprovalDecision] = (),
         *,
@@ -195,6 +177,10 @@ class Run:
         return run
 
     # ------------------------------------------------------------ reading the run
+
+    @property
+    def agent_name(self) -> str:
+        return self.agent.name
 
     @property
     def usage(self) -> Usage:
@@ -265,7 +251,9 @@ class Run:
         outcome = transition(self.state, inp, self.ctx)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
             try:
-                outcome = await self._wait(self._check_output(outcome))
+                outcome = await self._wait(
+                    checked_output(self.agent.output_guardrails, outcome, self.context)
+                )
             except _Stopped:  # cancelled while the guardrail ran: the run does not complete
                 inp = self._stop
                 outcome = transition(self.state, inp, self.ctx)
@@ -360,7 +348,9 @@ class Run:
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
         if not self._guarded_input:
             self._guarded_input = True
-            tripped = await self._wait(self._check_input())
+            tripped = await self._wait(
+                tripped_input(self.agent.input_guardrails, self.conversation.items(), self.context)
+            )
             if tripped is not None:
                 yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
                 self.next_input = Fail(tripped)
@@ -400,14 +390,8 @@ class Run:
         self.next_input = assembler.response(self.agent.name)
 
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        """What the model is offered: the tools, then the handoffs (built once per run)."""
-        if self._specs is None:
-            specs = [tool.spec for tool in self.tools.values()]
-            specs += [
-                ToolSpec(h.name, h.purpose, {"type": "object", "properties": {}})
-                for h in self.handoffs.values()
-            ]
-            self._specs = tuple(specs)
+        if self._specs is None:  # built once per run, on the first call that offers tools
+            self._specs = tool_specs(self.tools, self.handoffs)
         return self._specs
 
     async def _execute_tools(self, action: ExecuteTools) -> Any:
@@ -446,18 +430,9 @@ class Run:
             self.suspended = True
             yield self._effect(RunSuspended(action.pending))
             return
-        decisions = []
-        for request in action.pending:
-            answer = handler(request, self.context)
-            if isinstance(answer, Awaitable):
-                answer = await self._wait(answer)
-            if isinstance(answer, ApprovalDecision):
-                decisions.append(answer)
-            else:
-                decisions.append(request.approve() if answer else request.reject())
-        self.next_input = ApprovalDecisions(tuple(decisions))
+        self.next_input = await ask_handler(handler, action.pending, self.context, self._wait)
 
-    def child(self, agent: Agent, input: str | Sequence[Item], run_id: str) -> Run:
+    def child(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """A run of `agent` nested in this one (a handoff target, an agent as a tool): one
         level deeper, same context and trace, and only the token budget this run has left,
         so nesting never resets turns, budget or permissions."""
@@ -496,33 +471,6 @@ class Run:
 
     # ------------------------------------------------------------ guardrails
 
-    async def _check_input(self) -> GuardrailTripped | None:
-        text = "\n".join(
-            item.content for item in self.conversation.items() if isinstance(item, UserMessage)
-        )
-        for guardrail in self.agent.input_guardrails:
-            verdict = await _verdict(guardrail.check(text, self.context))
-            if verdict.tripwire:
-                return GuardrailTripped(guardrail.name, "input", verdict.message)
-        return None
-
-    async def _check_output(self, outcome: TransitionOutcome) -> TransitionOutcome:
-        output = outcome.next_state.output  # type: ignore[union-attr]  # Done, checked by caller
-        for guardrail in self.agent.output_guardrails:
-            verdict = await _verdict(guardrail.check(output, self.context))
-            if verdict.tripwire:
-                error = GuardrailTripped(guardrail.name, "output", verdict.message)
-                return trip_output_guardrail(outcome, error)
-        return outcome
-
-
-async def _verdict(answer: Any) -> Any:
-    from helikon.run.agent import GuardrailResult
-
-    if isinstance(answer, Awaitable):
-        answer = await answer
-    return answer if isinstance(answer, GuardrailResult) else GuardrailResult(bool(answer))
-
 
 def _delta_event(chunk: Any) -> AgentEvent | None:
     if type(chunk) is TextChunk:
@@ -545,46 +493,3 @@ def _handoff_result(child: Run) -> HandoffResult:
         "give the target an on_approval handler"
     )
     return HandoffResult(None, Cancelled(reason), state.usage)
-
-
-def _as_items(input: str | Sequence[Item]) -> tuple[Item, ...]:
-    if isinstance(input, str):
-        return (UserMessage(input),)
-    return tuple(input)
-
-
-def _check_names(agent: Agent) -> tuple[dict[str, Tool], dict[str, HandoffTo]]:
-    """Tools and handoffs by name, refusing any name used twice."""
-    try:
-        tools = tools_by_name(agent.tools)
-    except ValueError as exc:
-        raise ValueError(f"agent {agent.name!r}: {exc}") from None
-    handoffs: dict[str, HandoffTo] = {}
-    for target in agent.handoff_targets():
-        name = target.name
-        if name in tools or name in handoffs:
-            raise ValueError(
-                f"agent {agent.name!r}: handoff tool {name!r} (to {target.agent.name!r}) "
-                "collides with another tool or handoff of the same name"
-            )
-        handoffs[name] = target
-    return tools, handoffs
-
-
-def _transition_ctx(
-    agent: Agent, config: RunConfig, tools: dict[str, Tool], handoffs: dict[str, HandoffTo]
-) -> TransitionCtx:
-    from helikon.core.chart.default import DEFAULT_TABLE
-
-    policy = config.tool_policy
-    return TransitionCtx(
-        agent=agent.name,
-        max_turns=config.max_turns,
-        token_budget=config.token_budget,
-        compaction_threshold=config.compaction_threshold,
-        tools=policy.permissions(tools.values()),
-        handoffs={name: h.agent.name for name, h in handoffs.items()},
-        call_policy=policy.call_policy(tools.values()),
-        output=OutputSpec.of(agent.output_type) if agent.output_type is not None else None,
-        table=agent.chart or DEFAULT_TABLE,
-    )

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from helikon.core.errors import RunError
 from helikon.core.events import AgentEvent, RunCompleted, RunFailed, RunSuspended
 from helikon.core.items import ZERO_USAGE, Usage
 from helikon.run.driver import Run
@@ -92,8 +95,6 @@ class RunResultStreaming:
         Raises:
             RunError: the run failed; `.error` is the `AgentError`.
         """
-        from helikon.core.errors import RunError
-
         async for _ in self:
             pass
         last = self.events[-1] if self.events else None
@@ -120,8 +121,6 @@ class RunResultStreaming:
             ValueError: the run suspended for approval and has no output yet.
             pydantic.ValidationError: the output is not a valid `output_type`.
         """
-        from pydantic import TypeAdapter
-
         result = await self.collect()
         if result.output is None:
             raise ValueError("the run suspended for approval; it has no output yet")

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from typing import Any
 
 from helikon.core.errors import FatalToolError, MaxAgentDepthExceeded, RunError
+from helikon.run.driver import Run, RunToolContext
+from helikon.run.results import RunResultStreaming
+from helikon.run.spec import AgentSpec
 from helikon.tools import Tool, ToolContext, tool
 
-if TYPE_CHECKING:
-    from helikon.run.agent import Agent
 
-
-def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
+def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> Tool:
     """A tool that runs `agent` on an `input` text and returns its final output.
 
     The child run has depth+1, shares the parent's context and remaining token budget, and
     its usage counts toward the parent. A failed child gives an error result; exceeding
     `max_agent_depth` fails the parent run with `MaxAgentDepthExceeded`.
     """
-    from helikon.run.driver import Run, RunToolContext
-    from helikon.run.results import RunResultStreaming
 
     async def run_agent(input: str, context: ToolContext[Any]) -> str:
         parent = context.run if isinstance(context, RunToolContext) else None
@@ -43,8 +42,6 @@ def agent_tool(agent: Agent, name: str | None, description: str | None) -> Tool:
             if isinstance(context, RunToolContext):
                 context.spent.append(child.usage)
         if result.output is not None and result.output.value is not None:
-            import json
-
             return json.dumps(result.output.value)
         return result.final_output or ""
 

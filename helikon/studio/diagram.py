@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from helikon.core.chart.table import TransitionTable
+from helikon.core.table import TransitionTable
 from helikon.export import RenderError, TraceOverlay, chart_to_dot, render
 
 CACHE_SIZE = 64

@@ -17,9 +17,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
-from helikon.core.chart.table import Row, TransitionTable
 from helikon.core.codec import to_data
 from helikon.core.events import AgentEvent
+from helikon.core.table import Row, TransitionTable
 from helikon.core.transition import Match, match_row
 from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from helikon.core.context import Permission, strictest
 from helikon.core.errors import FatalToolError
 from helikon.core.items import ToolCall, ToolResult
-from helikon.models.base import ToolSpec
+from helikon.core.tool_spec import ToolSpec
 from helikon.tools.context import ToolContext
 from helikon.tools.docstrings import parse_docstring
 from helikon.tools.schema import arguments_of, describe_errors

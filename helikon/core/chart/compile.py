@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -19,43 +18,11 @@ from statemachine import StateChart
 
 from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
 from helikon.core.chart.guards import GUARDS, Guard
-from helikon.core.chart.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
+from helikon.core.chart.spec import ChartSpec
+from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import BUILTIN_PHASES, INPUT_KINDS
-
-# What each built-in phase waits for; a custom phase waits for a model response unless the
-# chart's `awaits` says otherwise. Every non-terminal phase also takes cancel and fail.
-BUILTIN_AWAITS: Mapping[str, tuple[str, ...]] = {
-    "CallingModel": ("model_response",),
-    "ExecutingTools": ("tool_results",),
-    "NeedsApproval": ("approval_decisions",),
-    "ApplyingHandoff": ("handoff_result",),
-    "Finalizing": ("model_response",),
-    "RepairingOutput": ("model_response",),
-    "Compacting": ("model_response",),
-}
-ALWAYS_AWAITED = ("cancel", "fail")
-
-
-@dataclass(frozen=True, slots=True)
-class ChartSpec:
-    """What a chart class declares, as plain data; `rows` are in declaration order."""
-
-    name: str
-    initial: str
-    phases: tuple[Phase, ...]
-    rows: tuple[Row, ...]
-    awaits: Mapping[str, tuple[str, ...]]
-    prompts: Mapping[str, str]
-
-    def awaited(self, phase: Phase) -> tuple[str, ...]:
-        """The input kinds `phase` must have rows for."""
-        if phase.final:
-            return ()
-        own = self.awaits.get(phase.name) or BUILTIN_AWAITS.get(phase.name, ("model_response",))
-        start = ("start",) if phase.name == self.initial else ()
-        declared = tuple(row.input_kind for row in self.rows if row.source == phase.name)
-        return tuple(dict.fromkeys((*start, *own, *declared, *ALWAYS_AWAITED)))
+from helikon.core.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
 
 
 def compile_chart(
@@ -74,8 +41,6 @@ def compile_chart(
         ChartDefinitionError: the chart cannot be compiled; the message lists every
             problem, each naming its state and input.
     """
-    from helikon.core.chart.validate import check_chart
-
     guard_fns = {**GUARDS, **(guards or {})}
     action_fns = {**ACTIONS, **(actions or {})}
     spec = read_chart(chart)

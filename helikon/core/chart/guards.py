@@ -6,10 +6,11 @@ rows that use it. A guard only reads: it never builds state, events or appends.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from helikon.core.context import TransitionCtx, is_complete_json
+from helikon.core.context import TransitionCtx
 from helikon.core.items import ZERO_USAGE, AssistantMessage, Item, ToolCall
 
 Guard = Callable[[Any, Any, TransitionCtx], bool]
@@ -142,3 +143,12 @@ GUARDS: Mapping[str, Guard] = {
         succeeded,
     )
 }
+
+
+def is_complete_json(text: str) -> bool:
+    """True when `text` parses as JSON: a streamed call's arguments arrived whole."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from helikon.core.chart.compile import ChartSpec
-from helikon.core.chart.table import GuardRef, Row
+from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import INPUT_KINDS
+from helikon.core.table import GuardRef, Row
 
 MAX_GUARDS_PER_PAIR = 16  # 2**16 valuations: the dead-row check stays instant
 

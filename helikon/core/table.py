@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from helikon.core.chart.actions import Action
-from helikon.core.chart.guards import Guard
+from helikon.core.state import TransitionOutcome
+
+# A resolved guard and action, as the table holds them: (state, input, ctx) -> bool and
+# (state, input, ctx, target) -> outcome. Their ctx is a `TransitionCtx`, which names this
+# table, so the context's type is left open here (helikon.core.chart.guards and .actions
+# type it exactly).
+GuardFn = Callable[[Any, Any, Any], bool]
+ActionFn = Callable[[Any, Any, Any, str], TransitionOutcome]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +55,8 @@ class Row:
 class CompiledRow(NamedTuple):
     """A row with its guards and action resolved to functions (a tuple: unpacks fast)."""
 
-    checks: tuple[tuple[Guard, bool], ...]
-    action: Action
+    checks: tuple[tuple[GuardFn, bool], ...]
+    action: ActionFn
     target: str
     row: Row
 

@@ -1,0 +1,106 @@
+"""Setting up a chart module's agent as the command line asks: `run`, `debug` and `studio`.
+
+A chart module defines `agent(model)` and, for offline runs, `script()` (the scripted model's
+turns); optionally `deps()` (what its tools get as `context.deps`) and `EXAMPLE_INPUT`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from helikon.cli.loading import call, module_label
+from helikon.cli.usage import UsageError
+from helikon.models.scripted import ScriptedModel
+from helikon.run.config import RunContext
+
+
+def add_agent_arguments(command: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The arguments of commands that run an agent from a chart file: `run`, `debug`, `studio`.
+
+    `optional` makes CHART optional (for commands that can replay a trace instead).
+    """
+    command.add_argument(
+        "chart", nargs="?" if optional else None, help="a chart file (charts/triage.py) or module"
+    )
+    command.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
+    command.add_argument("--offline", action="store_true", help="use the scripted model")
+    command.add_argument("--model", help="model name for a real endpoint")
+
+
+def wants_real_model(offline: bool) -> bool:
+    return not offline and bool(
+        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    )
+
+
+def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
+    """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
+    if wants_real_model(offline):
+        from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+
+        return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
+    if not hasattr(module, "script"):
+        raise UsageError(f"{module_label(module)} has no offline script(); set OPENAI_API_KEY")
+    return ScriptedModel(list(call(module, "script")))
+
+
+def approval_handler(mode: str) -> Any:
+    """`ask` prompts y/n on the terminal; `all` / `none` decide without asking."""
+    if mode == "all":
+        return lambda request, context: True
+    if mode == "none":
+        return lambda request, context: False
+    if mode == "ask" and sys.stdin.isatty():
+
+        def ask(request: Any, context: Any) -> bool:
+            call = request.call
+            answer = input(f"  approve {call.name}({call.arguments})? [y/N] ")
+            return answer.strip().lower() in ("y", "yes")
+
+        return ask
+    return None  # suspend: the run ends with RunSuspended
+
+
+@dataclass(frozen=True)
+class LiveAgent:
+    """An agent a chart module defines, set up as the command line asked for a live run."""
+
+    agent: Any
+    text: str
+    context: Any
+    source: str
+
+
+def live_agent(module: Any, args: argparse.Namespace, purpose: str) -> LiveAgent:
+    """The chart module's agent with the model, approvals and input `args` choose.
+
+    Raises:
+        UsageError: the module defines no agent, or there is nothing to ask it.
+        LoadError: the module's agent(), script() or deps() raised.
+    """
+
+    if not hasattr(module, "agent"):
+        raise UsageError(f"{module_label(module)} defines no agent(model) to {purpose}")
+    agent = call(module, "agent", model_for(module, args.offline, args.model))
+    handler = approval_handler(args.approve)
+    if handler is not None:
+        agent = replace(agent, on_approval=handler)
+    text = args.input or getattr(module, "EXAMPLE_INPUT", None)
+    if not text:
+        raise UsageError('give the agent something to do: --input "..."')
+    return LiveAgent(agent, text, chart_context(module), chart_source(args.chart))
+
+
+def chart_context(module: Any) -> RunContext[Any]:
+    """The `RunContext` a chart module's runs get: its `deps()`, if it defines one."""
+    return RunContext(call(module, "deps") if hasattr(module, "deps") else None)
+
+
+def chart_source(chart: str) -> str:
+    """How a trace names where its agent came from: a chart file's full path, or a module."""
+    return str(Path(chart).resolve()) if Path(chart).is_file() else chart

@@ -1,0 +1,80 @@
+"""The lines of a trace file, as values: a header, then transitions and effects.
+
+A trace file starts with a versioned `TraceHeader` (agent, chart name and digest, helikon
+version) and holds one `TransitionTrace` per transition: the state before, the input, the
+row that matched with every guard checked, the state after, the events, the next action and
+the appended items. Events that came from effects rather than transitions (token deltas,
+`AgentUpdated`, `RunSuspended`, ...) are kept as `EffectTrace` lines, so the full stream can
+be rebuilt. Runs nested in a run (handoff targets, agents as tools) write to the same file,
+each line naming its `run_id`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from helikon.core.errors import HelikonError
+from helikon.core.events import AgentEvent
+from helikon.core.items import Item
+from helikon.core.state import LoopState, NextAction, TransitionInput
+from helikon.core.values import value
+
+TRACE_VERSION = 1
+
+
+class TraceError(HelikonError, ValueError):
+    """A trace that cannot be read: the message names the file, the line and the problem."""
+
+
+@value
+class TraceHeader:
+    agent: str
+    run_id: str
+    chart: str
+    chart_digest: str
+    helikon_version: str
+    version: int = TRACE_VERSION
+    source: str | None = None
+    kind: Literal["header"] = field(default="header", init=False)
+
+
+@value
+class RowTrace:
+    """The row a transition took: its index and every guard checked, with its value."""
+
+    index: int
+    source: str
+    input_kind: str
+    target: str
+    action: str
+    checked: tuple[tuple[str, bool], ...]
+
+
+@value
+class TransitionTrace:
+    run_id: str
+    seq: int
+    state_before: LoopState
+    input: TransitionInput
+    row: RowTrace
+    state_after: LoopState
+    events: tuple[AgentEvent, ...]
+    next_action: NextAction
+    appends: tuple[Item, ...]
+    kind: Literal["transition"] = field(default="transition", init=False)
+
+
+@value
+class EffectTrace:
+    """An event an effect produced between transition `after_seq` and the next."""
+
+    run_id: str
+    after_seq: int
+    event: AgentEvent
+    kind: Literal["effect"] = field(default="effect", init=False)
+
+
+TraceLine = Annotated[TraceHeader | TransitionTrace | EffectTrace, Field(discriminator="kind")]

@@ -1,0 +1,123 @@
+"""Writing traces: the sink a run reports to, and `TraceWriter`, which writes JSON lines.
+
+A run calls its sink at three moments: when it starts (`started`), after each transition
+(`transition`, with the `TransitionRecord`) and for each event an effect produced (`effect`).
+The sink sees the run through `TracedRun`, the few things a trace line names, so this layer
+sits below the driver that implements it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from helikon._version import __version__
+from helikon.core.codec import dumps
+from helikon.core.context import TransitionCtx
+from helikon.core.state import TransitionOutcome
+from helikon.core.transition import match_row
+from helikon.trace.lines import EffectTrace, RowTrace, TraceHeader, TraceLine, TransitionTrace
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionRecord:
+    """One step of a run as it happened: what traces and the debugger record."""
+
+    seq: int
+    state_before: Any
+    input: Any
+    outcome: TransitionOutcome
+
+
+class TracedRun(Protocol):
+    """What a trace reads of a run (`helikon.run.driver.Run` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def agent_name(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def ctx(self) -> TransitionCtx: ...
+
+
+class TraceSink(Protocol):
+    """Receives a run's trace as it happens (`Run(trace=...)`)."""
+
+    def started(self, run: TracedRun) -> None: ...
+    def transition(self, run: TracedRun, record: TransitionRecord) -> None: ...
+    def effect(self, run: TracedRun, event: Any) -> None: ...
+
+
+def header_of(run: TracedRun, source: str | None = None) -> TraceHeader:
+    """The header of `run`'s trace; `source` names where its agent is defined (a chart file
+    or module), so a debugger can rebuild the agent to replay the trace."""
+    table = run.ctx.table
+    return TraceHeader(
+        run.agent_name, run.run_id, table.name, table.digest, __version__, source=source
+    )
+
+
+def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrace:
+    match = match_row(record.state_before, record.input, run.ctx)
+    row = match.row
+    outcome = record.outcome
+    return TransitionTrace(
+        run.run_id,
+        record.seq,
+        record.state_before,
+        record.input,
+        RowTrace(row.index, row.source, row.input_kind, row.target, row.action, match.checked),
+        outcome.next_state,
+        outcome.events,
+        outcome.next_action,
+        outcome.conversation_appends,
+    )
+
+
+class TraceWriter:
+    """Writes a trace as JSON lines to a path or an open text file; one line per record."""
+
+    def __init__(self, target: str | Path | IO[str], *, source: str | None = None) -> None:
+        if isinstance(target, (str, Path)):
+            self._file: IO[str] = open(target, "w", encoding="utf-8")  # noqa: SIM115
+            self._owned = True
+        else:
+            self._file, self._owned = target, False
+        self._wrote_header = False
+        self._last_seq: dict[str, int] = {}
+        self.source = source
+
+    def write(self, line: TraceHeader | TransitionTrace | EffectTrace) -> None:
+        """Write one line (the debugger writes recorded histories with this)."""
+        if isinstance(line, TraceHeader):
+            self._wrote_header = True
+        self._write(line)
+
+    def _write(self, line: Any) -> None:
+        self._file.write(dumps(line, TraceLine) + "\n")
+        self._file.flush()
+
+    def started(self, run: TracedRun) -> None:
+        if not self._wrote_header:
+            self._wrote_header = True
+            self._write(header_of(run, self.source))
+
+    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
+        self._last_seq[run.run_id] = record.seq
+        self._write(transition_trace(run, record))
+
+    def effect(self, run: TracedRun, event: Any) -> None:
+        self._write(EffectTrace(run.run_id, self._last_seq.get(run.run_id, run.seq), event))
+
+    def close(self) -> None:
+        if self._owned:
+            self._file.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
