@@ -166,7 +166,7 @@ def test_a_full_run_plans_then_uses_a_tool_then_answers() -> None:
     assert answered.next_state == Done(output)
     assert answered.events == (
         MessageOutput(AssistantMessage("They are 3%.")),
-        RunCompleted(output),
+        RunCompleted.of(output),
     )
     assert [o.next_state.phase for o in (started, planned, asked, ran, answered)] == [
         "Planning",

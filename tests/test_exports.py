@@ -160,3 +160,35 @@ def test_importing_helikon_needs_no_optional_extra() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_renamed_event_fields_keep_their_old_names_for_one_release() -> None:
+    """The seed's field names, with the earlier names readable as properties."""
+    from helikon import (
+        ApprovalRequest,
+        ApprovalRequested,
+        FinalOutput,
+        GuardrailTriggered,
+        RunCompleted,
+        StructuredOutputFailed,
+        ToolCall,
+        ToolCallDelta,
+        Usage,
+    )
+
+    delta = ToolCallDelta("c1", '{"a"', "add")
+    assert delta.args_delta == delta.arguments_delta == '{"a"'
+    tripped = GuardrailTriggered("pii", "input", "a card number")
+    assert (
+        (tripped.kind, tripped.info)
+        == (tripped.stage, tripped.message)
+        == ("input", "a card number")
+    )
+    request = ApprovalRequest.for_call(ToolCall("c2", "pay", '{"amount": 5}'))
+    asked = ApprovalRequested.of(request)
+    assert (asked.call_id, asked.tool, asked.args) == ("c2", "pay", '{"amount": 5}')
+    assert asked.request == request
+    failed = StructuredOutputFailed(("total: missing",), "{}")
+    assert (failed.errors, failed.raw) == (failed.schema_errors, failed.final_text)
+    usage = Usage(1, 2, 3, 1)
+    assert RunCompleted.of(FinalOutput("ok", None, usage)).usage == usage

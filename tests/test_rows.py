@@ -393,8 +393,8 @@ RESPONSE_CASES = [
             ToolCallItem(REMOVE),
             ToolCallItem(WRITE_B),
             PermissionDenied("c3", "rm", "policy"),
-            ApprovalRequested(ASK_WRITE),
-            ApprovalRequested(ASK_WRITE_B),
+            ApprovalRequested.of(ASK_WRITE),
+            ApprovalRequested.of(ASK_WRITE_B),
         ),
         AwaitApproval((ASK_WRITE, ASK_WRITE_B)),
         ASKING,
@@ -410,7 +410,7 @@ RESPONSE_CASES = [
             call_policy=lambda call: "ask" if "/tmp" in call.arguments else None,
         ),
         NeedsApproval((ASK_WRITE,), (LOOKUP,), 1, U12, (LOOKUP, WRITE), (), U2_CONTEXT),
-        (ToolCallItem(LOOKUP), ToolCallItem(WRITE), ApprovalRequested(ASK_WRITE)),
+        (ToolCallItem(LOOKUP), ToolCallItem(WRITE), ApprovalRequested.of(ASK_WRITE)),
         AwaitApproval((ASK_WRITE,)),
         (LOOKUP, WRITE),
     ),
@@ -523,7 +523,10 @@ RESPONSE_CASES = [
         ModelResponse((said("It is sunny."),), U2),
         TOOLS,
         Done(FinalOutput("It is sunny.", None, U12)),
-        (MessageOutput(said("It is sunny.")), RunCompleted(FinalOutput("It is sunny.", None, U12))),
+        (
+            MessageOutput(said("It is sunny.")),
+            RunCompleted.of(FinalOutput("It is sunny.", None, U12)),
+        ),
         TERMINATE,
         (said("It is sunny."),),
     ),
@@ -533,7 +536,10 @@ RESPONSE_CASES = [
         ModelResponse((Reasoning("easy"), said("It is sunny.")), U2),
         TOOLS,
         Done(FinalOutput("It is sunny.", None, U12)),
-        (MessageOutput(said("It is sunny.")), RunCompleted(FinalOutput("It is sunny.", None, U12))),
+        (
+            MessageOutput(said("It is sunny.")),
+            RunCompleted.of(FinalOutput("It is sunny.", None, U12)),
+        ),
         TERMINATE,
         (Reasoning("easy"), said("It is sunny.")),
     ),
@@ -777,7 +783,7 @@ MODEL_PHASE_CASES = [
         ModelResponse((said(VALID),), U2),
         TYPED,
         Done(FinalOutput(VALID, VALID_VALUE, U12)),
-        (MessageOutput(said(VALID)), RunCompleted(FinalOutput(VALID, VALID_VALUE, U12))),
+        (MessageOutput(said(VALID)), RunCompleted.of(FinalOutput(VALID, VALID_VALUE, U12))),
         TERMINATE,
         (said(VALID),),
     ),
@@ -797,7 +803,7 @@ MODEL_PHASE_CASES = [
         ModelResponse((said(VALID),), U2),
         TYPED,
         Done(FinalOutput(VALID, VALID_VALUE, U12)),
-        (MessageOutput(said(VALID)), RunCompleted(FinalOutput(VALID, VALID_VALUE, U12))),
+        (MessageOutput(said(VALID)), RunCompleted.of(FinalOutput(VALID, VALID_VALUE, U12))),
         TERMINATE,
         (said(VALID),),
     ),
@@ -830,7 +836,7 @@ HANDOFF_CASES = [
         HandoffResult(output=FinalOutput("Refunded.", None, U2), usage=U2),
         HANDOFFS,
         Done(FinalOutput("Refunded.", None, U12)),
-        (RunCompleted(FinalOutput("Refunded.", None, U12)),),
+        (RunCompleted.of(FinalOutput("Refunded.", None, U12)),),
         TERMINATE,
     ),
     Case(
@@ -1116,7 +1122,7 @@ def test_usage_is_summed_across_calls() -> None:
         HandoffResult(output=FinalOutput("ok", None, used(50, 5)), usage=used(50, 5)),
     )
     assert trace.state.usage == Usage(150, 15, 165, 5)
-    assert trace.events[-1] == RunCompleted(FinalOutput("ok", None, Usage(150, 15, 165, 5)))
+    assert trace.events[-1] == RunCompleted.of(FinalOutput("ok", None, Usage(150, 15, 165, 5)))
 
 
 def test_usage_is_summed_through_compaction_and_structured_output() -> None:

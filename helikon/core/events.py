@@ -15,7 +15,7 @@ from pydantic import Field
 
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.errors import AgentError
-from helikon.core.items import AssistantMessage, FinalOutput, ToolCall, ToolResult
+from helikon.core.items import AssistantMessage, FinalOutput, ToolCall, ToolResult, Usage
 from helikon.core.values import value
 
 
@@ -57,9 +57,14 @@ class ToolCallDelta:
     """A fragment of a streamed tool call; `call_id` is on every fragment."""
 
     call_id: str
-    arguments_delta: str
+    args_delta: str
     name: str | None = None
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False, repr=False)
+
+    @property
+    def arguments_delta(self) -> str:
+        """Deprecated name of `args_delta` (kept for one release)."""
+        return self.args_delta
 
 
 @value
@@ -105,24 +110,49 @@ class AgentUpdated:
 
 @value
 class GuardrailTriggered:
-    """Guardrail `guardrail` tripped at `stage` ("input" or "output")."""
+    """Guardrail `guardrail` tripped on the run's `kind` ("input" or "output"); `info` is
+    what it said."""
 
     guardrail: str
-    stage: Literal["input", "output"]
-    message: str = ""
+    kind: Literal["input", "output"]
+    info: str = ""
     type: Literal["guardrail_triggered"] = field(
         default="guardrail_triggered", init=False, repr=False
     )
 
+    @property
+    def stage(self) -> str:
+        """Deprecated name of `kind` (kept for one release)."""
+        return self.kind
+
+    @property
+    def message(self) -> str:
+        """Deprecated name of `info` (kept for one release)."""
+        return self.info
+
 
 @value
 class ApprovalRequested:
-    """A call waits for a decision; `request` carries the call and its argument hash."""
+    """Call `call_id` of `tool` with arguments `args` waits for a decision; a decision must
+    quote `arguments_hash` (`request` rebuilds the `ApprovalRequest` to decide on)."""
 
-    request: ApprovalRequest
+    call_id: str
+    tool: str
+    args: str
+    arguments_hash: str
     type: Literal["approval_requested"] = field(
         default="approval_requested", init=False, repr=False
     )
+
+    @classmethod
+    def of(cls, request: ApprovalRequest) -> ApprovalRequested:
+        call = request.call
+        return cls(call.call_id, call.name, call.arguments, request.arguments_hash)
+
+    @property
+    def request(self) -> ApprovalRequest:
+        """The pending call as an `ApprovalRequest` (the field of earlier releases)."""
+        return ApprovalRequest(ToolCall(self.call_id, self.tool, self.args), self.arguments_hash)
 
 
 @value
@@ -146,21 +176,37 @@ class RepairStarted:
 
 @value
 class StructuredOutputFailed:
-    """The repaired output failed validation too: the run fails."""
+    """The repaired output failed validation too: the run fails. `schema_errors` are the
+    validation errors, `final_text` the model's last answer."""
 
-    errors: tuple[str, ...]
-    raw: str
+    schema_errors: tuple[str, ...]
+    final_text: str
     type: Literal["structured_output_failed"] = field(
         default="structured_output_failed", init=False, repr=False
     )
 
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """Deprecated name of `schema_errors` (kept for one release)."""
+        return self.schema_errors
+
+    @property
+    def raw(self) -> str:
+        """Deprecated name of `final_text` (kept for one release)."""
+        return self.final_text
+
 
 @value
 class RunCompleted:
-    """The run succeeded with `output` (text, typed value, usage)."""
+    """The run succeeded with `output` (text, typed value); `usage` is what it spent."""
 
     output: FinalOutput
+    usage: Usage
     type: Literal["run_completed"] = field(default="run_completed", init=False, repr=False)
+
+    @classmethod
+    def of(cls, output: FinalOutput) -> RunCompleted:
+        return cls(output, output.usage)
 
 
 @value

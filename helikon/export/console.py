@@ -82,16 +82,14 @@ class EventPrinter:
         self.line(self.paint(f"● {e.agent}", "bold"))
 
     def _approval_requested(self, e: Any) -> None:
-        call = e.request.call
-        self.line(
-            self.paint(f"  ? approval needed: {call.name}({_short(call.arguments)})", "yellow")
+        self.line(self.paint(f"  ? approval needed: {e.tool}({_short(e.args)})", "yellow")
         )
 
     def _permission_denied(self, e: Any) -> None:
         self.line(self.paint(f"  ✗ {e.tool} denied ({e.reason})", "red"))
 
     def _guardrail_triggered(self, e: Any) -> None:
-        self.line(self.paint(f"  ! {e.stage} guardrail {e.guardrail}: {e.message}", "red"))
+        self.line(self.paint(f"  ! {e.kind} guardrail {e.guardrail}: {e.info}", "red"))
 
     def _repair_started(self, e: Any) -> None:
         self.line(self.paint(f"  ↻ repairing output: {'; '.join(e.errors)}", "yellow"))

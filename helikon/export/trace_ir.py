@@ -181,7 +181,7 @@ class _Index:
             elif isinstance(event, PermissionDenied):
                 self.denials.setdefault((run, event.call_id), event.reason or "denied")
             elif isinstance(event, ApprovalRequested):
-                self.requested.add((run, event.request.call.call_id))
+                self.requested.add((run, event.call_id))
 
     def section(self, run_id: str, depth: int, via: Via, agent: str) -> RunSection:
         self.built.add(run_id)
@@ -326,15 +326,15 @@ class _SectionBuilder:
             entries.append(self.handoff(event))
         elif isinstance(event, ApprovalRequested):
             # Shown on its call; a request for a call the stream never showed stands alone.
-            if event.request.call.call_id not in self.calls:
+            if event.call_id not in self.calls:
                 entries.append(self.index.approval(self.run_id, event.request.call))
         elif isinstance(event, GuardrailTriggered):
-            entries.append(GuardrailView(event.guardrail, event.stage, event.message))
+            entries.append(GuardrailView(event.guardrail, event.kind, event.info))
         elif isinstance(event, RepairStarted):
             entries.append(RepairView(event.attempt, event.errors))
         elif isinstance(event, StructuredOutputFailed):
-            message = "; ".join(event.errors)
-            entries.append(ErrorView("StructuredOutputFailed", message, event.raw))
+            message = "; ".join(event.schema_errors)
+            entries.append(ErrorView("StructuredOutputFailed", message, event.final_text))
         else:
             self.end(event)
 

@@ -196,7 +196,7 @@ def event_text(event: Any) -> str:
     if kind in ("token_delta", "reasoning_delta"):
         return str(event.text)
     if kind == "tool_call_delta":
-        return str(event.arguments_delta)
+        return str(event.args_delta)
     if kind == "tool_call_item":
         return f"{event.item.name}({event.item.arguments})"
     if kind == "tool_output_item":

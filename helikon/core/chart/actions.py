@@ -280,7 +280,7 @@ def request_approval(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> O
     events = (
         *response_events(inp.items),
         *denied_events(calls, denied, "policy"),
-        *(ApprovalRequested(request) for request in asking),
+        *(ApprovalRequested.of(request) for request in asking),
     )
     usage = with_usage(state, inp)
     next_state = NeedsApproval(asking, allowed, state.turn, usage, calls, denied, context_size(inp))
@@ -321,7 +321,7 @@ def complete(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Finish with the response's text."""
     usage = with_usage(state, inp)
     output = FinalOutput(text_of(inp.items), None, usage)
-    events = (*response_events(inp.items), RunCompleted(output))
+    events = (*response_events(inp.items), RunCompleted.of(output))
     return Outcome(Done(output), events, TERMINATE, inp.items)
 
 
@@ -432,7 +432,7 @@ def complete_structured(state: Any, inp: Any, ctx: TransitionCtx, target: str) -
     message = final_message(inp)
     value, _ = ctx.output.validate(message.content)
     output = FinalOutput(message.content, value, with_usage(state, inp))
-    events = (MessageOutput(message), RunCompleted(output))
+    events = (MessageOutput(message), RunCompleted.of(output))
     return Outcome(Done(output), events, TERMINATE, (message,))
 
 
@@ -467,7 +467,7 @@ def complete_handoff(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> O
     """The target finished: so does this run, with its output and both agents' usage."""
     usage = state.usage + inp.usage
     output = FinalOutput(inp.output.text, inp.output.value, usage)
-    return Outcome(Done(output), (RunCompleted(output),), TERMINATE, ())
+    return Outcome(Done(output), (RunCompleted.of(output),), TERMINATE, ())
 
 
 def fail_handoff(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
