@@ -295,7 +295,8 @@ def test_phase_paths_and_rows_come_from_the_transitions(trace: Trace, view: Trac
         assert [step.action for step in steps] == [
             t.row.action for t in trace.transitions(run.run_id)
         ]
-    assert view.table is DEFAULT_TABLE and view.chart_note == ""
+    assert view.table is not None and view.table.digest == DEFAULT_TABLE.digest
+    assert not view.table.runnable and view.chart_note == ""  # drawn from the record
     assert view.overlay() == TraceOverlay.from_rows(DEFAULT_TABLE, view.root.rows)
     assert view.overlay(reporter) == TraceOverlay.from_rows(DEFAULT_TABLE, reporter.rows)
 
@@ -439,29 +440,30 @@ def test_an_agent_run_as_a_tool_nests_under_its_call(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- which chart
 
 
-def test_a_custom_chart_is_drawn_only_when_its_table_is_given(tmp_path: Path) -> None:
+def test_a_custom_chart_is_drawn_from_the_traces_record(tmp_path: Path) -> None:
+    """The trace records its chart, so a custom chart draws without being imported; a
+    matching table given is used as is, a table of another chart is noted and not used."""
     plan_act = load_plan_act()
     model = ScriptedModel(plan_act.script())
     trace = recorded(tmp_path / "plan.jsonl", plan_act.agent(model), "When?", "run-plan")
     table: TransitionTable = plan_act.PLAN_ACT_TABLE
     assert trace.header.chart_digest == table.digest != DEFAULT_TABLE.digest
 
-    unknown = extract_trace(trace)
-    assert unknown.table is None and unknown.overlay() is None
-    assert "not helikon's default chart; pass its table to draw it" in unknown.chart_note
+    drawn = extract_trace(trace)
+    assert drawn.table is not None and drawn.table.digest == table.digest
+    assert not drawn.table.runnable and drawn.chart_note == ""
+    assert drawn.overlay() == TraceOverlay.from_rows(table, drawn.root.rows)
     page = trace_to_html(trace, svg=False)
-    assert 'class="chart-panel"' not in page
-    assert escape(unknown.chart_note) in page
+    assert page.count('class="chart-panel"') == 1 and "Planning" in page
 
     wrong = extract_trace(trace, DEFAULT_TABLE)
-    assert wrong.table is None and "is another chart, so it is not drawn" in wrong.chart_note
+    assert wrong.table is not None and wrong.table.digest == table.digest
+    assert "is another chart, so the trace's own record of its chart is drawn" in wrong.chart_note
 
     known = extract_trace(trace, table)
     assert known.table is table and known.chart_note == ""
     assert known.root.turns[0].phases[0] == "Planning"
-    assert known.overlay() == TraceOverlay.from_rows(table, known.root.rows)
-    page = trace_to_html(trace, table, svg=False)
-    assert page.count('class="chart-panel"') == 1 and "Planning" in page
+    assert trace_to_html(trace, table, svg=False) == page
 
 
 def test_a_run_on_another_chart_than_the_root_is_not_drawn(trace: Trace) -> None:
@@ -805,20 +807,14 @@ def test_the_page_renders_without_errors_or_requests_and_runs_no_injected_script
     assert_quiet(browser, url)
 
 
-def test_a_page_without_a_chart_or_dot_is_quiet_too(
+def test_a_page_without_dot_is_quiet_too(
     tmp_path: Path, browser: DevTools, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan_act = load_plan_act()
     model = ScriptedModel(plan_act.script())
     trace = recorded(tmp_path / "plan.jsonl", plan_act.agent(model), "When?", "run-plan")
-    url = open_page(browser, trace_to_html(trace), tmp_path / "no-chart.html")
-    assert browser.evaluate("document.getElementById('zoom')") is None
-    assert "pass its table to draw it" in browser.evaluate("document.body.innerText")
-    assert_quiet(browser, url)
-
     monkeypatch.setenv("PATH", "")  # no dot: the chart shows as DOT text
-    browser.events.clear()
-    html = trace_to_html(trace, plan_act.PLAN_ACT_TABLE)
+    html = trace_to_html(trace)
     url = open_page(browser, html, tmp_path / "dot-text.html")
     assert browser.evaluate("document.querySelector('.chart-panel pre').textContent").startswith(
         'digraph "PlanActChart" {'
@@ -913,7 +909,7 @@ def test_a_run_whose_parent_line_is_missing_is_shown_detached(trace: Trace) -> N
 
 def small_view() -> TraceView:
     """One run: a model call whose answer has `;` and `#`, a tool call, a guardrail."""
-    header = TraceHeader("desk", "run-1", "AgentLoopChart", "0" * 64, "9.9")
+    header = TraceHeader("desk", "run-1", "AgentLoopChart", "0" * 64, "9.9", DEFAULT_TABLE.data())
     call = ToolCallView(
         "c1", "look", '{"q": "a|b"}', None, ToolOutcome("found `x`; #1", "executed")
     )

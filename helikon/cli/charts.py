@@ -8,7 +8,7 @@ from typing import Any
 
 from helikon import export
 from helikon.cli.loading import LoadError, load_table
-from helikon.cli.usage import UsageError, table_of, trace_at, write_output
+from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import TransitionTable
@@ -55,14 +55,14 @@ def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
 
 def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
     if fmt == "json":
-        return export.chart_to_json(table).encode()
+        return encoded(export.chart_to_json(table))
     if fmt == "mermaid":
-        return export.chart_to_mermaid(table, overlay).encode()
+        return encoded(export.chart_to_mermaid(table, overlay))
     if fmt == "md":
-        return export.chart_to_markdown(table, overlay).encode()
+        return encoded(export.chart_to_markdown(table, overlay))
     dot = export.chart_to_dot(table, overlay)
     if fmt == "dot":
-        return dot.encode()
+        return encoded(dot)
     try:
         return export.render(dot, "svg" if fmt == "svg" else "png")
     except export.RenderError as exc:

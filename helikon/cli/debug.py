@@ -47,7 +47,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--chart",
         dest="replay_chart",
         metavar="CHART",
-        help="with --trace: where the agent is defined (default: the trace's source)",
+        help="with --trace: the chart the run used, to compute steps again, fork and go live "
+        "(default: step through the trace as recorded; nothing is imported)",
     )
     debug.set_defaults(handler=command_debug)
 
@@ -84,22 +85,22 @@ def open_live(args: argparse.Namespace) -> DebugShell:
 
 
 def open_replay(args: argparse.Namespace) -> DebugShell:
-    """A shell replaying the trace `args.trace` on the agent of --chart or the trace's source."""
+    """A shell replaying the trace `args.trace`: as recorded, or on the agent of --chart.
+
+    Nothing a trace names is imported: without --chart the replay shows the recorded steps
+    on the chart the trace recorded; with it, each step is computed again and checked, and
+    the session can fork and continue live.
+    """
 
     if args.input:
         raise UsageError("--input is for live runs; a trace replays the input it recorded")
     trace = read_trace(args.trace)
-    target = args.replay_chart or args.chart or trace.header.source
+    target = args.replay_chart or args.chart
     if not target:
-        raise UsageError(f"{args.trace} does not say which chart it ran; give --chart CHART")
-    try:
-        module = _agent_module(target)
-    except LoadError as exc:
-        if target != trace.header.source:
-            raise
-        raise UsageError(
-            f"the trace's chart cannot be loaded ({exc}); give --chart CHART"
-        ) from None
+        debugger = Debugger.replay(trace)
+        steps = len(debugger.expected)
+        return DebugShell(debugger, title=f"replay of {args.trace} ({steps} steps, as recorded)")
+    module = _agent_module(target)
     try:
         model = model_for(module, args.offline, args.model)
     except UsageError:  # no script and no endpoint: the replay itself calls no model

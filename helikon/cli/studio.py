@@ -50,7 +50,8 @@ def add_parser(commands: Any) -> None:
         "--chart",
         dest="chart_option",
         metavar="CHART",
-        help="the chart the trace was recorded on (default: the file its header names)",
+        help="with --trace: the chart the run used, to compute its steps again (default: "
+        "the steps as recorded; nothing the trace names is imported)",
     )
     studio.add_argument(
         "--port",
@@ -112,11 +113,8 @@ def replay_session(trace_path: str, chart: str | None) -> Session:
         trace = read_trace(trace_path)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
-    chart = chart or trace.header.source
-    if not chart:
-        raise UsageError(
-            f"{trace_path} does not name the chart it was recorded on: give it with --chart"
-        )
+    if chart is None:  # the trace alone: its steps as recorded, nothing imported
+        return Session(Debugger.replay(trace), mode="replay")
     module = _load(chart)
     if not hasattr(module, "agent"):
         raise UsageError(f"{chart} defines no agent(model) to replay")

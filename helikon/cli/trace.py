@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from helikon import export
-from helikon.cli.usage import UsageError, table_of, trace_at, write_output
+from helikon.cli.usage import encoded, table_of, trace_at, write_output
 
 TRACE_FORMATS = ("html", "mermaid", "md")
 
@@ -15,26 +15,19 @@ def add_parser(commands: Any) -> None:
     trace = commands.add_parser("trace", help="render a recorded trace (HTML, Mermaid, Markdown)")
     trace.add_argument("trace", help="a trace file written by `helikon run --trace`")
     trace.add_argument("-f", "--format", choices=TRACE_FORMATS, default="html")
-    trace.add_argument("--chart", help="the chart the run used, if not the trace's source")
+    trace.add_argument("--chart", help="draw this chart (default: the chart the trace recorded)")
     trace.add_argument("-o", "--output", help="file to write (default: stdout)")
     trace.set_defaults(handler=command_trace)
 
 
 def command_trace(args: argparse.Namespace) -> int:
-    trace = trace_at(args.trace)
-    table = None
-    source = args.chart or trace.header.source
-    if source:
-        try:
-            table = table_of(source)
-        except UsageError:
-            if args.chart:
-                raise
+    trace = trace_at(args.trace)  # the trace records its chart: nothing it names is imported
+    table = table_of(args.chart) if args.chart else None
     if args.format == "html":
         text = export.trace_to_html(trace, table)
     elif args.format == "mermaid":
         text = export.trace_to_mermaid(trace)
     else:
         text = export.trace_to_markdown(trace)
-    write_output(text.encode(), args.output)
+    write_output(encoded(text), args.output)
     return 0

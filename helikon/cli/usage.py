@@ -35,12 +35,24 @@ def trace_at(path: str) -> Trace:
         raise UsageError(str(exc)) from None
 
 
+def encoded(text: str) -> bytes:
+    """`text` as UTF-8; a lone surrogate (which a provider can send, and a trace keeps)
+    is written as its `\\udXXX` escape instead of failing to encode."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def write_output(data: bytes, output: str | None) -> None:
     """Write `data` to the file `output`, or to stdout when it is None or `-` (text only)."""
     if output in (None, "-"):
         if data[:4] == b"\x89PNG":
             raise UsageError("PNG is binary: write it to a file with -o FILE")
-        sys.stdout.write(data.decode())
+        binary = getattr(sys.stdout, "buffer", None)
+        if binary is None:  # a text-only stdout (a StringIO in a test)
+            sys.stdout.write(data.decode("utf-8", "replace"))
+            return
+        sys.stdout.flush()
+        binary.write(data)
+        binary.flush()
         return
     try:
         Path(output).write_bytes(data)

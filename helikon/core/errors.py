@@ -165,6 +165,11 @@ class ChartDefinitionError(HelikonError, ValueError):
         self.input_kind = input_kind
 
 
+class NotInChart(HelikonError, ValueError):
+    """`transition` was given a state whose phase, or an input whose kind, the chart lacks
+    (a state from another chart, a hand-built input): a caller's mistake, named."""
+
+
 class RunError(HelikonError):
     """A run ended in `Failed`; `error` is the `AgentError` value it failed with."""
 

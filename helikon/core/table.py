@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from helikon.core.errors import HelikonError
 from helikon.core.state import TransitionOutcome
 
 # A resolved guard and action, as the table holds them: (state, input, ctx) -> bool and
@@ -91,28 +92,141 @@ class TransitionTable:
                 return phase
         raise KeyError(name)
 
+    @property
+    def runnable(self) -> bool:
+        """False for a table rebuilt from data (`ChartData.table()`): drawn, never run."""
+        return not isinstance(self.dispatch, _DrawnDispatch)
+
     def as_data(self) -> dict[str, Any]:
         """The table as plain JSON-able data (stable key order)."""
-        return {
-            "name": self.name,
-            "initial": self.initial,
-            "phases": [{"name": p.name, "final": p.final, "custom": p.custom} for p in self.phases],
-            "rows": [
-                {
-                    "index": r.index,
-                    "source": r.source,
-                    "input": r.input_kind,
-                    "guards": [str(g) for g in r.guards],
-                    "target": r.target,
-                    "action": r.action,
-                    "implicit": r.implicit,
-                }
-                for r in self.rows
-            ],
-        }
+        return _as_data(self.name, self.initial, self.phases, self.rows)
 
     @property
     def digest(self) -> str:
         """SHA-256 of the table's data: two charts with equal rows have equal digests."""
-        text = json.dumps(self.as_data(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return _digest(self.as_data())
+
+    def data(self) -> ChartData:
+        """What drawing the table needs, as data a trace can record (`ChartData`)."""
+        return ChartData(
+            self.name,
+            self.initial,
+            self.phases,
+            self.rows,
+            dict(self.guard_docs),
+            dict(self.action_docs),
+            dict(self.prompts),
+        )
+
+
+def _as_data(
+    name: str, initial: str, phases: tuple[Phase, ...], rows: tuple[Row, ...]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "initial": initial,
+        "phases": [{"name": p.name, "final": p.final, "custom": p.custom} for p in phases],
+        "rows": [
+            {
+                "index": r.index,
+                "source": r.source,
+                "input": r.input_kind,
+                "guards": [str(g) for g in r.guards],
+                "target": r.target,
+                "action": r.action,
+                "implicit": r.implicit,
+            }
+            for r in rows
+        ],
+    }
+
+
+def _digest(data: dict[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class TableNotRunnable(HelikonError, RuntimeError):
+    """A table rebuilt from data (a trace's record of its chart) was asked to run a row."""
+
+
+class _DrawnDispatch(dict[str, dict[str, tuple[CompiledRow, ...]]]):
+    """The dispatch of a table rebuilt from data: its rows grouped, its functions absent."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChartData:
+    """A compiled chart as data: its phases and rows, and the docs of its guards and actions.
+
+    A trace records this in its header, so the chart it ran on can be drawn and its rows
+    shown without importing anything (`table()`); running the chart needs the chart itself.
+    `digest` equals the compiled table's.
+    """
+
+    name: str
+    initial: str
+    phases: tuple[Phase, ...]
+    rows: tuple[Row, ...]
+    guard_docs: dict[str, str]
+    action_docs: dict[str, str]
+    prompts: dict[str, str]
+
+    @property
+    def digest(self) -> str:
+        return _digest(_as_data(self.name, self.initial, self.phases, self.rows))
+
+    def problems(self) -> list[str]:
+        """What makes this data no chart: unknown phases, misnumbered rows (empty if none)."""
+        names = [phase.name for phase in self.phases]
+        found = []
+        if len(set(names)) != len(names):
+            found.append("two phases share a name")
+        if self.initial not in names:
+            found.append(f"the initial phase {self.initial!r} is not a phase")
+        for position, row in enumerate(self.rows):
+            if row.index != position:
+                found.append(f"row {position} is numbered {row.index}")
+            for end in (row.source, row.target):
+                if end not in names:
+                    found.append(f"row {position} names {end!r}, which is not a phase")
+        return found
+
+    def table(self) -> TransitionTable:
+        """A `TransitionTable` to draw and inspect; running it raises `TableNotRunnable`.
+
+        Raises:
+            ValueError: the data is not a chart (`problems()` says why).
+        """
+        problems = self.problems()
+        if problems:
+            raise ValueError(f"chart {self.name!r}: " + "; ".join(problems[:3]))
+        dispatch = _DrawnDispatch()
+        for row in self.rows:
+            compiled = CompiledRow(
+                tuple((_not_here(self.name), ref.expected) for ref in row.guards),
+                _not_here(self.name),
+                row.target,
+                row,
+            )
+            by_kind = dispatch.setdefault(row.source, {})
+            by_kind[row.input_kind] = (*by_kind.get(row.input_kind, ()), compiled)
+        return TransitionTable(
+            self.name,
+            self.initial,
+            self.phases,
+            self.rows,
+            dispatch,
+            dict(self.guard_docs),
+            dict(self.action_docs),
+            dict(self.prompts),
+        )
+
+
+def _not_here(chart: str) -> Callable[..., Any]:
+    def not_here(*args: Any) -> Any:
+        raise TableNotRunnable(
+            f"chart {chart!r} was rebuilt from a trace's record: it can be drawn and stepped "
+            "through as recorded, not run; load the chart itself to run it"
+        )
+
+    return not_here

@@ -15,7 +15,7 @@ from typing import Any
 
 from helikon.core.chart.actions import model_phase
 from helikon.core.context import TransitionCtx
-from helikon.core.errors import GuardrailTripped
+from helikon.core.errors import GuardrailTripped, NotInChart
 from helikon.core.events import GuardrailTriggered, RunCompleted, RunFailed
 from helikon.core.items import ZERO_USAGE, Usage
 from helikon.core.state import (
@@ -46,13 +46,34 @@ def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:
     Returns:
         The `TransitionOutcome`: next state, events in order, next action, appends.
     """
-    for checks, action, target, _ in ctx.table.dispatch[state.phase][inp.kind]:
+    try:
+        rows = ctx.table.dispatch[state.phase][inp.kind]
+    except (KeyError, AttributeError):
+        raise not_in_chart(state, inp, ctx) from None
+    for checks, action, target, _ in rows:
         for guard, expected in checks:
             if guard(state, inp, ctx) is not expected:
                 break
         else:
             return action(state, inp, ctx, target)
     raise AssertionError("unreachable: a compiled table always ends in a fallback row")
+
+
+def not_in_chart(state: Any, inp: Any, ctx: TransitionCtx) -> NotInChart:
+    """The error for a (state, input) the chart has no rows for."""
+    table = ctx.table
+    phase = getattr(state, "phase", None)
+    kind = getattr(inp, "kind", None)
+    if phase not in table.dispatch:
+        phases = ", ".join(p.name for p in table.phases)
+        return NotInChart(
+            f"state {type(state).__name__} is in phase {phase!r}, which chart {table.name!r} "
+            f"does not have (its phases: {phases})"
+        )
+    return NotInChart(
+        f"input {type(inp).__name__} (kind {kind!r}) is not an input chart {table.name!r} "
+        f"knows in phase {phase!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +90,11 @@ def match_row(state: Any, inp: Any, ctx: TransitionCtx) -> Match:
     Traces and the debugger use this; it evaluates the same guards as `transition`.
     """
     checked: list[tuple[str, bool]] = []
-    for compiled in ctx.table.dispatch[state.phase][inp.kind]:
+    try:
+        rows = ctx.table.dispatch[state.phase][inp.kind]
+    except (KeyError, AttributeError):
+        raise not_in_chart(state, inp, ctx) from None
+    for compiled in rows:
         holds = True
         for ref, (guard, expected) in zip(compiled.row.guards, compiled.checks, strict=True):
             value = bool(guard(state, inp, ctx))
@@ -93,6 +118,8 @@ def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
     It equals the `next_action` of the outcome that produced `state`.
     """
     phase = state.phase
+    if phase not in ctx.table.dispatch:
+        raise not_in_chart(state, None, ctx)
     if ctx.table.phase(phase).final:
         return TERMINATE
     if isinstance(state, ExecutingTools):

@@ -31,8 +31,12 @@ from helikon.run.agent import Agent
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
+from helikon.run.spec import AgentSpec
 from helikon.trace import (
     EffectTrace,
+    Line,
+    RunLines,
+    RunTrace,
     Trace,
     TracedRun,
     TraceHeader,
@@ -145,6 +149,7 @@ class Debugger:
     breakpoints: list[Breakpoint] = field(default_factory=list)
     log: list[Item] = field(default_factory=list)
     header: TraceHeader | None = None
+    recorded_only: bool = False
     forks: int = 0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
@@ -176,11 +181,15 @@ class Debugger:
 
     @classmethod
     def replay(
-        cls, trace: Trace, agent: Agent, *, context: RunContext[Any] | None = None
+        cls, trace: Trace, agent: AgentSpec | None = None, *, context: RunContext[Any] | None = None
     ) -> Debugger:
         """A debugger replaying `trace` offline: recorded inputs, no model, no tools.
 
-        `agent` supplies the chart and the limits the run had (its model is not called).
+        With `agent` (the agent the run had: its chart, tools and limits; its model is not
+        called), each step is computed again by `transition` and checked against the
+        recording, and the run can be forked or continued live. Without it, nothing is
+        imported or computed: each step is the recorded transition, on the chart the trace
+        recorded (`recorded_only`), and forking or stepping live is refused.
 
         Raises:
             DebuggerError: the trace was recorded on another agent or chart, or is empty.
@@ -189,6 +198,9 @@ class Debugger:
         lines = trace.transitions(header.run_id)
         if not lines:
             raise DebuggerError("the trace records no transition of its run")
+        recorded_only = agent is None
+        if agent is None:
+            agent = AgentSpec(header.agent, ScriptedModel([]), chart=trace.table())
         run = Run(agent, context=context, run_id=header.run_id)
         run.started = True
         if header.agent != agent.name or header.chart_digest != run.ctx.table.digest:
@@ -199,7 +211,7 @@ class Debugger:
             )
         run.state = lines[0].state_before
         run.next_input = lines[0].input
-        debugger = cls(run, header=header)
+        debugger = cls(run, header=header, recorded_only=recorded_only)
         effects = _recorded_effects(trace, header.run_id)
         for position, line in enumerate(lines):
             debugger.recorded[position] = line.input
@@ -241,7 +253,20 @@ class Debugger:
         """The row the next step will take, with its guards' values (None if nothing is due)."""
         if self.run.next_input is None:
             return None
+        if self.recorded_only:
+            line = self.expected.get(self.position + 1)
+            return None if line is None else self._recorded_match(line)
         return match_row(self.run.state, self.run.next_input, self.run.ctx)
+
+    def _recorded_match(self, line: TransitionTrace) -> Match:
+        return Match(self.run.ctx.table.rows[line.row.index], line.row.checked)
+
+    def _refuse_without_chart(self, what: str) -> None:
+        if self.recorded_only:
+            raise DebuggerError(
+                f"cannot {what}: this replay has only the trace (nothing was imported); "
+                "give the chart the run used (--chart CHART) to compute steps again"
+            )
 
     # ------------------------------------------------------------ stepping
 
@@ -252,6 +277,8 @@ class Debugger:
         events its effect streamed, unless `live` is true: stepping again repeats no side
         effect.
         """
+        if live:
+            self._refuse_without_chart("step live")
         if self.run.finished or self.run.suspended:
             return None
         lead: tuple[Any, ...] = ()
@@ -261,9 +288,14 @@ class Debugger:
                 return None
             lead = observed
         before, inp = self.run.state, self.run.next_input
-        match = match_row(before, inp, self.run.ctx)
         self._recorder.records.clear()
-        await self.run.apply()
+        recorded = self.expected.get(self.position + 1) if self.recorded_only else None
+        if recorded is not None:
+            match = self._recorded_match(recorded)
+            self.run.record(inp, _outcome_of(recorded))
+        else:
+            match = match_row(before, inp, self.run.ctx)
+            await self.run.apply()
         outcome = self._recorder.records[-1].outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
@@ -304,7 +336,7 @@ class Debugger:
 
     async def _perform(self, position: int) -> tuple[Any, ...]:
         """Perform the pending effect live; keep its input, events and trace lines."""
-        self._recorder.lines.clear()
+        self._recorder.clear()
         events = tuple([event async for event in self.run.perform()])
         self.produced[position] = _Effect(events, tuple(self._recorder.lines), self.run.run_id)
         if self.run.next_input is not None:
@@ -400,6 +432,7 @@ class Debugger:
 
         The original debugger is left as it is.
         """
+        self._refuse_without_chart("fork")
         k = self.position if at is None else at
         if not 0 <= k <= self.position:
             raise DebuggerError(f"cannot fork at step {k}: the run has taken {self.position}")
@@ -452,10 +485,10 @@ class _Effect:
     lines it wrote (the run's own effect events, and every line of nested runs)."""
 
     events: tuple[Any, ...] = ()
-    lines: tuple[TransitionTrace | EffectTrace, ...] = ()
+    lines: tuple[Line, ...] = ()
     root: str = ""
 
-    def lines_for(self, root: str) -> tuple[TransitionTrace | EffectTrace, ...]:
+    def lines_for(self, root: str) -> tuple[Line, ...]:
         """The lines as run `root` writes them (a fork renames the runs it inherited)."""
         if not self.root or self.root == root:
             return self.lines
@@ -478,7 +511,17 @@ class _Recorder:
 
     root: str
     records: list[TransitionRecord] = field(default_factory=list)
-    lines: list[TransitionTrace | EffectTrace] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    runs: RunLines = field(default_factory=RunLines)
+
+    def __post_init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Start recording one effect: its lines open the nested runs they hold afresh."""
+        self.lines.clear()
+        self.runs = RunLines()
+        self.runs.runs.add(self.root)
 
     def started(self, run: TracedRun) -> None:
         return None
@@ -487,18 +530,29 @@ class _Recorder:
         if run.run_id == self.root:
             self.records.append(record)
         else:
+            self._announce(run)
             self.lines.append(transition_trace(run, record))
 
     def effect(self, run: TracedRun, event: Any) -> None:
         if event.type != "run_started":
+            self._announce(run)
             self.lines.append(EffectTrace(run.run_id, run.seq, event))
+
+    def _announce(self, run: TracedRun) -> None:
+        opened = self.runs.announce(run)
+        if opened is not None:
+            self.lines.append(opened)
+
+
+def _outcome_of(line: TransitionTrace) -> TransitionOutcome:
+    return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
 
 
 def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
     """Per root transition seq: what the root's stream showed after it (its effect events,
     nested runs' events but their terminal one) and the raw lines recorded there."""
     events: dict[int, list[Any]] = {}
-    lines: dict[int, list[TransitionTrace | EffectTrace]] = {}
+    lines: dict[int, list[Line]] = {}
     seq = 0
     for line in trace.lines:
         if isinstance(line, TransitionTrace) and line.run_id == root:
@@ -507,6 +561,8 @@ def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
         if isinstance(line, EffectTrace) and line.event.type == "run_started":
             continue
         lines.setdefault(seq, []).append(line)
+        if isinstance(line, RunTrace):
+            continue
         found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
         if line.run_id != root:
             found = [event for event in found if event.type not in TERMINAL_EVENTS]

@@ -96,8 +96,8 @@ def trace_to_html(trace: Trace, table: TransitionTable | None = None, *, svg: bo
 
     Args:
         trace: a trace read back with `helikon.trace.read_trace`.
-        table: the run's chart when it is not the default one; used only if its digest
-            matches the trace header's. Without a matching chart the page says so.
+        table: the run's chart; used only if its digest matches the trace header's.
+            Without it (or when it does not match) the chart the trace recorded is drawn.
         svg: draw the chart with Graphviz's `dot`; when False, or without `dot`, the page
             shows its DOT text.
     """

@@ -82,8 +82,7 @@ class EventPrinter:
         self.line(self.paint(f"● {e.agent}", "bold"))
 
     def _approval_requested(self, e: Any) -> None:
-        self.line(self.paint(f"  ? approval needed: {e.tool}({_short(e.args)})", "yellow")
-        )
+        self.line(self.paint(f"  ? approval needed: {e.tool}({_short(e.args)})", "yellow"))
 
     def _permission_denied(self, e: Any) -> None:
         self.line(self.paint(f"  ✗ {e.tool} denied ({e.reason})", "red"))

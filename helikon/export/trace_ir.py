@@ -28,10 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import AgentError, describe
 from helikon.core.events import (
-    AgentUpdated,
     ApprovalRequested,
     GuardrailTriggered,
     HandoffItem,
@@ -81,7 +79,7 @@ from helikon.export.trace_view import (
     Turn,
     Via,
 )
-from helikon.trace import EffectTrace, Trace, TraceHeader, TransitionTrace
+from helikon.trace import EffectTrace, RunTrace, Trace, TransitionTrace
 
 
 def extract_trace(trace: Trace, table: TransitionTable | None = None) -> TraceView:
@@ -89,10 +87,10 @@ def extract_trace(trace: Trace, table: TransitionTable | None = None) -> TraceVi
 
     Args:
         trace: the trace.
-        table: the chart the run used, when it is not helikon's default chart; it is used
-            only if its digest matches the one the trace's header names.
+        table: the chart the run used; it is used only if its digest matches the one the
+            trace's header names. Without it, the chart the trace recorded is drawn.
     """
-    resolved, note = resolve_table(trace.header, table)
+    resolved, note = resolve_table(trace, table)
     index = _Index(trace, resolved)
     root = index.section(trace.header.run_id, 0, "root", trace.header.agent)
     detached = tuple(
@@ -104,25 +102,24 @@ def extract_trace(trace: Trace, table: TransitionTable | None = None) -> TraceVi
 
 
 def resolve_table(
-    header: TraceHeader, table: TransitionTable | None = None
+    trace: Trace, table: TransitionTable | None = None
 ) -> tuple[TransitionTable | None, str]:
-    """The chart the header names: `table` or the default chart, whichever has its digest.
+    """The chart the trace's run used: `table` when its digest matches the header's, else
+    the chart the trace recorded (rebuilt from data: nothing is imported).
 
     Returns:
-        (the table, "") or (None, a sentence saying why there is no chart).
+        (the table, "") or (the table, a sentence saying why `table` was not used).
     """
-    for candidate in (table, DEFAULT_TABLE):
-        if candidate is not None and candidate.digest == header.chart_digest:
-            return candidate, ""
-    wanted = f"{header.chart} ({header.chart_digest[:12]})"
+    header = trace.header
+    if table is not None and table.digest == header.chart_digest:
+        return table, ""
+    recorded = trace.table()
     if table is None:
-        return None, (
-            f"The run used chart {wanted}, which is not helikon's default chart; "
-            "pass its table to draw it."
-        )
-    return None, (
-        f"The run used chart {wanted}; the table given, {table.name} "
-        f"({table.digest[:12]}), is another chart, so it is not drawn."
+        return recorded, ""
+    return recorded, (
+        f"The run used chart {header.chart} ({header.chart_digest[:12]}); the table given, "
+        f"{table.name} ({table.digest[:12]}), is another chart, so the trace's own record "
+        "of its chart is drawn."
     )
 
 
@@ -160,15 +157,13 @@ class _Index:
         self.requested: set[tuple[str, str]] = set()
         self.agents: dict[str, str] = {}
         self.built: set[str] = set()
-        announced = ""  # AgentUpdated names the agent of the run that starts next
         for line in trace.lines:
-            if line.run_id not in self.lines and announced:
-                self.agents[line.run_id], announced = announced, ""
+            if isinstance(line, RunTrace):  # a nested run opens: its agent's name
+                self.agents[line.run_id] = line.agent
+                continue
             self.lines.setdefault(line.run_id, []).append(line)
             if isinstance(line, TransitionTrace):
                 self._learn(line)
-            elif isinstance(line.event, AgentUpdated):
-                announced = line.event.agent
 
     def _learn(self, line: TransitionTrace) -> None:
         run = line.run_id

@@ -269,6 +269,13 @@ class Run:
         async for event in self._perform(action):
             yield event
 
+    def record(self, inp: Any, outcome: TransitionOutcome) -> None:
+        """Take a transition's outcome as given (a recorded one, replayed without its chart):
+        the state, the appends and the seq advance as if `apply()` had computed it."""
+        self.next_input = None
+        self._apply(inp, outcome)
+        self.pending = None if self.finished else outcome.next_action
+
     def _apply(self, inp: Any, outcome: TransitionOutcome) -> None:
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)

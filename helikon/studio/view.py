@@ -20,7 +20,7 @@ from typing import Any, get_args
 from helikon.core.codec import to_data
 from helikon.core.events import AgentEvent
 from helikon.core.table import Row, TransitionTable
-from helikon.core.transition import Match, match_row
+from helikon.core.transition import Match
 from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
 
 TEXT_LIMIT = 240
@@ -75,7 +75,8 @@ def snapshot(
     hidden_ids = set(hidden)
     upcoming = None
     if frame.next_input is not None and busy is None:
-        upcoming = match_data(table, match_row(frame.state, frame.next_input, debugger.run.ctx))
+        match = debugger.peek()  # recorded in a replay without its chart, else computed
+        upcoming = None if match is None else match_data(table, match)
     return {
         "mode": mode,
         "agent": debugger.run.agent.name,

@@ -10,13 +10,15 @@ from helikon.trace.lines import (
     TRACE_VERSION,
     EffectTrace,
     RowTrace,
+    RunTrace,
     TraceError,
     TraceHeader,
     TraceLine,
     TransitionTrace,
 )
-from helikon.trace.reading import Trace, read_trace
+from helikon.trace.reading import Line, Trace, read_trace
 from helikon.trace.writing import (
+    RunLines,
     TracedRun,
     TraceSink,
     TraceWriter,
@@ -28,7 +30,10 @@ from helikon.trace.writing import (
 __all__ = [
     "TRACE_VERSION",
     "EffectTrace",
+    "Line",
     "RowTrace",
+    "RunLines",
+    "RunTrace",
     "Trace",
     "TraceError",
     "TraceHeader",

@@ -6,7 +6,7 @@ row that matched with every guard checked, the state after, the events, the next
 the appended items. Events that came from effects rather than transitions (token deltas,
 `AgentUpdated`, `RunSuspended`, ...) are kept as `EffectTrace` lines, so the full stream can
 be rebuilt. Runs nested in a run (handoff targets, agents as tools) write to the same file,
-each line naming its `run_id`.
+each line naming its `run_id`; a `RunTrace` line opens each nested run with its chart.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from helikon.core.errors import HelikonError
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import LoopState, NextAction, TransitionInput
+from helikon.core.table import ChartData
 from helikon.core.values import value
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+"""Version 2 (this release): the header records the chart (`table`), nested runs have a `run`
+line, events carry the seed's field names. Version 1 traces are refused with a clear error."""
 
 
 class TraceError(HelikonError, ValueError):
@@ -31,14 +34,33 @@ class TraceError(HelikonError, ValueError):
 
 @value
 class TraceHeader:
+    """The first line: the run's agent and id, and the chart it ran on, recorded whole
+    (`table`), so reading, drawing and stepping the trace never import anything. `source`
+    says where the agent was defined (a chart file), for people: nothing is ever loaded
+    because a trace names it."""
+
     agent: str
     run_id: str
     chart: str
     chart_digest: str
     helikon_version: str
+    table: ChartData
     version: int = TRACE_VERSION
     source: str | None = None
     kind: Literal["header"] = field(default="header", init=False)
+
+
+@value
+class RunTrace:
+    """A run nested in the traced one began (a handoff target, an agent as a tool): its
+    agent and chart. `table` is recorded the first time a trace meets a chart digest."""
+
+    run_id: str
+    agent: str
+    chart: str
+    chart_digest: str
+    table: ChartData | None = None
+    kind: Literal["run"] = field(default="run", init=False)
 
 
 @value
@@ -77,4 +99,6 @@ class EffectTrace:
     kind: Literal["effect"] = field(default="effect", init=False)
 
 
-TraceLine = Annotated[TraceHeader | TransitionTrace | EffectTrace, Field(discriminator="kind")]
+TraceLine = Annotated[
+    TraceHeader | RunTrace | TransitionTrace | EffectTrace, Field(discriminator="kind")
+]

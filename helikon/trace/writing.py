@@ -17,7 +17,14 @@ from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.state import TransitionOutcome
 from helikon.core.transition import match_row
-from helikon.trace.lines import EffectTrace, RowTrace, TraceHeader, TraceLine, TransitionTrace
+from helikon.trace.lines import (
+    EffectTrace,
+    RowTrace,
+    RunTrace,
+    TraceHeader,
+    TraceLine,
+    TransitionTrace,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +59,41 @@ class TraceSink(Protocol):
 
 
 def header_of(run: TracedRun, source: str | None = None) -> TraceHeader:
-    """The header of `run`'s trace; `source` names where its agent is defined (a chart file
-    or module), so a debugger can rebuild the agent to replay the trace."""
+    """The header of `run`'s trace, with its chart recorded; `source` names where its agent
+    is defined (a chart file or module), for the people who read the trace."""
     table = run.ctx.table
     return TraceHeader(
-        run.agent_name, run.run_id, table.name, table.digest, __version__, source=source
+        run.agent_name,
+        run.run_id,
+        table.name,
+        table.digest,
+        __version__,
+        table.data(),
+        source=source,
     )
+
+
+class RunLines:
+    """Which runs a trace has opened, and which charts it has recorded: a run seen for the
+    first time gets a `RunTrace` line, with its chart unless the trace already holds it."""
+
+    def __init__(self) -> None:
+        self.runs: set[str] = set()
+        self.charts: set[str] = set()
+
+    def opened(self, header: TraceHeader) -> None:
+        self.runs.add(header.run_id)
+        self.charts.add(header.chart_digest)
+
+    def announce(self, run: TracedRun) -> RunTrace | None:
+        """The `RunTrace` line to write before `run`'s first line, or None if it has one."""
+        if run.run_id in self.runs:
+            return None
+        self.runs.add(run.run_id)
+        table = run.ctx.table
+        recorded = None if table.digest in self.charts else table.data()
+        self.charts.add(table.digest)
+        return RunTrace(run.run_id, run.agent_name, table.name, table.digest, recorded)
 
 
 def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrace:
@@ -88,12 +124,14 @@ class TraceWriter:
             self._file, self._owned = target, False
         self._wrote_header = False
         self._last_seq: dict[str, int] = {}
+        self._runs = RunLines()
         self.source = source
 
-    def write(self, line: TraceHeader | TransitionTrace | EffectTrace) -> None:
+    def write(self, line: TraceHeader | RunTrace | TransitionTrace | EffectTrace) -> None:
         """Write one line (the debugger writes recorded histories with this)."""
         if isinstance(line, TraceHeader):
             self._wrote_header = True
+            self._runs.opened(line)
         self._write(line)
 
     def _write(self, line: Any) -> None:
@@ -102,15 +140,23 @@ class TraceWriter:
 
     def started(self, run: TracedRun) -> None:
         if not self._wrote_header:
-            self._wrote_header = True
-            self._write(header_of(run, self.source))
+            self.write(header_of(run, self.source))
+        else:
+            self._announce(run)
 
     def transition(self, run: TracedRun, record: TransitionRecord) -> None:
+        self._announce(run)
         self._last_seq[run.run_id] = record.seq
         self._write(transition_trace(run, record))
 
     def effect(self, run: TracedRun, event: Any) -> None:
+        self._announce(run)
         self._write(EffectTrace(run.run_id, self._last_seq.get(run.run_id, run.seq), event))
+
+    def _announce(self, run: TracedRun) -> None:
+        line = self._runs.announce(run)
+        if line is not None:
+            self._write(line)
 
     def close(self) -> None:
         if self._owned:
