@@ -17,6 +17,7 @@ from driver_support import ChunkModel, drain, ends_once, settle
 from helikon import (
     Agent,
     Cancelled,
+    RunCompleted,
     RunConfig,
     RunError,
     RunFailed,
@@ -271,4 +272,58 @@ async def test_calls_that_finished_before_a_cancel_keep_their_results() -> None:
     assert run is not None
     by_call = {r.call_id: r for r in results(run.conversation.items())}
     assert by_call["q"] == ToolResult("q", "done 1")
+    assert by_call["w"].status == "cancelled"
+
+
+@tool
+async def gives_up() -> str:
+    """Raise CancelledError of its own accord (an upstream future it awaited was cancelled)."""
+    raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize("count", [1, 2])
+async def test_a_tools_own_cancelled_error_is_its_failure_and_the_run_goes_on(count: int) -> None:
+    calls = [ToolCall(f"g{n}", "gives_up", "{}") for n in range(count)]
+    model = ScriptedModel([calls, "recovered"])
+    streaming = Agent("worker", model, tools=[gives_up]).run("go")
+    events = await drain(streaming)
+
+    assert ends_once(events, RunCompleted).output.text == "recovered"
+    run = streaming.run
+    assert run is not None
+    closed = results(run.conversation.items())
+    assert [r.call_id for r in closed] == [f"g{n}" for n in range(count)]
+    assert all(r.status == "errored" and "CancelledError" in r.content for r in closed)
+
+
+@pytest.mark.parametrize("stop", ["cancel", "timeout"])
+async def test_a_real_stop_still_cancels_the_batch_beside_a_tools_own_cancelled_error(
+    stop: str,
+) -> None:
+    stuck = Stuck(expect=1)
+    calls = [ToolCall("g", "gives_up", "{}"), ToolCall("w", "wait", '{"n": 1}')]
+    agent = Agent("worker", ScriptedModel([calls, "never"]), tools=[gives_up, stuck.tool])
+    before = asyncio.all_tasks()
+    if stop == "cancel":
+        streaming = agent.run("go")
+    else:
+        streaming = Runner.run_streamed(agent, "go", config=RunConfig(timeout=0.2))
+    events_task = asyncio.create_task(drain(streaming))
+
+    await stuck.all_started.wait()
+    await settle()
+    if stop == "cancel":
+        streaming.cancel("stop")
+    events = await events_task
+
+    expected = Cancelled("stop") if stop == "cancel" else TimedOut(0.2)
+    assert ends_once(events, RunFailed).error == expected
+    assert stuck.cancelled == [1]
+    assert asyncio.all_tasks() == before
+    run = streaming.run
+    assert run is not None
+    by_call = {r.call_id: r for r in results(run.conversation.items())}
+    assert sorted(by_call) == ["g", "w"]
+    assert len(results(run.conversation.items())) == 2, "exactly one result per call"
+    assert by_call["g"].status == "errored" and "CancelledError" in by_call["g"].content
     assert by_call["w"].status == "cancelled"

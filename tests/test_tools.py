@@ -384,6 +384,33 @@ async def test_invoke_never_swallows_cancellation() -> None:
     assert seen == ["cancelled"]
 
 
+@tool
+async def cancels_itself() -> str:
+    """Raise CancelledError without anyone cancelling the call (a bug in the tool)."""
+    raise asyncio.CancelledError("upstream future was cancelled")
+
+
+@tool
+def cancels_itself_in_a_thread() -> str:
+    """The same from a sync tool, in its worker thread."""
+    raise asyncio.CancelledError("thread gave up")
+
+
+@pytest.mark.parametrize("own", [cancels_itself, cancels_itself_in_a_thread])
+async def test_a_cancelled_error_the_tool_raises_itself_is_its_failure(own: Tool) -> None:
+    result = await own.invoke(call(own.name), CONTEXT)
+    assert result.is_error and result.status == "errored"
+    assert result.content.startswith("error: CancelledError: ")
+
+
+@pytest.mark.parametrize("count", [1, 2])
+async def test_a_tools_own_cancelled_error_in_a_batch_is_an_error_result(count: int) -> None:
+    calls = [call("cancels_itself", call_id=f"c{n}") for n in range(count)]
+    results = await execute_batch(calls, {"cancels_itself": cancels_itself}, FACTORY)
+    assert [r.call_id for r in results] == [f"c{n}" for n in range(count)]
+    assert all(r.status == "errored" and "CancelledError" in r.content for r in results)
+
+
 # -- permissions ----------------------------------------------------------------------------
 
 

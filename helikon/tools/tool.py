@@ -4,6 +4,12 @@ A tool validates the model's argument JSON against a pydantic model built from t
 signature, so bad input becomes an error result the model can fix rather than a crash
 (SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run in a worker
 thread, off the event loop. Only `FatalToolError` and cancellation leave `invoke`.
+
+Cancellation means a cancel of the task running the call (the run was cancelled or timed
+out, or a sibling's `FatalToolError` stopped the batch): the task then has a cancel request
+pending (`Task.cancelling()`). A `CancelledError` the tool raises while nobody cancelled it
+(an upstream future it awaited was cancelled, or it raised one itself) is the tool's failure,
+an error result like any other exception.
 """
 
 from __future__ import annotations
@@ -153,7 +159,9 @@ class Tool:
         Raises:
             FatalToolError: the tool raised it; the run should fail. Its `tool` and `call_id`
                 are filled in when the tool left them empty, and a note names the call.
-            asyncio.CancelledError: the call was cancelled; it is never swallowed.
+            asyncio.CancelledError: the call was cancelled (its task has a cancel request
+                pending); it is never swallowed. A `CancelledError` the tool raised without
+                being cancelled is an error result.
         """
         try:
             values = self._arguments.parse(call.arguments)
@@ -171,6 +179,10 @@ class Tool:
         except _Expired:
             message = f"error: tool {self.name!r} timed out after {self._timeout:g} seconds"
             return _error(call, message)
+        except asyncio.CancelledError as exc:
+            if _cancel_requested():
+                raise
+            return _error(call, f"error: {type(exc).__name__}: {exc}")
         except Exception as exc:
             return _error(call, f"error: {type(exc).__name__}: {exc}")
 
@@ -246,6 +258,15 @@ def output_text(output: Any) -> str:
     if output is None:
         return ""
     return pydantic_core.to_json(output, fallback=str).decode()
+
+
+def _cancel_requested() -> bool:
+    """True when the task running the call was cancelled, so a CancelledError is a real cancel.
+
+    Outside a task (no way to tell) it counts as a cancel: cancellation is never swallowed.
+    """
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _error(call: ToolCall, content: str) -> ToolResult:
