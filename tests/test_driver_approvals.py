@@ -356,6 +356,19 @@ async def test_a_suspended_snapshot_round_trips_through_json_and_resumes() -> No
     assert sorted(bank.ran) == ["balance", "transfer 10 to ann"]
 
 
+async def test_a_snapshot_with_a_lone_surrogate_round_trips_through_json() -> None:
+    bank = Bank()
+    lone = json.loads('"\\ud800"')
+    call = ToolCall("t1", "transfer", json.dumps({"to": lone, "amount": 1}, ensure_ascii=False))
+    suspended = await bank_agent(bank, [call], "Done.").run("pay").collect()
+    assert suspended.snapshot is not None
+
+    text = dumps(suspended.snapshot)
+
+    text.encode("utf-8")  # writable to any UTF-8 file or store
+    assert loads(RunSnapshot, text) == suspended.snapshot
+
+
 async def test_a_snapshot_does_not_resume_on_another_agent() -> None:
     bank = Bank()
     agent = bank_agent(bank, [transfer_call()], "Sent.")
