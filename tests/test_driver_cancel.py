@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import threading
+import time
 
 import pytest
 from driver_support import ChunkModel, drain, ends_once, settle
@@ -327,3 +329,33 @@ async def test_a_real_stop_still_cancels_the_batch_beside_a_tools_own_cancelled_
     assert len(results(run.conversation.items())) == 2, "exactly one result per call"
     assert by_call["g"].status == "errored" and "CancelledError" in by_call["g"].content
     assert by_call["w"].status == "cancelled"
+
+
+def test_run_sync_keeps_its_deadline_when_a_sync_tool_blocks_its_thread() -> None:
+    """The deadline holds from sync code too: nothing waits for the tool's thread at the end
+    (asyncio.run's shutdown would wait for its default executor). Generous bounds: the tool
+    would block 5 s, the timeout is 0.5 s, the run must end within 2 s."""
+    release = threading.Event()
+    ran: list[str] = []
+
+    @tool
+    def block() -> str:
+        """Block the worker thread."""
+        release.wait(5)
+        ran.append("finished")
+        return "late"
+
+    agent = Agent(
+        "worker", ScriptedModel([[ToolCall("c1", "block", "{}")], "never"]), tools=[block]
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(RunError) as raised:
+            Runner.run_sync(agent, "go", config=RunConfig(timeout=0.5))
+        elapsed, ran_by_then = time.monotonic() - started, list(ran)
+    finally:
+        release.set()
+
+    assert raised.value.error == TimedOut(0.5)
+    assert elapsed < 2, f"the run ended after {elapsed:.1f} s"
+    assert ran_by_then == [], "the run did not wait for the thread"

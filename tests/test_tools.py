@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -352,6 +353,27 @@ async def test_a_timeout_gives_an_error_result() -> None:
     assert result == ToolResult(
         "call-1", "error: tool 'hang' timed out after 0.01 seconds", True, "errored"
     )
+
+
+def test_a_sync_tools_timeout_holds_and_nothing_waits_for_its_thread() -> None:
+    """The thread cannot be stopped: it runs on, its result discarded, and the event loop's
+    shutdown does not wait for it. Generous bounds: blocks 5 s, timeout 0.5 s, within 2 s."""
+    release = threading.Event()
+
+    @tool(timeout=0.5)
+    def block() -> str:
+        release.wait(5)
+        return "late"
+
+    started = time.monotonic()
+    try:
+        result = asyncio.run(block.invoke(call("block"), CONTEXT))
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+
+    assert result.content == "error: tool 'block' timed out after 0.5 seconds"
+    assert elapsed < 2, f"returned after {elapsed:.1f} s"
 
 
 async def test_a_timeout_error_the_tool_raises_itself_is_an_ordinary_error() -> None:

@@ -62,7 +62,12 @@ class Runner:
         config: RunConfig | None = None,
         run_id: str | None = None,
     ) -> RunResult:
-        """`Runner.run` from synchronous code (not from inside a running event loop)."""
+        """`Runner.run` from synchronous code (not from inside a running event loop).
+
+        The deadline holds here too: a sync tool still blocking its thread at the timeout
+        runs on in that (daemon) thread, its result discarded, and this returns without
+        waiting for it.
+        """
         return asyncio.run(Runner.run(agent, input, context=context, config=config, run_id=run_id))
 
 

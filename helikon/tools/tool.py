@@ -2,8 +2,9 @@
 
 A tool validates the model's argument JSON against a pydantic model built from the function's
 signature, so bad input becomes an error result the model can fix rather than a crash
-(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run in a worker
-thread, off the event loop. Only `FatalToolError` and cancellation leave `invoke`.
+(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run off the event
+loop, each call in a daemon thread of its own that nothing waits for once the call is over
+(see `Tool`'s `timeout`). Only `FatalToolError` and cancellation leave `invoke`.
 
 Cancellation means a cancel of the task running the call (the run was cancelled or timed
 out, or a sibling's `FatalToolError` stopped the batch): the task then has a cancel request
@@ -15,8 +16,11 @@ an error result like any other exception.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, get_args, overload
 
@@ -56,7 +60,10 @@ class Tool:
             side-effecting tools).
         permission: the tool's static permission: "allow", "deny" or "ask".
         timeout: seconds a call may take before it becomes an error result; None for no limit.
-            A sync tool's thread cannot be stopped: it runs on, its result discarded.
+            A sync tool runs in a daemon thread of its own, which cannot be stopped: past the
+            timeout (or the run's deadline, or a cancel) it runs on, its result discarded,
+            and nothing waits for it, not the run, not `asyncio.run`'s shutdown, not the
+            interpreter's exit (which ends it where it is).
 
     Raises:
         ValueError: a name the model APIs refuse, an unknown permission, a timeout <= 0.
@@ -201,10 +208,49 @@ class Tool:
     async def _call(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self._is_async:
             return await self._fn(*args, **kwargs)
-        result = await asyncio.to_thread(self._fn, *args, **kwargs)
+        result = await _in_own_thread(self._fn, args, kwargs, f"helikon-tool-{self.name}")
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
             result = await result
         return result
+
+
+async def _in_own_thread(
+    fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], name: str
+) -> Any:
+    """Call `fn` in a daemon thread of its own, with the caller's context, and await it.
+
+    Not `asyncio.to_thread`: the loop's default executor is waited for when the loop shuts
+    down (`asyncio.run` does so), and its threads at interpreter exit, so a tool blocking past
+    the run's deadline or its own timeout would hold the program up that long. When the
+    caller stops waiting (cancelled, timed out) the thread runs on, nobody joins it, and its
+    result is discarded.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():  # the caller stopped waiting
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(fn, *args, **kwargs)
+        except StopIteration as exc:  # a future refuses it, as a coroutine would
+            error = RuntimeError(f"StopIteration: {exc}")
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await done
 
 
 @overload
