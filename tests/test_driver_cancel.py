@@ -219,6 +219,43 @@ async def test_runner_run_raises_timed_out() -> None:
     assert raised.value.error == TimedOut(0.2)
 
 
+@pytest.mark.parametrize("where", ["run config", "agent config"])
+async def test_agent_run_honours_the_timeout_as_the_runner_does(where: str) -> None:
+    stuck = Stuck(expect=1)
+    config = RunConfig(timeout=0.2)
+    on_agent = {"config": config} if where == "agent config" else {}
+    agent = Agent("worker", ScriptedModel([batch(1), "never"]), tools=[stuck.tool], **on_agent)
+    before = asyncio.all_tasks()
+
+    streaming = agent.run("go", config=None if on_agent else config)
+    async with asyncio.timeout(10):  # without the run's own deadline: fail, do not hang
+        events = await drain(streaming)
+
+    assert ends_once(events, RunFailed).error == TimedOut(0.2)
+    assert stuck.cancelled == [0]
+    assert asyncio.all_tasks() == before
+    run = streaming.run
+    assert run is not None
+    assert [r.status for r in results(run.conversation.items())] == ["cancelled"]
+
+
+async def test_agent_resume_honours_the_timeout() -> None:
+    stuck = Stuck(expect=1)
+    asking = tool(needs_approval=True)(stuck.tool.fn)
+    agent = Agent("worker", ScriptedModel([batch(1), "never"]), tools=[asking])
+    suspended = await agent.run("go").collect()
+    assert suspended.snapshot is not None
+    (request,) = suspended.pending
+
+    resumed = agent.resume(suspended.snapshot, [request.approve()], config=RunConfig(timeout=0.2))
+    with pytest.raises(RunError) as raised:
+        async with asyncio.timeout(10):  # without the run's own deadline: fail, do not hang
+            await resumed.collect()
+
+    assert raised.value.error == TimedOut(0.2)
+    assert stuck.cancelled == [0]
+
+
 async def test_breaking_out_of_the_stream_early_leaves_no_task_running() -> None:
     stalled = asyncio.Event()
     model = ChunkModel([[TextChunk("one "), TextChunk("two "), stalled, FinishChunk("stop")]])
