@@ -321,6 +321,21 @@ async def test_cancel_before_an_async_approval_handler_starts_leaves_no_stray_co
     assert bank.ran == []
 
 
+async def test_a_call_with_a_lone_surrogate_in_its_arguments_suspends_and_resumes() -> None:
+    bank = Bank()
+    lone = json.loads('"\\ud800"')  # a JSON wire can deliver a lone surrogate
+    call = ToolCall("t1", "transfer", json.dumps({"to": lone, "amount": 1}, ensure_ascii=False))
+    agent = bank_agent(bank, [call], "Done.")
+
+    suspended = await agent.run("pay").collect()
+    assert suspended.snapshot is not None
+    (request,) = suspended.pending
+    assert request.call == call
+    result = await agent.resume(suspended.snapshot, [request.approve()]).collect()
+
+    assert result.final_output == "Done."
+
+
 # -- snapshots ------------------------------------------------------------------------------
 
 
@@ -339,6 +354,19 @@ async def test_a_suspended_snapshot_round_trips_through_json_and_resumes() -> No
     result = await agent.resume(loaded, decisions=[request.approve()]).collect()
     assert result.final_output == "Sent."
     assert sorted(bank.ran) == ["balance", "transfer 10 to ann"]
+
+
+async def test_a_snapshot_with_a_lone_surrogate_round_trips_through_json() -> None:
+    bank = Bank()
+    lone = json.loads('"\\ud800"')
+    call = ToolCall("t1", "transfer", json.dumps({"to": lone, "amount": 1}, ensure_ascii=False))
+    suspended = await bank_agent(bank, [call], "Done.").run("pay").collect()
+    assert suspended.snapshot is not None
+
+    text = dumps(suspended.snapshot)
+
+    text.encode("utf-8")  # writable to any UTF-8 file or store
+    assert loads(RunSnapshot, text) == suspended.snapshot
 
 
 async def test_a_snapshot_does_not_resume_on_another_agent() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import threading
+import time
 
 import pytest
 from driver_support import ChunkModel, drain, ends_once, settle
@@ -17,6 +19,7 @@ from driver_support import ChunkModel, drain, ends_once, settle
 from helikon import (
     Agent,
     Cancelled,
+    RunCompleted,
     RunConfig,
     RunError,
     RunFailed,
@@ -216,6 +219,43 @@ async def test_runner_run_raises_timed_out() -> None:
     assert raised.value.error == TimedOut(0.2)
 
 
+@pytest.mark.parametrize("where", ["run config", "agent config"])
+async def test_agent_run_honours_the_timeout_as_the_runner_does(where: str) -> None:
+    stuck = Stuck(expect=1)
+    config = RunConfig(timeout=0.2)
+    on_agent = {"config": config} if where == "agent config" else {}
+    agent = Agent("worker", ScriptedModel([batch(1), "never"]), tools=[stuck.tool], **on_agent)
+    before = asyncio.all_tasks()
+
+    streaming = agent.run("go", config=None if on_agent else config)
+    async with asyncio.timeout(10):  # without the run's own deadline: fail, do not hang
+        events = await drain(streaming)
+
+    assert ends_once(events, RunFailed).error == TimedOut(0.2)
+    assert stuck.cancelled == [0]
+    assert asyncio.all_tasks() == before
+    run = streaming.run
+    assert run is not None
+    assert [r.status for r in results(run.conversation.items())] == ["cancelled"]
+
+
+async def test_agent_resume_honours_the_timeout() -> None:
+    stuck = Stuck(expect=1)
+    asking = tool(needs_approval=True)(stuck.tool.fn)
+    agent = Agent("worker", ScriptedModel([batch(1), "never"]), tools=[asking])
+    suspended = await agent.run("go").collect()
+    assert suspended.snapshot is not None
+    (request,) = suspended.pending
+
+    resumed = agent.resume(suspended.snapshot, [request.approve()], config=RunConfig(timeout=0.2))
+    with pytest.raises(RunError) as raised:
+        async with asyncio.timeout(10):  # without the run's own deadline: fail, do not hang
+            await resumed.collect()
+
+    assert raised.value.error == TimedOut(0.2)
+    assert stuck.cancelled == [0]
+
+
 async def test_breaking_out_of_the_stream_early_leaves_no_task_running() -> None:
     stalled = asyncio.Event()
     model = ChunkModel([[TextChunk("one "), TextChunk("two "), stalled, FinishChunk("stop")]])
@@ -272,3 +312,87 @@ async def test_calls_that_finished_before_a_cancel_keep_their_results() -> None:
     by_call = {r.call_id: r for r in results(run.conversation.items())}
     assert by_call["q"] == ToolResult("q", "done 1")
     assert by_call["w"].status == "cancelled"
+
+
+@tool
+async def gives_up() -> str:
+    """Raise CancelledError of its own accord (an upstream future it awaited was cancelled)."""
+    raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize("count", [1, 2])
+async def test_a_tools_own_cancelled_error_is_its_failure_and_the_run_goes_on(count: int) -> None:
+    calls = [ToolCall(f"g{n}", "gives_up", "{}") for n in range(count)]
+    model = ScriptedModel([calls, "recovered"])
+    streaming = Agent("worker", model, tools=[gives_up]).run("go")
+    events = await drain(streaming)
+
+    assert ends_once(events, RunCompleted).output.text == "recovered"
+    run = streaming.run
+    assert run is not None
+    closed = results(run.conversation.items())
+    assert [r.call_id for r in closed] == [f"g{n}" for n in range(count)]
+    assert all(r.status == "errored" and "CancelledError" in r.content for r in closed)
+
+
+@pytest.mark.parametrize("stop", ["cancel", "timeout"])
+async def test_a_real_stop_still_cancels_the_batch_beside_a_tools_own_cancelled_error(
+    stop: str,
+) -> None:
+    stuck = Stuck(expect=1)
+    calls = [ToolCall("g", "gives_up", "{}"), ToolCall("w", "wait", '{"n": 1}')]
+    agent = Agent("worker", ScriptedModel([calls, "never"]), tools=[gives_up, stuck.tool])
+    before = asyncio.all_tasks()
+    if stop == "cancel":
+        streaming = agent.run("go")
+    else:
+        streaming = Runner.run_streamed(agent, "go", config=RunConfig(timeout=0.2))
+    events_task = asyncio.create_task(drain(streaming))
+
+    await stuck.all_started.wait()
+    await settle()
+    if stop == "cancel":
+        streaming.cancel("stop")
+    events = await events_task
+
+    expected = Cancelled("stop") if stop == "cancel" else TimedOut(0.2)
+    assert ends_once(events, RunFailed).error == expected
+    assert stuck.cancelled == [1]
+    assert asyncio.all_tasks() == before
+    run = streaming.run
+    assert run is not None
+    by_call = {r.call_id: r for r in results(run.conversation.items())}
+    assert sorted(by_call) == ["g", "w"]
+    assert len(results(run.conversation.items())) == 2, "exactly one result per call"
+    assert by_call["g"].status == "errored" and "CancelledError" in by_call["g"].content
+    assert by_call["w"].status == "cancelled"
+
+
+def test_run_sync_keeps_its_deadline_when_a_sync_tool_blocks_its_thread() -> None:
+    """The deadline holds from sync code too: nothing waits for the tool's thread at the end
+    (asyncio.run's shutdown would wait for its default executor). Generous bounds: the tool
+    would block 5 s, the timeout is 0.5 s, the run must end within 2 s."""
+    release = threading.Event()
+    ran: list[str] = []
+
+    @tool
+    def block() -> str:
+        """Block the worker thread."""
+        release.wait(5)
+        ran.append("finished")
+        return "late"
+
+    agent = Agent(
+        "worker", ScriptedModel([[ToolCall("c1", "block", "{}")], "never"]), tools=[block]
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(RunError) as raised:
+            Runner.run_sync(agent, "go", config=RunConfig(timeout=0.5))
+        elapsed, ran_by_then = time.monotonic() - started, list(ran)
+    finally:
+        release.set()
+
+    assert raised.value.error == TimedOut(0.5)
+    assert elapsed < 2, f"the run ended after {elapsed:.1f} s"
+    assert ran_by_then == [], "the run did not wait for the thread"

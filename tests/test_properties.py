@@ -53,6 +53,7 @@ from helikon import (
     LoopState,
     MaxAgentDepthExceeded,
     MaxTurnsExceeded,
+    MessageOutput,
     ModelCallFailed,
     ModelOutputTruncated,
     ModelRequest,
@@ -578,6 +579,27 @@ def test_every_value_of_a_run_round_trips_through_json(run: Run) -> None:
             round_trips(event, AgentEvent)
         for item in step.outcome.conversation_appends:
             round_trips(item, Item)
+
+
+# Text a JSON wire can deliver: ordinary characters and lone surrogates ("\\ud800" decodes to
+# one). A high surrogate followed by a low one is left out: JSON spells that pair and the
+# character it encodes the same way, and a wire never delivers it as two code points.
+wire_texts = (
+    st.lists(st.sampled_from(["a", '"', "\\", "é", "😀", "\ud800", "\udbff", "\udc00", "\udfff"]))
+    .map("".join)
+    .filter(lambda text: re.search("[\ud800-\udbff][\udc00-\udfff]", text) is None)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(wire_texts)
+def test_text_with_lone_surrogates_round_trips_through_json(text: str) -> None:
+    call = ToolCall("c0", "search", text)
+    round_trips(ToolResult("c0", text, True, "errored"), Item)
+    round_trips(AssistantMessage(text), Item)
+    round_trips(call, Item)
+    round_trips(ApprovalRequest.for_call(call), ApprovalRequest)
+    round_trips(MessageOutput(AssistantMessage(text)), AgentEvent)
 
 
 # ---------------------------------------------------------------- the driver reaches every row

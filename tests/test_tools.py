@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -354,6 +355,27 @@ async def test_a_timeout_gives_an_error_result() -> None:
     )
 
 
+def test_a_sync_tools_timeout_holds_and_nothing_waits_for_its_thread() -> None:
+    """The thread cannot be stopped: it runs on, its result discarded, and the event loop's
+    shutdown does not wait for it. Generous bounds: blocks 5 s, timeout 0.5 s, within 2 s."""
+    release = threading.Event()
+
+    @tool(timeout=0.5)
+    def block() -> str:
+        release.wait(5)
+        return "late"
+
+    started = time.monotonic()
+    try:
+        result = asyncio.run(block.invoke(call("block"), CONTEXT))
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+
+    assert result.content == "error: tool 'block' timed out after 0.5 seconds"
+    assert elapsed < 2, f"returned after {elapsed:.1f} s"
+
+
 async def test_a_timeout_error_the_tool_raises_itself_is_an_ordinary_error() -> None:
     @tool(timeout=60)
     async def upstream() -> str:
@@ -382,6 +404,33 @@ async def test_invoke_never_swallows_cancellation() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["cancelled"]
+
+
+@tool
+async def cancels_itself() -> str:
+    """Raise CancelledError without anyone cancelling the call (a bug in the tool)."""
+    raise asyncio.CancelledError("upstream future was cancelled")
+
+
+@tool
+def cancels_itself_in_a_thread() -> str:
+    """The same from a sync tool, in its worker thread."""
+    raise asyncio.CancelledError("thread gave up")
+
+
+@pytest.mark.parametrize("own", [cancels_itself, cancels_itself_in_a_thread])
+async def test_a_cancelled_error_the_tool_raises_itself_is_its_failure(own: Tool) -> None:
+    result = await own.invoke(call(own.name), CONTEXT)
+    assert result.is_error and result.status == "errored"
+    assert result.content.startswith("error: CancelledError: ")
+
+
+@pytest.mark.parametrize("count", [1, 2])
+async def test_a_tools_own_cancelled_error_in_a_batch_is_an_error_result(count: int) -> None:
+    calls = [call("cancels_itself", call_id=f"c{n}") for n in range(count)]
+    results = await execute_batch(calls, {"cancels_itself": cancels_itself}, FACTORY)
+    assert [r.call_id for r in results] == [f"c{n}" for n in range(count)]
+    assert all(r.status == "errored" and "CancelledError" in r.content for r in results)
 
 
 # -- permissions ----------------------------------------------------------------------------

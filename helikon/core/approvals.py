@@ -14,8 +14,14 @@ from helikon.core.values import value
 
 
 def arguments_hash(arguments: str) -> str:
-    """SHA-256 of the call's argument text, hex, as approvals quote it."""
-    return hashlib.sha256(arguments.encode("utf-8")).hexdigest()
+    """SHA-256 of the call's argument text, hex, as approvals quote it.
+
+    The text is hashed as its UTF-8 bytes. A lone surrogate (a JSON wire can deliver
+    `"\\ud800"`, which decodes to one) has no UTF-8 form; it is hashed as the three bytes
+    `surrogatepass` gives it, which no other text encodes to, so the hash stays lossless
+    and the hash of ordinary text is unchanged.
+    """
+    return hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @value

@@ -3,13 +3,23 @@
 The values themselves are frozen dataclasses, built directly inside the pure core; here
 pydantic checks what comes from outside (files, stores, providers) and serializes what goes
 out. `dumps(x)` then `loads(Type, text)` gives back a value equal to `x`.
+
+Text from a JSON wire can hold lone surrogates (`"\\ud800"` decodes to one), which have no
+UTF-8 form, so pydantic cannot write them. A value holding one is written by the `json`
+module instead, with every non-ASCII character escaped (`\\ud800`, `\\u00e9`): the line is
+ASCII, valid UTF-8 anywhere, and reads back as the same text. Every other value is written as
+before, byte for byte. (A high surrogate followed by a low one reads back as the character
+the pair encodes: JSON spells both the same; a wire never delivers such a pair.)
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from helikon.core.errors import AgentError
 from helikon.core.events import AgentEvent
@@ -41,7 +51,13 @@ def adapter(kind: Any) -> TypeAdapter[Any]:
 def dumps(value: Any, kind: Any = None) -> str:
     """`value` as compact JSON; `kind` (a type or union) defaults to the value's own type."""
     chosen = type(value) if kind is None else kind
-    return adapter(chosen).dump_json(value, by_alias=True).decode()
+    try:
+        return adapter(chosen).dump_json(value, by_alias=True).decode()
+    except PydanticSerializationError:
+        # A lone surrogate, most likely: pydantic writes UTF-8 only. If the value cannot be
+        # serialized at all, `to_data` raises the same error again.
+        data = to_data(value, chosen)
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
 
 def to_data(value: Any, kind: Any = None) -> Any:
@@ -57,7 +73,21 @@ def loads(kind: Any, text: str | bytes) -> Any:
     Raises:
         pydantic.ValidationError: the text is not a valid `kind`; the error names the field.
     """
-    return adapter(kind).validate_json(text)
+    try:
+        return adapter(kind).validate_json(text)
+    except ValidationError as refused:
+        # pydantic's parser refuses a lone surrogate's escape; the json module reads it.
+        source = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        if _SURROGATE_ESCAPE.search(source) is None:
+            raise
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise refused from None
+    return from_data(kind, data)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def from_data(kind: Any, data: Any) -> Any:

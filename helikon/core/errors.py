@@ -120,7 +120,7 @@ class ToolFailed:
 
 @value
 class TimedOut:
-    """The run outlived `RunConfig.timeout` (`seconds`), as `Runner` enforces it."""
+    """The run outlived `RunConfig.timeout` (`seconds`)."""
 
     seconds: float
     kind: Literal["timed_out"] = field(default="timed_out", init=False)

@@ -54,7 +54,8 @@ class Agent(AgentSpec):
         Args:
             input: the user's message, or items.
             context: carries `deps` to tools, guardrails and approval handlers.
-            config: limits for this run (default: the agent's `config`).
+            config: limits for this run (default: the agent's `config`), its `timeout`
+                included: past it the run fails with `TimedOut`, as with `Runner`.
             run_id: the run's id (default: a fresh random one).
             trace: a trace sink, or a path to write the run's JSONL trace to.
 
@@ -63,7 +64,7 @@ class Agent(AgentSpec):
         """
         sink, owned = open_trace(trace)
         run = Run(self, input=input, context=context, config=config, run_id=run_id, trace=sink)
-        return RunResultStreaming(run, closing=owned)
+        return RunResultStreaming(run, timeout=run.config.timeout, closing=owned)
 
     def resume(
         self,
@@ -75,13 +76,16 @@ class Agent(AgentSpec):
     ) -> RunResultStreaming:
         """Continue a run from `snapshot`, e.g. one suspended for approval, with `decisions`.
 
+        `config` (default: the agent's) limits the continuation; its `timeout` counts from
+        the resumed stream's start (a snapshot does not carry the time already spent).
+
         Raises:
             ApprovalMismatch: a decision is for a call that is not pending, or for other
                 arguments than the pending call's.
             SnapshotMismatch: the snapshot was taken from another agent or chart.
         """
         run = Run.from_snapshot(self, snapshot, decisions, context=context, config=config)
-        return RunResultStreaming(run)
+        return RunResultStreaming(run, timeout=run.config.timeout)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool another agent can call with an `input` text."""

@@ -19,7 +19,12 @@ class RunConfig:
         max_turns: model calls allowed in the tool loop.
         parallel_tool_call_limit: tool calls of one turn run at once; None is unbounded.
         max_agent_depth: how deep handoffs and agents-as-tools may nest.
-        timeout: seconds for the whole run; honoured by `Runner`, not by a bare `agent.run`.
+        timeout: seconds for the whole run, counted from when its stream starts; past it the
+            effect in flight is stopped and the run fails with `TimedOut`. Every entry
+            point honours it: `agent.run`, `agent.resume` (counted afresh from the resumed
+            stream's start), `Runner.run_streamed` / `run` / `run_sync`, `helikon run`. A
+            `Run` you build and stream yourself has a deadline only when you give it one
+            (`RunResultStreaming(run, timeout=...)`).
         token_budget: total tokens the run (sub-agents included) may spend; None: no limit.
         compaction_threshold: context tokens at which the loop asks for a summary.
         model_settings: sampling settings passed to the model.

@@ -75,6 +75,7 @@ from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
 from helikon.tools import ToolContext, execute_batch
 from helikon.trace import TraceSink, TransitionRecord
+from helikon.trace.guarded import GuardedSink, guarded
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,9 @@ class Run:
 
     Build one with `agent.run(...)` (wrapped in a `RunResultStreaming`), or directly to step
     it yourself: `await run.step()` applies one transition and performs its action.
+
+    Its `trace` sink is kept behind a `GuardedSink`: a sink that raises is reported once and
+    dropped, and never fails the run.
     """
 
     def __init__(
@@ -177,6 +181,15 @@ class Run:
         return run
 
     # ------------------------------------------------------------ reading the run
+
+    @property
+    def trace(self) -> GuardedSink | None:
+        """The run's trace sink, behind its guard (`.sink` is the sink you gave)."""
+        return self._trace
+
+    @trace.setter
+    def trace(self, sink: TraceSink | None) -> None:
+        self._trace = guarded(sink)
 
     @property
     def agent_name(self) -> str:

@@ -16,12 +16,17 @@ from helikon.core.items import ZERO_USAGE, Usage
 from helikon.run.driver import Run
 from helikon.run.snapshot import RunSnapshot
 from helikon.trace import TraceSink, TraceWriter
+from helikon.trace.guarded import GuardedSink
 
 
 def open_trace(trace: Any) -> tuple[TraceSink | None, Any]:
-    """(the sink, what to close at the end) for a sink or a path given as `trace=`."""
+    """(the sink, what to close at the end) for a sink or a path given as `trace=`.
+
+    A path's writer is guarded (`GuardedSink`), closing it included: a trace file that
+    cannot be written or closed never fails the run.
+    """
     if isinstance(trace, (str, Path)):
-        writer = TraceWriter(trace)
+        writer = GuardedSink(TraceWriter(trace), owned=True)
         return writer, writer
     return trace, None
 

@@ -1,4 +1,8 @@
-"""`Runner`: run an agent to its end, honouring `RunConfig.timeout`; sync helpers wrap it."""
+"""`Runner`: run an agent to its end, streamed, awaited or from sync code; one engine.
+
+Every entry point honours the whole `RunConfig`, `timeout` included: `Runner.run_streamed`
+is `agent.run`, and the others wrap it.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,15 @@ from typing import Any
 from helikon.core.items import Item
 from helikon.run.agent import Agent
 from helikon.run.config import RunConfig, RunContext
-from helikon.run.driver import Run
-from helikon.run.results import RunResult, RunResultStreaming, open_trace
+from helikon.run.results import RunResult, RunResultStreaming
 from helikon.trace import TraceSink
 
 
 class Runner:
-    """Runs agents with the run's timeout applied (a bare `agent.run` has none)."""
+    """Runs agents: `run_streamed` (the stream), `run` (awaited), `run_sync` (sync code).
+
+    Each applies the run's `RunConfig` exactly as `agent.run` does, `timeout` included.
+    """
 
     @staticmethod
     def run_streamed(
@@ -32,10 +38,7 @@ class Runner:
 
         `trace` is a trace sink, or a path to write the run's JSONL trace to.
         """
-        chosen = config or agent.config
-        sink, owned = open_trace(trace)
-        run = Run(agent, input=input, context=context, config=chosen, run_id=run_id, trace=sink)
-        return RunResultStreaming(run, timeout=chosen.timeout, closing=owned)
+        return agent.run(input, context=context, config=config, run_id=run_id, trace=trace)
 
     @staticmethod
     async def run(
@@ -62,7 +65,12 @@ class Runner:
         config: RunConfig | None = None,
         run_id: str | None = None,
     ) -> RunResult:
-        """`Runner.run` from synchronous code (not from inside a running event loop)."""
+        """`Runner.run` from synchronous code (not from inside a running event loop).
+
+        The deadline holds here too: a sync tool still blocking its thread at the timeout
+        runs on in that (daemon) thread, its result discarded, and this returns without
+        waiting for it.
+        """
         return asyncio.run(Runner.run(agent, input, context=context, config=config, run_id=run_id))
 
 

@@ -2,7 +2,9 @@
 
 The calls run as tasks of one `asyncio.TaskGroup`, so no call outlives the batch: when a call
 raises `FatalToolError` the group cancels the others and the error is re-raised as itself;
-when the batch is cancelled the cancellation reaches every call in flight.
+when the batch is cancelled the cancellation reaches every call in flight. A call's own
+`CancelledError` (one raised while nobody cancelled it) is its error result, as `Tool.invoke`
+decides, so it neither escapes nor leaves the call without a result.
 """
 
 from __future__ import annotations

@@ -2,15 +2,25 @@
 
 A tool validates the model's argument JSON against a pydantic model built from the function's
 signature, so bad input becomes an error result the model can fix rather than a crash
-(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run in a worker
-thread, off the event loop. Only `FatalToolError` and cancellation leave `invoke`.
+(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run off the event
+loop, each call in a daemon thread of its own that nothing waits for once the call is over
+(see `Tool`'s `timeout`). Only `FatalToolError` and cancellation leave `invoke`.
+
+Cancellation means a cancel of the task running the call (the run was cancelled or timed
+out, or a sibling's `FatalToolError` stopped the batch): the task then has a cancel request
+pending (`Task.cancelling()`). A `CancelledError` the tool raises while nobody cancelled it
+(an upstream future it awaited was cancelled, or it raised one itself) is the tool's failure,
+an error result like any other exception.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, get_args, overload
 
@@ -50,7 +60,10 @@ class Tool:
             side-effecting tools).
         permission: the tool's static permission: "allow", "deny" or "ask".
         timeout: seconds a call may take before it becomes an error result; None for no limit.
-            A sync tool's thread cannot be stopped: it runs on, its result discarded.
+            A sync tool runs in a daemon thread of its own, which cannot be stopped: past the
+            timeout (or the run's deadline, or a cancel) it runs on, its result discarded,
+            and nothing waits for it, not the run, not `asyncio.run`'s shutdown, not the
+            interpreter's exit (which ends it where it is).
 
     Raises:
         ValueError: a name the model APIs refuse, an unknown permission, a timeout <= 0.
@@ -153,7 +166,9 @@ class Tool:
         Raises:
             FatalToolError: the tool raised it; the run should fail. Its `tool` and `call_id`
                 are filled in when the tool left them empty, and a note names the call.
-            asyncio.CancelledError: the call was cancelled; it is never swallowed.
+            asyncio.CancelledError: the call was cancelled (its task has a cancel request
+                pending); it is never swallowed. A `CancelledError` the tool raised without
+                being cancelled is an error result.
         """
         try:
             values = self._arguments.parse(call.arguments)
@@ -171,6 +186,10 @@ class Tool:
         except _Expired:
             message = f"error: tool {self.name!r} timed out after {self._timeout:g} seconds"
             return _error(call, message)
+        except asyncio.CancelledError as exc:
+            if _cancel_requested():
+                raise
+            return _error(call, f"error: {type(exc).__name__}: {exc}")
         except Exception as exc:
             return _error(call, f"error: {type(exc).__name__}: {exc}")
 
@@ -189,10 +208,49 @@ class Tool:
     async def _call(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self._is_async:
             return await self._fn(*args, **kwargs)
-        result = await asyncio.to_thread(self._fn, *args, **kwargs)
+        result = await _in_own_thread(self._fn, args, kwargs, f"helikon-tool-{self.name}")
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
             result = await result
         return result
+
+
+async def _in_own_thread(
+    fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], name: str
+) -> Any:
+    """Call `fn` in a daemon thread of its own, with the caller's context, and await it.
+
+    Not `asyncio.to_thread`: the loop's default executor is waited for when the loop shuts
+    down (`asyncio.run` does so), and its threads at interpreter exit, so a tool blocking past
+    the run's deadline or its own timeout would hold the program up that long. When the
+    caller stops waiting (cancelled, timed out) the thread runs on, nobody joins it, and its
+    result is discarded.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():  # the caller stopped waiting
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(fn, *args, **kwargs)
+        except StopIteration as exc:  # a future refuses it, as a coroutine would
+            error = RuntimeError(f"StopIteration: {exc}")
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await done
 
 
 @overload
@@ -246,6 +304,15 @@ def output_text(output: Any) -> str:
     if output is None:
         return ""
     return pydantic_core.to_json(output, fallback=str).decode()
+
+
+def _cancel_requested() -> bool:
+    """True when the task running the call was cancelled, so a CancelledError is a real cancel.
+
+    Outside a task (no way to tell) it counts as a cancel: cancellation is never swallowed.
+    """
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _error(call: ToolCall, content: str) -> ToolResult:

@@ -1,11 +1,13 @@
 """Traces: every transition of a run, recorded as JSON lines, and read back.
 
 `lines` holds the values a trace file is made of, `writing` the sink a run reports to and
-`TraceWriter`, `reading` `read_trace`. Everything is re-exported here.
+`TraceWriter`, `guarded` the guard a run keeps its sink behind, `reading` `read_trace`.
+Everything is re-exported here.
 """
 
 from __future__ import annotations
 
+from helikon.trace.guarded import GuardedSink
 from helikon.trace.lines import (
     TRACE_VERSION,
     EffectTrace,
@@ -30,6 +32,7 @@ from helikon.trace.writing import (
 __all__ = [
     "TRACE_VERSION",
     "EffectTrace",
+    "GuardedSink",
     "Line",
     "RowTrace",
     "RunLines",

@@ -51,7 +51,10 @@ class TracedRun(Protocol):
 
 
 class TraceSink(Protocol):
-    """Receives a run's trace as it happens (`Run(trace=...)`)."""
+    """Receives a run's trace as it happens (`Run(trace=...)`).
+
+    A sink may raise: the run logs the first failure and stops calling it (`GuardedSink`).
+    """
 
     def started(self, run: TracedRun) -> None: ...
     def transition(self, run: TracedRun, record: TransitionRecord) -> None: ...
