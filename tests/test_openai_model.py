@@ -15,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 
+from helikon import Agent, RunConfig, tool
 from helikon.core.errors import ModelError
 from helikon.core.items import (
     AssistantMessage,
@@ -175,6 +176,53 @@ async def test_usage_is_reported_once_per_call(model: OpenAIModel, server: OpenA
     usages = [chunk.usage for chunk in chunks if isinstance(chunk, UsageChunk)]
     assert usages == [Usage(123, 45, 168, requests=1)]
     assert assembled(chunks).usage == Usage(123, 45, 168, 1)
+
+
+EVERY_COUNT = frozenset({"input_tokens", "output_tokens", "total_tokens"})
+
+
+@pytest.mark.parametrize(
+    ("reported", "counted"),
+    [
+        (PlannedUsage(None, None), Usage(0, 0, 0, 1)),
+        (PlannedUsage(7, None), Usage(7, 0, 7, 1)),
+        (PlannedUsage(7, 3, omit=frozenset({"total_tokens"})), Usage(7, 3, 10, 1)),
+        (PlannedUsage(7, 3, omit=frozenset({"output_tokens"})), Usage(7, 0, 10, 1)),
+        (PlannedUsage(omit=EVERY_COUNT), Usage(0, 0, 0, 1)),
+    ],
+    ids=["all-null", "output-null", "no-total", "no-output", "no-counts"],
+)
+async def test_null_or_missing_usage_counts_as_zero(
+    model: OpenAIModel, server: OpenAIServer, reported: PlannedUsage, counted: Usage
+) -> None:
+    """Some OpenAI-compatible servers send null counts or leave them out: a missing count
+    is 0, a missing total the sum of the counts there are."""
+    server.plan(PlannedReply(text="ok", usage=reported))
+    chunks = await chunks_of(model, ask())
+    assert [chunk.usage for chunk in chunks if isinstance(chunk, UsageChunk)] == [counted]
+
+
+async def test_a_run_on_a_server_with_null_usage_completes(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    """The loop adds every call's usage; a null count from the wire must not crash it."""
+    server.plan(
+        PlannedReply(
+            tool_calls=[PlannedToolCall("lookup", "{}", "c1")], usage=PlannedUsage(None, 4)
+        ),
+        PlannedReply(text="done", usage=PlannedUsage(omit=EVERY_COUNT)),
+    )
+
+    @tool
+    def lookup() -> str:
+        """Look something up."""
+        return "found"
+
+    agent = Agent("looker", model, tools=[lookup], config=RunConfig(token_budget=1000))
+    result = await agent.run("go").collect()
+
+    assert result.final_output == "done"
+    assert result.usage == Usage(0, 4, 4, 2)
 
 
 async def test_reasoning_streams_as_reasoning_chunks(

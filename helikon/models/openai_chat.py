@@ -47,6 +47,7 @@ from helikon.models.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    reported_usage,
 )
 from helikon.models.openai_errors import StreamFailed, cut_short, failed
 from helikon.models.openai_request import (
@@ -218,4 +219,9 @@ class ChatTranslation:
 
 
 def chat_usage(usage: CompletionUsage) -> Usage:
-    return Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, requests=1)
+    # The client does not validate streamed chunks: a count may be None, or absent.
+    counts = (getattr(usage, name, None) for name in _COUNT_NAMES)
+    return reported_usage(*counts)
+
+
+_COUNT_NAMES = ("prompt_tokens", "completion_tokens", "total_tokens")

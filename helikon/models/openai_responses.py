@@ -46,6 +46,7 @@ from helikon.models.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    reported_usage,
 )
 from helikon.models.openai_errors import StreamFailed, cut_short, failed, from_code
 from helikon.models.openai_request import (
@@ -200,8 +201,10 @@ class ResponsesTranslation:
     def _ended(self, event: Any) -> Iterator[ModelChunk]:
         response: Response = event.response
         if response.usage is not None:
+            # The client does not validate stream events: a count may be None, or absent.
             usage = response.usage
-            self._usage = Usage(usage.input_tokens, usage.output_tokens, usage.total_tokens, 1)
+            counts = (getattr(usage, name, None) for name in _COUNT_NAMES)
+            self._usage = reported_usage(*counts)
         reason = response.incomplete_details.reason if response.incomplete_details else None
         if reason == "max_output_tokens":
             self._finish = "length"
@@ -220,6 +223,9 @@ class ResponsesTranslation:
 
     def _error(self, event: Any) -> Iterator[ModelChunk]:
         raise StreamFailed(from_code(event.code, event.message))
+
+
+_COUNT_NAMES = ("input_tokens", "output_tokens", "total_tokens")
 
 
 def _reasoning(event: Any) -> Iterator[ModelChunk]:

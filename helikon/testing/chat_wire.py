@@ -15,13 +15,15 @@ from typing import Any
 
 from helikon.testing.openai_plan import PlannedFailure, PlannedReply, PlannedUsage
 
+_USAGE_NAMES = {
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+    "total_tokens": "total_tokens",
+}
+
 
 def chat_usage(usage: PlannedUsage) -> dict[str, Any]:
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-    }
+    return dict(usage.report(_USAGE_NAMES))
 
 
 def chat_completion(reply: PlannedReply, *, model: str, created: int) -> dict[str, Any]:
