@@ -5,7 +5,9 @@ The official `openai` client does the HTTP; only 127.0.0.1 is ever contacted.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -676,3 +678,75 @@ def test_backoff_doubles_and_is_capped(
 )
 def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> None:
     assert retry_after(headers) == seconds
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "NaN"}, None),
+        ({"retry-after-ms": "nan"}, None),
+        ({"retry-after": "inf"}, None),
+        ({"retry-after": "-inf"}, None),
+        ({"retry-after": "1e999"}, None),
+        ({"retry-after-ms": "-Infinity"}, None),
+        ({"retry-after-ms": "nan", "retry-after": "2"}, 2.0),
+        ({"retry-after": "-5"}, 0.0),
+        ({"retry-after": "1e308"}, 1e308),
+        ({"retry-after": "0x10"}, None),
+        ({"retry-after": "\x00garbage"}, None),
+        ({"retry-after": "Wed, 99 Foo 2015 07:28:00 GMT"}, None),
+    ],
+)
+def test_retry_after_reads_hostile_headers_as_finite_or_none(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    assert retry_after(headers) == seconds
+
+
+def test_retry_after_reads_a_far_future_date_as_finite_seconds() -> None:
+    seconds = retry_after({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"})
+    assert seconds is not None and math.isfinite(seconds) and seconds > 0
+
+
+@pytest.mark.parametrize(
+    ("retry_after_seconds", "low", "high"),
+    [
+        (math.nan, 0.0, 8.0),
+        (math.inf, 8.0, 8.0),
+        (-math.inf, 0.0, 0.0),
+        (-3.0, 0.0, 0.0),
+        (1e308, 8.0, 8.0),
+    ],
+)
+def test_backoff_clamps_any_retry_after_to_zero_and_max_delay(
+    retry_after_seconds: float, low: float, high: float
+) -> None:
+    delay = Backoff(1.0, 8.0).delay(0, retry_after_seconds)
+    assert low <= delay <= high
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -1.0])
+def test_backoff_refuses_delays_that_are_not_finite_non_negative_seconds(bad: float) -> None:
+    with pytest.raises(ValueError, match="Backoff"):
+        Backoff(max_delay=bad)
+    with pytest.raises(ValueError, match="Backoff"):
+        Backoff(base_delay=bad)
+
+
+@pytest.mark.parametrize("header", ["nan", "inf", "-1", "1e999", "1e308", "garbage"])
+async def test_a_hostile_retry_after_does_not_stall_the_call(
+    model: OpenAIModel, server: OpenAIServer, header: str
+) -> None:
+    hostile = PlannedFailure(
+        429,
+        "Rate limit reached.",
+        code="rate_limit_exceeded",
+        headers={"retry-after": header, "retry-after-ms": header},
+    )
+    server.plan(hostile, PlannedReply(text="ok"))
+    started = time.monotonic()
+    chunks = await asyncio.wait_for(chunks_of(model, ask()), timeout=5)
+    assert assembled(chunks).items == (AssistantMessage("ok"),)
+    assert time.monotonic() - started < 2
+    assert len(server.requests) == 2

@@ -14,6 +14,7 @@ a consumer cannot take back deltas it has already seen. What still fails is rais
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -37,16 +38,26 @@ class Backoff:
     """How long to wait before each retry.
 
     The n-th retry (0-based) waits ``base_delay * 2**n``, jittered down by up to half, at
-    most `max_delay`; when the server sent ``Retry-After``, that is waited instead, also at
-    most `max_delay`.
+    most `max_delay`; when the server sent ``Retry-After``, that is waited instead, clamped
+    to ``[0, max_delay]`` (a NaN falls back to the exponential delay), so no header can
+    make a call sleep longer than `max_delay`.
+
+    Raises:
+        ValueError: a delay that is not finite, non-negative seconds.
     """
 
     base_delay: float = 0.5
     max_delay: float = 8.0
 
+    def __post_init__(self) -> None:
+        for name in ("base_delay", "max_delay"):
+            seconds = getattr(self, name)
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise ValueError(f"Backoff.{name} must be finite seconds >= 0, got {seconds!r}")
+
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_delay)
+        if retry_after is not None and not math.isnan(retry_after):
+            return min(max(retry_after, 0.0), self.max_delay)
         exponential = min(self.base_delay * 2.0**attempt, self.max_delay)
         return exponential * random.uniform(0.5, 1.0)
 
