@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from helikon import Agent, RunConfig, tool
-from helikon.core.errors import ModelError
+from helikon.core.errors import ModelCallFailed, ModelError, RunError
 from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
@@ -30,7 +30,7 @@ from helikon.core.items import (
     Usage,
     UserMessage,
 )
-from helikon.core.state import ModelRequest, ModelResponse
+from helikon.core.state import Failed, ModelRequest, ModelResponse
 from helikon.models.base import (
     FinishChunk,
     ModelChunk,
@@ -324,6 +324,73 @@ async def test_a_refused_answer_is_refused(
     assert error.reason == "refused"
     assert error.message == (reply.refusal or "the provider's content filter stopped the answer")
     assert len(server.requests) == 1
+
+
+SPENT = PlannedUsage(12, 3)
+SPENT_USAGE = Usage(12, 3, 15, 1)
+FILTERED_MESSAGE = "The response was filtered due to the content management policy."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        PlannedReply(refusal="I can't help with that.", usage=SPENT),
+        PlannedReply(text="Once upon", finish_reason="content_filter", usage=SPENT),
+    ],
+    ids=["refusal", "content-filter-stop"],
+)
+async def test_a_refused_answer_still_reports_its_usage(
+    model: OpenAIModel, server: OpenAIServer, reply: PlannedReply
+) -> None:
+    server.plan(reply)
+    failure = await failure_of(model)
+    assert failure.error.reason == "refused"
+    assert failure.usage == SPENT_USAGE
+
+
+async def test_a_failure_after_usage_in_the_stream_reports_that_usage(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    server.plan(
+        PlannedFailure(400, FILTERED_MESSAGE, code="content_filter", in_stream=True, usage=SPENT)
+    )
+    failure = await failure_of(model)
+    assert failure.error.reason == "refused"
+    assert failure.usage == SPENT_USAGE
+    assert len(server.requests) == 1
+
+
+async def test_a_failed_call_without_usage_still_counts_its_request(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    server.plan(PlannedFailure.content_filter())
+    assert (await failure_of(model)).usage == Usage(requests=1)
+
+
+async def test_a_refused_call_counts_toward_the_failed_runs_usage(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    """The run fails with the refusal, and its usage has both calls: tokens and requests."""
+    server.plan(
+        PlannedReply(tool_calls=[PlannedToolCall("lookup", "{}", "c1")], usage=PlannedUsage(10, 5)),
+        PlannedFailure(400, FILTERED_MESSAGE, code="content_filter", in_stream=True, usage=SPENT),
+    )
+
+    @tool
+    def lookup() -> str:
+        """Look something up."""
+        return "found"
+
+    streaming = Agent("looker", model, tools=[lookup]).run("go")
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert isinstance(raised.value.error, ModelCallFailed)
+    assert raised.value.error.reason == "refused"
+    run = streaming.run
+    assert run is not None
+    assert run.state == Failed(raised.value.error, Usage(22, 8, 30, 2))
+    assert run.usage == Usage(22, 8, 30, 2)
 
 
 async def test_other_client_errors_are_bad_responses(

@@ -138,6 +138,11 @@ class ResponseAssembler:
         else:
             self._finish = chunk.reason
 
+    @property
+    def usage(self) -> Usage:
+        """The last usage report so far (what a call that fails now has spent)."""
+        return self._usage
+
     def response(self, agent: str | None = None) -> ModelResponse:
         items: list[Item] = []
         if self._reasoning:

@@ -24,7 +24,7 @@ from typing import Literal
 import openai
 
 from helikon.core.errors import ModelError
-from helikon.core.items import ModelSettings
+from helikon.core.items import ModelSettings, Usage
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.openai_chat import stream_chat
 from helikon.models.openai_errors import Failure, StreamFailed, classify
@@ -60,6 +60,12 @@ class Backoff:
             return min(max(retry_after, 0.0), self.max_delay)
         exponential = min(self.base_delay * 2.0**attempt, self.max_delay)
         return exponential * random.uniform(0.5, 1.0)
+
+
+def _spent(exc: Exception) -> Usage:
+    """What the failed attempt spent: the usage its stream reported, else one request."""
+    usage = exc.usage if isinstance(exc, StreamFailed) else None
+    return usage if usage is not None else Usage(requests=1)
 
 
 class OpenAIModel:
@@ -184,7 +190,7 @@ class OpenAIModel:
             except (openai.OpenAIError, StreamFailed) as exc:
                 failure = exc.failure if isinstance(exc, StreamFailed) else classify(exc)
                 if started or not failure.retryable or attempt >= self.max_retries:
-                    raise ModelError(failure.error) from exc
+                    raise ModelError(failure.error, usage=_spent(exc)) from exc
             await asyncio.sleep(self._delay(attempt, failure))
             attempt += 1
 

@@ -25,6 +25,7 @@ from email.utils import parsedate_to_datetime
 import openai
 
 from helikon.core.errors import ModelCallFailed, ModelFailureReason
+from helikon.core.items import Usage
 
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _CONTEXT_PHRASES = ("maximum context length", "context window", "context_length_exceeded")
@@ -68,11 +69,15 @@ def cut_short() -> Failure:
 
 
 class StreamFailed(Exception):
-    """Raised by a stream translation when the stream itself says the call failed."""
+    """Raised by a stream translation when the stream itself says the call failed.
 
-    def __init__(self, failure: Failure) -> None:
+    `usage` is what the stream reported before it failed, when it reported anything.
+    """
+
+    def __init__(self, failure: Failure, usage: Usage | None = None) -> None:
         super().__init__(failure.error.message)
         self.failure = failure
+        self.usage = usage
 
 
 def _classify_status(exc: openai.APIStatusError) -> Failure:

@@ -375,14 +375,15 @@ class Run:
                 event = _delta_event(chunk)
                 if event is not None:
                     yield self._effect(event)
-        except ModelError as exc:
-            self.next_input = Fail(exc.error)
+        except ModelError as exc:  # a failed call still counts what it spent
+            spent = exc.usage if exc.usage is not None else assembler.usage
+            self.next_input = Fail(exc.error, (), spent)
             return
         except (_Stopped, asyncio.CancelledError):
             raise
         except Exception as exc:  # a model adapter's bug must not crash the run
             failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
-            self.next_input = Fail(failure)
+            self.next_input = Fail(failure, (), assembler.usage)
             return
         finally:
             close = getattr(chunks, "aclose", None)

@@ -114,6 +114,18 @@ def _fragments_of(
         yield {"index": index, "function": {"arguments": piece}}
 
 
-def chat_stream_error(failure: PlannedFailure) -> Iterator[dict[str, Any]]:
-    """A stream that fails after it started: one event carrying OpenAI's error object."""
+def chat_stream_error(
+    failure: PlannedFailure, *, model: str, created: int
+) -> Iterator[dict[str, Any]]:
+    """A stream that fails after it started: its usage chunk if it reports one, then one
+    event carrying OpenAI's error object."""
+    if failure.usage is not None:
+        yield {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": chat_usage(failure.usage),
+        }
     yield failure.body()

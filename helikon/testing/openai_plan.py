@@ -116,7 +116,9 @@ class PlannedFailure:
     `context_length_exceeded`, `content_filter`) or directly for any other status.
     With `in_stream`, a streaming request gets HTTP 200 and the error inside the stream
     instead (chat: a ``data: {"error": ...}`` event; responses: ``response.failed``), as
-    providers report failures that happen after the stream has started.
+    providers report failures that happen after the stream has started; `usage`, if set,
+    is reported before the error (chat: a usage chunk; responses: the failed response's
+    usage), as a provider that has already spent tokens on the call does.
     """
 
     status: int
@@ -126,6 +128,7 @@ class PlannedFailure:
     param: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     in_stream: bool = False
+    usage: PlannedUsage | None = None
 
     def body(self) -> dict[str, Any]:
         return {

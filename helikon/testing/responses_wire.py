@@ -157,6 +157,6 @@ def failed_response_events(
     opened = response_body(None, model=model, created=created, status="in_progress")
     yield _event(counter, "response.created", response=opened)
     error = {"code": failure.code or failure.type, "message": failure.message}
-    yield _event(
-        counter, "response.failed", response={**opened, "status": "failed", "error": error}
-    )
+    usage = responses_usage(failure.usage) if failure.usage else None
+    failed = {**opened, "status": "failed", "error": error, "usage": usage}
+    yield _event(counter, "response.failed", response=failed)
