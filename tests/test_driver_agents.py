@@ -17,6 +17,7 @@ from helikon import (
     AssistantMessage,
     Cancelled,
     CompactionSummary,
+    FatalToolError,
     FinalOutput,
     GuardrailResult,
     GuardrailTriggered,
@@ -32,9 +33,11 @@ from helikon import (
     RunContext,
     RunError,
     RunFailed,
+    Runner,
     RunSuspended,
     ScriptedModel,
     ScriptedTurn,
+    TimedOut,
     TokenDelta,
     ToolCall,
     ToolOutputItem,
@@ -360,6 +363,115 @@ async def test_cancel_reaches_a_tool_inside_a_sub_agent() -> None:
     assert cancelled == ["stall"]
     assert ends_once(events, RunFailed).error == Cancelled("cancelled")
     assert asyncio.all_tasks() == before
+
+
+def researcher_and_boss(other: Any, **config: Any) -> tuple[Agent, Agent]:
+    """A boss whose one turn calls the researcher (as a tool) beside `other`."""
+    researcher = Agent(
+        "researcher", ScriptedModel([ScriptedTurn([AssistantMessage("Paris.")], usage(30))])
+    )
+    calls = [
+        ToolCall("r1", "researcher", '{"input": "capital?"}'),
+        ToolCall("o1", other.name, "{}"),
+    ]
+    boss = Agent(
+        "boss",
+        ScriptedModel([ScriptedTurn(calls, usage(5)), "never"]),
+        tools=[researcher.as_tool(), other],
+        config=RunConfig(**config),
+    )
+    return researcher, boss
+
+
+def failed_usage(streaming: Any) -> Usage:
+    run = streaming.run
+    assert run is not None and run.state.phase == "Failed"
+    assert run.usage == run.state.usage
+    spent: Usage = run.usage
+    return spent
+
+
+async def test_a_sub_agents_usage_counts_when_a_fatal_tool_fails_the_batch() -> None:
+    @tool
+    async def explode() -> str:
+        """Fail the run."""
+        raise FatalToolError("disk on fire")
+
+    # One call at a time, in batch order: the researcher finishes before explode starts.
+    _, boss = researcher_and_boss(explode, parallel_tool_call_limit=1)
+    streaming = boss.run("go")
+    events = await drain(streaming)
+
+    assert ends_once(events, RunFailed).error.kind == "tool_failed"
+    run = streaming.run
+    assert run is not None
+    assert ToolResult("r1", "Paris.") in run.conversation.items()
+    assert failed_usage(streaming) == usage(5) + usage(30)
+
+
+async def test_a_sub_agents_usage_counts_when_the_run_times_out() -> None:
+    @tool
+    async def slow() -> str:
+        """Take forever."""
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    _, boss = researcher_and_boss(slow, timeout=0.5)
+    streaming = Runner.run_streamed(boss, "go")
+    events = await drain(streaming)
+
+    assert ends_once(events, RunFailed).error == TimedOut(0.5)
+    run = streaming.run
+    assert run is not None
+    assert ToolResult("r1", "Paris.") in run.conversation.items()
+    assert failed_usage(streaming) == usage(5) + usage(30)
+
+
+async def test_a_sub_agents_usage_counts_when_the_run_is_cancelled() -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Take forever."""
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    _, boss = researcher_and_boss(slow, parallel_tool_call_limit=1)
+    streaming = boss.run("go")
+    events_task = asyncio.create_task(drain(streaming))
+    await started.wait()  # the researcher ran first, and finished
+    streaming.cancel("enough")
+    events = await events_task
+
+    assert ends_once(events, RunFailed).error == Cancelled("enough")
+    assert failed_usage(streaming) == usage(5) + usage(30)
+
+
+async def test_a_handoff_targets_usage_counts_when_the_run_is_cancelled() -> None:
+    """The stop replaces the handoff's result as the parent's input; what the target
+    spent before it was cancelled still counts."""
+    started = asyncio.Event()
+
+    @tool
+    async def stall() -> str:
+        """Wait forever."""
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    target_turn = ScriptedTurn([ToolCall("s1", "stall", "{}")], usage(20))
+    target = Agent("target", ScriptedModel([target_turn]), tools=[stall])
+    front_turn = ScriptedTurn([ToolCall("h1", "transfer_to_target", "{}")], usage(5))
+    front = Agent("front", ScriptedModel([front_turn]), handoffs=[target])
+    streaming = front.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+    await started.wait()
+    streaming.cancel("enough")
+    events = await events_task
+
+    assert ends_once(events, RunFailed).error == Cancelled("enough")
+    assert failed_usage(streaming) == usage(5) + usage(20)
 
 
 # -- guardrails -----------------------------------------------------------------------------

@@ -4,6 +4,8 @@ manual stepping, snapshots mid-run, and the sync helpers. ScriptedModel, real to
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from driver_support import ChunkModel, drain, ends_once, types
 from pydantic import BaseModel
@@ -290,6 +292,43 @@ async def test_usage_is_the_last_report_of_each_call_never_summed_within_one() -
     result = await agent.run("hi").collect()
 
     assert result.usage == final
+
+
+SPENT = Usage(input_tokens=8, output_tokens=2, total_tokens=10, requests=1)
+
+
+def fails_with(exc: Exception) -> Any:
+    def fail() -> None:
+        raise exc
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    ("raised", "counted"),
+    [
+        (ModelError(ModelCallFailed("refused", "no")), SPENT),
+        (
+            ModelError(ModelCallFailed("refused", "no"), usage=Usage(9, 3, 12, 1)),
+            Usage(9, 3, 12, 1),
+        ),
+        (ZeroDivisionError("bug"), SPENT),
+    ],
+    ids=["model-error", "model-error-with-its-usage", "adapter-bug"],
+)
+async def test_a_failed_calls_usage_counts_toward_the_failed_run(
+    raised: Exception, counted: Usage
+) -> None:
+    """What a failed call spent: the ModelError's usage when it carries one, else the
+    last usage report the call streamed before it failed."""
+    model = ChunkModel([[TextChunk("x"), UsageChunk(SPENT), fails_with(raised)]])
+    streaming = Agent("echo", model).run("hi")
+    events = await drain(streaming)
+
+    ends_once(events, RunFailed)
+    run = streaming.run
+    assert run is not None
+    assert run.state.usage == run.usage == counted
 
 
 # -- stepping and snapshots -----------------------------------------------------------------

@@ -5,7 +5,9 @@ The official `openai` client does the HTTP; only 127.0.0.1 is ever contacted.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,7 +17,8 @@ from typing import Any
 import openai
 import pytest
 
-from helikon.core.errors import ModelError
+from helikon import Agent, RunConfig, tool
+from helikon.core.errors import ModelCallFailed, ModelError, RunError
 from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
@@ -27,7 +30,7 @@ from helikon.core.items import (
     Usage,
     UserMessage,
 )
-from helikon.core.state import ModelRequest, ModelResponse
+from helikon.core.state import Failed, ModelRequest, ModelResponse
 from helikon.models.base import (
     FinishChunk,
     ModelChunk,
@@ -177,6 +180,53 @@ async def test_usage_is_reported_once_per_call(model: OpenAIModel, server: OpenA
     assert assembled(chunks).usage == Usage(123, 45, 168, 1)
 
 
+EVERY_COUNT = frozenset({"input_tokens", "output_tokens", "total_tokens"})
+
+
+@pytest.mark.parametrize(
+    ("reported", "counted"),
+    [
+        (PlannedUsage(None, None), Usage(0, 0, 0, 1)),
+        (PlannedUsage(7, None), Usage(7, 0, 7, 1)),
+        (PlannedUsage(7, 3, omit=frozenset({"total_tokens"})), Usage(7, 3, 10, 1)),
+        (PlannedUsage(7, 3, omit=frozenset({"output_tokens"})), Usage(7, 0, 10, 1)),
+        (PlannedUsage(omit=EVERY_COUNT), Usage(0, 0, 0, 1)),
+    ],
+    ids=["all-null", "output-null", "no-total", "no-output", "no-counts"],
+)
+async def test_null_or_missing_usage_counts_as_zero(
+    model: OpenAIModel, server: OpenAIServer, reported: PlannedUsage, counted: Usage
+) -> None:
+    """Some OpenAI-compatible servers send null counts or leave them out: a missing count
+    is 0, a missing total the sum of the counts there are."""
+    server.plan(PlannedReply(text="ok", usage=reported))
+    chunks = await chunks_of(model, ask())
+    assert [chunk.usage for chunk in chunks if isinstance(chunk, UsageChunk)] == [counted]
+
+
+async def test_a_run_on_a_server_with_null_usage_completes(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    """The loop adds every call's usage; a null count from the wire must not crash it."""
+    server.plan(
+        PlannedReply(
+            tool_calls=[PlannedToolCall("lookup", "{}", "c1")], usage=PlannedUsage(None, 4)
+        ),
+        PlannedReply(text="done", usage=PlannedUsage(omit=EVERY_COUNT)),
+    )
+
+    @tool
+    def lookup() -> str:
+        """Look something up."""
+        return "found"
+
+    agent = Agent("looker", model, tools=[lookup], config=RunConfig(token_budget=1000))
+    result = await agent.run("go").collect()
+
+    assert result.final_output == "done"
+    assert result.usage == Usage(0, 4, 4, 2)
+
+
 async def test_reasoning_streams_as_reasoning_chunks(
     model: OpenAIModel, server: OpenAIServer
 ) -> None:
@@ -274,6 +324,73 @@ async def test_a_refused_answer_is_refused(
     assert error.reason == "refused"
     assert error.message == (reply.refusal or "the provider's content filter stopped the answer")
     assert len(server.requests) == 1
+
+
+SPENT = PlannedUsage(12, 3)
+SPENT_USAGE = Usage(12, 3, 15, 1)
+FILTERED_MESSAGE = "The response was filtered due to the content management policy."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        PlannedReply(refusal="I can't help with that.", usage=SPENT),
+        PlannedReply(text="Once upon", finish_reason="content_filter", usage=SPENT),
+    ],
+    ids=["refusal", "content-filter-stop"],
+)
+async def test_a_refused_answer_still_reports_its_usage(
+    model: OpenAIModel, server: OpenAIServer, reply: PlannedReply
+) -> None:
+    server.plan(reply)
+    failure = await failure_of(model)
+    assert failure.error.reason == "refused"
+    assert failure.usage == SPENT_USAGE
+
+
+async def test_a_failure_after_usage_in_the_stream_reports_that_usage(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    server.plan(
+        PlannedFailure(400, FILTERED_MESSAGE, code="content_filter", in_stream=True, usage=SPENT)
+    )
+    failure = await failure_of(model)
+    assert failure.error.reason == "refused"
+    assert failure.usage == SPENT_USAGE
+    assert len(server.requests) == 1
+
+
+async def test_a_failed_call_without_usage_still_counts_its_request(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    server.plan(PlannedFailure.content_filter())
+    assert (await failure_of(model)).usage == Usage(requests=1)
+
+
+async def test_a_refused_call_counts_toward_the_failed_runs_usage(
+    model: OpenAIModel, server: OpenAIServer
+) -> None:
+    """The run fails with the refusal, and its usage has both calls: tokens and requests."""
+    server.plan(
+        PlannedReply(tool_calls=[PlannedToolCall("lookup", "{}", "c1")], usage=PlannedUsage(10, 5)),
+        PlannedFailure(400, FILTERED_MESSAGE, code="content_filter", in_stream=True, usage=SPENT),
+    )
+
+    @tool
+    def lookup() -> str:
+        """Look something up."""
+        return "found"
+
+    streaming = Agent("looker", model, tools=[lookup]).run("go")
+    with pytest.raises(RunError) as raised:
+        await streaming.collect()
+
+    assert isinstance(raised.value.error, ModelCallFailed)
+    assert raised.value.error.reason == "refused"
+    run = streaming.run
+    assert run is not None
+    assert run.state == Failed(raised.value.error, Usage(22, 8, 30, 2))
+    assert run.usage == Usage(22, 8, 30, 2)
 
 
 async def test_other_client_errors_are_bad_responses(
@@ -628,3 +745,75 @@ def test_backoff_doubles_and_is_capped(
 )
 def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> None:
     assert retry_after(headers) == seconds
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "NaN"}, None),
+        ({"retry-after-ms": "nan"}, None),
+        ({"retry-after": "inf"}, None),
+        ({"retry-after": "-inf"}, None),
+        ({"retry-after": "1e999"}, None),
+        ({"retry-after-ms": "-Infinity"}, None),
+        ({"retry-after-ms": "nan", "retry-after": "2"}, 2.0),
+        ({"retry-after": "-5"}, 0.0),
+        ({"retry-after": "1e308"}, 1e308),
+        ({"retry-after": "0x10"}, None),
+        ({"retry-after": "\x00garbage"}, None),
+        ({"retry-after": "Wed, 99 Foo 2015 07:28:00 GMT"}, None),
+    ],
+)
+def test_retry_after_reads_hostile_headers_as_finite_or_none(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    assert retry_after(headers) == seconds
+
+
+def test_retry_after_reads_a_far_future_date_as_finite_seconds() -> None:
+    seconds = retry_after({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"})
+    assert seconds is not None and math.isfinite(seconds) and seconds > 0
+
+
+@pytest.mark.parametrize(
+    ("retry_after_seconds", "low", "high"),
+    [
+        (math.nan, 0.0, 8.0),
+        (math.inf, 8.0, 8.0),
+        (-math.inf, 0.0, 0.0),
+        (-3.0, 0.0, 0.0),
+        (1e308, 8.0, 8.0),
+    ],
+)
+def test_backoff_clamps_any_retry_after_to_zero_and_max_delay(
+    retry_after_seconds: float, low: float, high: float
+) -> None:
+    delay = Backoff(1.0, 8.0).delay(0, retry_after_seconds)
+    assert low <= delay <= high
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -1.0])
+def test_backoff_refuses_delays_that_are_not_finite_non_negative_seconds(bad: float) -> None:
+    with pytest.raises(ValueError, match="Backoff"):
+        Backoff(max_delay=bad)
+    with pytest.raises(ValueError, match="Backoff"):
+        Backoff(base_delay=bad)
+
+
+@pytest.mark.parametrize("header", ["nan", "inf", "-1", "1e999", "1e308", "garbage"])
+async def test_a_hostile_retry_after_does_not_stall_the_call(
+    model: OpenAIModel, server: OpenAIServer, header: str
+) -> None:
+    hostile = PlannedFailure(
+        429,
+        "Rate limit reached.",
+        code="rate_limit_exceeded",
+        headers={"retry-after": header, "retry-after-ms": header},
+    )
+    server.plan(hostile, PlannedReply(text="ok"))
+    started = time.monotonic()
+    chunks = await asyncio.wait_for(chunks_of(model, ask()), timeout=5)
+    assert assembled(chunks).items == (AssistantMessage("ok"),)
+    assert time.monotonic() - started < 2
+    assert len(server.requests) == 2

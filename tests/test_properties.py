@@ -97,7 +97,7 @@ MODEL_PHASES = {
     "Compacting": "compaction",
 }
 RESULT_STATUSES = {"executed", "errored", "denied", "rejected", "skipped", "cancelled"}
-SPENDING_KINDS = ("model_response", "tool_results", "handoff_result")
+SPENDING_KINDS = ("model_response", "tool_results", "handoff_result", "cancel", "fail")
 MAX_STEPS = 120  # far above what a run can take when the driver answers every action
 # Hypothesis favours the ends of a list it samples from: rare choices go in the middle.
 INTERRUPTIONS = st.sampled_from(["go"] * 9 + ["cancel", "fail", "stray"] + ["go"] * 9)
@@ -284,10 +284,12 @@ class Driver:
     def interruption(self, forced: bool = False) -> Any:
         """Usually None; sometimes (or when `forced`) a Cancel, a Fail, or any input."""
         choice = self.draw(st.sampled_from(["cancel", "fail"]) if forced else INTERRUPTIONS)
+        # A stop may carry what was spent before it landed (sub-agents, a failed call).
         if choice == "cancel":
-            return Cancel(self.draw(st.sampled_from(["", "user pressed stop"])))
+            reason = self.draw(st.sampled_from(["", "user pressed stop"]))
+            return Cancel(reason, (), self.draw(usages))
         if choice == "fail":
-            return Fail(self.draw(agent_errors))
+            return Fail(self.draw(agent_errors), (), self.draw(usages))
         if choice == "stray":
             return self.stray()
         return None
@@ -473,9 +475,9 @@ TOOL_USAGE_WITHOUT_REQUESTS = replay(
 @example(TOOL_USAGE_WITHOUT_REQUESTS)
 @given(runs())
 def test_usage_is_the_sum_of_what_the_run_consumed(run: Run) -> None:
-    """Each model response, tool batch and handoff result the loop acts on adds its usage
-    once (SEMANTICS.md: sub-agents' and handoff targets' usage counts toward the run's);
-    a start, a cancel, a failure or a refused input adds nothing."""
+    """Each model response, tool batch, handoff result, cancel and failure the loop acts on
+    adds its usage once (SEMANTICS.md: sub-agents' and handoff targets' usage counts toward
+    the run's, and so does what a stop carries); a start or a refused input adds nothing."""
     for step in run.steps:
         row = match_row(step.state, step.inp, run.ctx).row
         consumed = not row.implicit and step.inp.kind in SPENDING_KINDS

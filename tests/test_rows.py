@@ -907,6 +907,44 @@ ANY_PHASE_CASES = [
         )
         for phase, state in NON_TERMINAL.items()
     ),
+    # A stop carries what was spent before it landed (finished sub-agents, a failed model
+    # call): it counts toward the failed run's usage.
+    *(
+        Case(
+            f"{phase}+cancel:default/spent",
+            state,
+            Cancel("user pressed stop", (), U2),
+            POLICY,
+            Failed(Cancelled("user pressed stop"), U12),
+            (RunFailed(Cancelled("user pressed stop")),),
+            TERMINATE,
+            closing(phase, CANCELLED),
+        )
+        for phase, state in NON_TERMINAL.items()
+    ),
+    *(
+        Case(
+            f"{phase}+fail:default/spent",
+            state,
+            Fail(OUTAGE, (), U2),
+            POLICY,
+            Failed(OUTAGE, U12),
+            (RunFailed(OUTAGE),),
+            TERMINATE,
+            closing(phase, FAILED),
+        )
+        for phase, state in NON_TERMINAL.items()
+    ),
+    Case(
+        "ExecutingTools+fail:default/finished-and-spent",
+        tool_phase(),
+        Fail(OUTAGE, (WEATHER,), U2),
+        POLICY,
+        Failed(OUTAGE, U12),
+        (RunFailed(OUTAGE),),
+        TERMINATE,
+        (WEATHER, REMOVE_DENIED),
+    ),
 ]
 
 # One input of every kind.

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from helikon.core.items import Usage
 from helikon.core.values import value
 
 ModelFailureReason = Literal[
@@ -179,11 +180,18 @@ class RunError(HelikonError):
 
 
 class ModelError(HelikonError):
-    """A model call failed; `error` says why as a `ModelCallFailed` value."""
+    """A model call failed; `error` says why as a `ModelCallFailed` value.
 
-    def __init__(self, error: ModelCallFailed):
+    `usage` is what the failed call spent, as the model reports it (tokens a refusal
+    already cost, and the request itself), or None when the model reports nothing; the
+    driver then counts the last usage the call streamed. Either way it counts toward the
+    run's usage.
+    """
+
+    def __init__(self, error: ModelCallFailed, *, usage: Usage | None = None):
         super().__init__(f"model call failed ({error.reason}): {error.message}")
         self.error = error
+        self.usage = usage
 
 
 class FatalToolError(HelikonError):

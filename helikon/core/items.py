@@ -7,6 +7,7 @@ pure core they are built directly, which keeps `transition` allocation-light.
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,19 @@ class Usage:
     total_tokens: int = 0
     requests: int = 0
 
+    def __post_init__(self) -> None:
+        # Counts come from providers, some of which send null or worse; the loop adds and
+        # compares them, so a count that is not a non-negative integer is 0. OR-ing the
+        # four is the cheap check on the path every Usage takes: it is >= 0 exactly when
+        # none is negative, and raises TypeError when one is None, a float or a string.
+        try:
+            if (self.input_tokens | self.output_tokens | self.total_tokens | self.requests) >= 0:
+                return
+        except TypeError:
+            pass
+        for name in _COUNTS:
+            object.__setattr__(self, name, _count(getattr(self, name)))
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
@@ -35,6 +49,16 @@ class Usage:
         )
 
 
+def _count(raw: object) -> int:
+    """`raw` as a token or request count: a non-negative integer, else 0."""
+    if type(raw) is int:
+        return max(raw, 0)
+    if type(raw) is float and math.isfinite(raw):
+        return max(int(raw), 0)
+    return 0  # None, NaN, infinities, strings, booleans...
+
+
+_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "requests")
 ZERO_USAGE = Usage()
 
 

@@ -222,10 +222,11 @@ class HandoffResult:
 @value
 class Cancel:
     """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`;
-    `results` are the tool results that finished before it stopped (see `Fail`)."""
+    `results` and `usage` are what finished before it stopped (see `Fail`)."""
 
     reason: str = ""
     results: tuple[ToolResult, ...] = ()
+    usage: Usage = ZERO_USAGE
     kind: Literal["cancel"] = field(default="cancel", init=False)
 
 
@@ -235,10 +236,14 @@ class Fail:
 
     `results` (like `Cancel.results`) are the results of tool calls that finished before
     the run stopped: they are kept, and only the unfinished calls are closed as cancelled.
+    `usage` is what was spent and not yet counted: the sub-agents (agents as tools) that
+    finished in the stopped batch, or the failed model call's own usage. It counts toward
+    the failed run's usage.
     """
 
     error: AgentError
     results: tuple[ToolResult, ...] = ()
+    usage: Usage = ZERO_USAGE
     kind: Literal["fail"] = field(default="fail", init=False)
 
 

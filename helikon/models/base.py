@@ -76,6 +76,23 @@ class UsageChunk:
     kind: Literal["usage"] = field(default="usage", init=False)
 
 
+def reported_usage(input_tokens: object, output_tokens: object, total_tokens: object) -> Usage:
+    """One call's usage from the counts a provider reported (a request of its own).
+
+    OpenAI-compatible servers may send a count as null or leave it out: a missing count is
+    0, and a missing total is the sum of the counts there are.
+    """
+    prompt, completion = _reported(input_tokens), _reported(output_tokens)
+    total = _reported(total_tokens)
+    if total is None:
+        total = (prompt or 0) + (completion or 0)
+    return Usage(prompt or 0, completion or 0, total, requests=1)
+
+
+def _reported(count: object) -> int | None:
+    return count if type(count) is int and count >= 0 else None
+
+
 @value
 class FinishChunk:
     reason: str
@@ -120,6 +137,11 @@ class ResponseAssembler:
             self._usage = chunk.usage
         else:
             self._finish = chunk.reason
+
+    @property
+    def usage(self) -> Usage:
+        """The last usage report so far (what a call that fails now has spent)."""
+        return self._usage
 
     def response(self, agent: str | None = None) -> ModelResponse:
         items: list[Item] = []

@@ -14,6 +14,7 @@ a consumer cannot take back deltas it has already seen. What still fails is rais
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -23,7 +24,7 @@ from typing import Literal
 import openai
 
 from helikon.core.errors import ModelError
-from helikon.core.items import ModelSettings
+from helikon.core.items import ModelSettings, Usage
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.openai_chat import stream_chat
 from helikon.models.openai_errors import Failure, StreamFailed, classify
@@ -37,18 +38,34 @@ class Backoff:
     """How long to wait before each retry.
 
     The n-th retry (0-based) waits ``base_delay * 2**n``, jittered down by up to half, at
-    most `max_delay`; when the server sent ``Retry-After``, that is waited instead, also at
-    most `max_delay`.
+    most `max_delay`; when the server sent ``Retry-After``, that is waited instead, clamped
+    to ``[0, max_delay]`` (a NaN falls back to the exponential delay), so no header can
+    make a call sleep longer than `max_delay`.
+
+    Raises:
+        ValueError: a delay that is not finite, non-negative seconds.
     """
 
     base_delay: float = 0.5
     max_delay: float = 8.0
 
+    def __post_init__(self) -> None:
+        for name in ("base_delay", "max_delay"):
+            seconds = getattr(self, name)
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise ValueError(f"Backoff.{name} must be finite seconds >= 0, got {seconds!r}")
+
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_delay)
+        if retry_after is not None and not math.isnan(retry_after):
+            return min(max(retry_after, 0.0), self.max_delay)
         exponential = min(self.base_delay * 2.0**attempt, self.max_delay)
         return exponential * random.uniform(0.5, 1.0)
+
+
+def _spent(exc: Exception) -> Usage:
+    """What the failed attempt spent: the usage its stream reported, else one request."""
+    usage = exc.usage if isinstance(exc, StreamFailed) else None
+    return usage if usage is not None else Usage(requests=1)
 
 
 class OpenAIModel:
@@ -173,7 +190,7 @@ class OpenAIModel:
             except (openai.OpenAIError, StreamFailed) as exc:
                 failure = exc.failure if isinstance(exc, StreamFailed) else classify(exc)
                 if started or not failure.retryable or attempt >= self.max_retries:
-                    raise ModelError(failure.error) from exc
+                    raise ModelError(failure.error, usage=_spent(exc)) from exc
             await asyncio.sleep(self._delay(attempt, failure))
             attempt += 1
 

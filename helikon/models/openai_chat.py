@@ -47,8 +47,9 @@ from helikon.models.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    reported_usage,
 )
-from helikon.models.openai_errors import StreamFailed, cut_short, failed
+from helikon.models.openai_errors import StreamFailed, classify, cut_short, failed
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
     extra_instruction,
@@ -80,10 +81,13 @@ async def stream_chat(
         max_completion_tokens=given(settings.max_output_tokens),
     )
     translation = ChatTranslation()
-    async with stream:
-        async for chunk in stream:
-            for translated in translation.feed(chunk):
-                yield translated
+    try:
+        async with stream:
+            async for chunk in stream:
+                for translated in translation.feed(chunk):
+                    yield translated
+    except openai.APIError as exc:  # an error event mid-stream: keep the usage it reported
+        raise StreamFailed(classify(exc), translation.usage) from exc
     for translated in translation.close():
         yield translated
 
@@ -183,11 +187,16 @@ class ChatTranslation:
         """
         if self._refusal or self._finish == "content_filter":
             message = "".join(self._refusal) or "the provider's content filter stopped the answer"
-            raise StreamFailed(failed("refused", message))
+            raise StreamFailed(failed("refused", message), self.usage)  # a refusal costs too
         if self._finish is None:
-            raise StreamFailed(cut_short())
-        yield UsageChunk(self._usage or Usage(requests=1))
+            raise StreamFailed(cut_short(), self.usage)
+        yield UsageChunk(self.usage)
         yield FinishChunk(self._finish)
+
+    @property
+    def usage(self) -> Usage:
+        """The call's last usage report; without one, the call still counts as a request."""
+        return self._usage or Usage(requests=1)
 
     def _delta(self, delta: ChoiceDelta) -> Iterator[ModelChunk]:
         # OpenAI-compatible servers stream reasoning in a non-standard field, named
@@ -218,4 +227,9 @@ class ChatTranslation:
 
 
 def chat_usage(usage: CompletionUsage) -> Usage:
-    return Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, requests=1)
+    # The client does not validate streamed chunks: a count may be None, or absent.
+    counts = (getattr(usage, name, None) for name in _COUNT_NAMES)
+    return reported_usage(*counts)
+
+
+_COUNT_NAMES = ("prompt_tokens", "completion_tokens", "total_tokens")

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from email.utils import parsedate_to_datetime
 import openai
 
 from helikon.core.errors import ModelCallFailed, ModelFailureReason
+from helikon.core.items import Usage
 
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _CONTEXT_PHRASES = ("maximum context length", "context window", "context_length_exceeded")
@@ -67,11 +69,15 @@ def cut_short() -> Failure:
 
 
 class StreamFailed(Exception):
-    """Raised by a stream translation when the stream itself says the call failed."""
+    """Raised by a stream translation when the stream itself says the call failed.
 
-    def __init__(self, failure: Failure) -> None:
+    `usage` is what the stream reported before it failed, when it reported anything.
+    """
+
+    def __init__(self, failure: Failure, usage: Usage | None = None) -> None:
         super().__init__(failure.error.message)
         self.failure = failure
+        self.usage = usage
 
 
 def _classify_status(exc: openai.APIStatusError) -> Failure:
@@ -129,26 +135,33 @@ def _message(exc: openai.APIError) -> str:
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asked us to wait: ``retry-after-ms``, else ``retry-after``.
 
-    ``retry-after`` may be a number of seconds or an HTTP date. Returns None when neither
-    header is present or readable.
+    ``retry-after`` may be a number of seconds or an HTTP date. A header is read
+    defensively: a negative wait is 0, and a value that is not a finite number or a date
+    (``nan``, ``inf``, garbage) is unreadable. Returns None when neither header is present
+    or readable; the caller still caps what it returns (see `Backoff.delay`).
     """
-    milliseconds = _number(headers.get("retry-after-ms"))
+    milliseconds = _finite(headers.get("retry-after-ms"))
     if milliseconds is not None:
         return max(milliseconds / 1000, 0.0)
     raw = headers.get("retry-after")
-    seconds = _number(raw)
+    seconds = _finite(raw)
     if seconds is not None:
         return max(seconds, 0.0)
-    if raw:
-        try:
-            return max(parsedate_to_datetime(raw).timestamp() - time.time(), 0.0)
-        except (TypeError, ValueError):
-            return None
-    return None
+    return _date_wait(raw) if raw else None
 
 
-def _number(raw: str | None) -> float | None:
+def _finite(raw: str | None) -> float | None:
     try:
-        return float(raw) if raw else None
+        number = float(raw) if raw else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _date_wait(raw: str) -> float | None:
+    """Seconds until the HTTP date `raw`, or None when it is not one."""
+    try:
+        wait = parsedate_to_datetime(raw).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    return max(wait, 0.0) if math.isfinite(wait) else None

@@ -46,8 +46,9 @@ from helikon.models.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    reported_usage,
 )
-from helikon.models.openai_errors import StreamFailed, cut_short, failed, from_code
+from helikon.models.openai_errors import StreamFailed, classify, cut_short, failed, from_code
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
     extra_instruction,
@@ -78,10 +79,13 @@ async def stream_responses(
         max_output_tokens=given(settings.max_output_tokens),
     )
     translation = ResponsesTranslation()
-    async with stream:
-        async for event in stream:
-            for chunk in translation.feed(event):
-                yield chunk
+    try:
+        async with stream:
+            async for event in stream:
+                for chunk in translation.feed(event):
+                    yield chunk
+    except openai.APIError as exc:  # an error mid-stream: keep the usage it reported
+        raise StreamFailed(classify(exc), translation.usage) from exc
     for chunk in translation.close():
         yield chunk
 
@@ -177,11 +181,16 @@ class ResponsesTranslation:
         """
         if self._refusal or self._finish == "content_filter":
             message = "".join(self._refusal) or "the provider's content filter stopped the answer"
-            raise StreamFailed(failed("refused", message))
+            raise StreamFailed(failed("refused", message), self.usage)  # a refusal costs too
         if self._finish is None:
-            raise StreamFailed(cut_short())
-        yield UsageChunk(self._usage or Usage(requests=1))
+            raise StreamFailed(cut_short(), self.usage)
+        yield UsageChunk(self.usage)
         yield FinishChunk(self._finish)
+
+    @property
+    def usage(self) -> Usage:
+        """The call's last usage report; without one, the call still counts as a request."""
+        return self._usage or Usage(requests=1)
 
     def _refused(self, event: Any) -> Iterator[ModelChunk]:
         self._refusal.append(event.delta)
@@ -199,9 +208,7 @@ class ResponsesTranslation:
 
     def _ended(self, event: Any) -> Iterator[ModelChunk]:
         response: Response = event.response
-        if response.usage is not None:
-            usage = response.usage
-            self._usage = Usage(usage.input_tokens, usage.output_tokens, usage.total_tokens, 1)
+        self._record_usage(response)
         reason = response.incomplete_details.reason if response.incomplete_details else None
         if reason == "max_output_tokens":
             self._finish = "length"
@@ -213,13 +220,23 @@ class ResponsesTranslation:
             self._finish = "stop"
         return iter(())
 
+    def _record_usage(self, response: Response) -> None:
+        if response.usage is not None:
+            # The client does not validate stream events: a count may be None, or absent.
+            counts = (getattr(response.usage, name, None) for name in _COUNT_NAMES)
+            self._usage = reported_usage(*counts)
+
     def _failed(self, event: Any) -> Iterator[ModelChunk]:
+        self._record_usage(event.response)  # what the call spent before it failed
         error = event.response.error
         code, message = (error.code, error.message) if error else (None, "the response failed")
-        raise StreamFailed(from_code(code, message))
+        raise StreamFailed(from_code(code, message), self.usage)
 
     def _error(self, event: Any) -> Iterator[ModelChunk]:
-        raise StreamFailed(from_code(event.code, event.message))
+        raise StreamFailed(from_code(event.code, event.message), self.usage)
+
+
+_COUNT_NAMES = ("input_tokens", "output_tokens", "total_tokens")
 
 
 def _reasoning(event: Any) -> Iterator[ModelChunk]:

@@ -363,7 +363,8 @@ class Run:
         except _Stopped:
             self.next_input = self._stop
         if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
-            self.next_input = self._stop  # a stop requested while the effect completed wins
+            # A stop requested while the effect completed wins, keeping what it finished.
+            self.next_input = _landed(self._stop, self.next_input)
 
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
         if not self._guarded_input:
@@ -394,14 +395,15 @@ class Run:
                 event = _delta_event(chunk)
                 if event is not None:
                     yield self._effect(event)
-        except ModelError as exc:
-            self.next_input = Fail(exc.error)
+        except ModelError as exc:  # a failed call still counts what it spent
+            spent = exc.usage if exc.usage is not None else assembler.usage
+            self.next_input = Fail(exc.error, (), spent)
             return
         except (_Stopped, asyncio.CancelledError):
             raise
         except Exception as exc:  # a model adapter's bug must not crash the run
             failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
-            self.next_input = Fail(failure)
+            self.next_input = Fail(failure, (), assembler.usage)
             return
         finally:
             close = getattr(chunks, "aclose", None)
@@ -438,11 +440,10 @@ class Run:
             )
         except FatalToolError as exc:
             error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
-            return Fail(error, tuple(finished))
-        except _Stopped:  # calls that finished keep their results: their effects happened
-            return replace(self._stop, results=tuple(finished))
-        usage = sum(spent, ZERO_USAGE)
-        return ToolResults(tuple(results), usage)
+            return Fail(error, tuple(finished), sum(spent, ZERO_USAGE))
+        except _Stopped:  # calls that finished keep their results and what they spent
+            return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
+        return ToolResults(tuple(results), sum(spent, ZERO_USAGE))
 
     async def _await_approval(self, action: AwaitApproval) -> AsyncIterator[AgentEvent]:
         handler = self.agent.on_approval
@@ -500,6 +501,16 @@ def _delta_event(chunk: Any) -> AgentEvent | None:
     if type(chunk) is ReasoningChunk:
         return ReasoningDelta(chunk.text)
     return None
+
+
+def _landed(stop: Cancel | Fail, observed: Any) -> Cancel | Fail:
+    """`stop` as the input in place of the `observed` outcome of an effect it cut short:
+    a finished tool batch keeps its results, and whatever the effect spent (a model call,
+    sub-agents, a handoff target) still counts."""
+    spent = getattr(observed, "usage", ZERO_USAGE)
+    if isinstance(observed, ToolResults):
+        return replace(stop, results=observed.results, usage=stop.usage + spent)
+    return replace(stop, usage=stop.usage + spent)
 
 
 def _handoff_result(child: Run) -> HandoffResult:

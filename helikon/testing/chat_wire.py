@@ -15,13 +15,15 @@ from typing import Any
 
 from helikon.testing.openai_plan import PlannedFailure, PlannedReply, PlannedUsage
 
+_USAGE_NAMES = {
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+    "total_tokens": "total_tokens",
+}
+
 
 def chat_usage(usage: PlannedUsage) -> dict[str, Any]:
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-    }
+    return dict(usage.report(_USAGE_NAMES))
 
 
 def chat_completion(reply: PlannedReply, *, model: str, created: int) -> dict[str, Any]:
@@ -112,6 +114,18 @@ def _fragments_of(
         yield {"index": index, "function": {"arguments": piece}}
 
 
-def chat_stream_error(failure: PlannedFailure) -> Iterator[dict[str, Any]]:
-    """A stream that fails after it started: one event carrying OpenAI's error object."""
+def chat_stream_error(
+    failure: PlannedFailure, *, model: str, created: int
+) -> Iterator[dict[str, Any]]:
+    """A stream that fails after it started: its usage chunk if it reports one, then one
+    event carrying OpenAI's error object."""
+    if failure.usage is not None:
+        yield {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": chat_usage(failure.usage),
+        }
     yield failure.body()

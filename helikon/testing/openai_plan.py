@@ -28,16 +28,33 @@ class PlannedToolCall:
     call_id: str | None = None
 
 
+USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+
+
 @dataclass(frozen=True)
 class PlannedUsage:
-    """The token counts the server reports for a reply."""
+    """The token counts the server reports for a reply.
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    Some OpenAI-compatible servers report counts as ``null`` or leave them out: a count of
+    None goes out as ``null`` (and so does the total then), and the fields named in `omit`
+    (of "input_tokens", "output_tokens", "total_tokens") are left out of the report.
+    """
+
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    omit: frozenset[str] = frozenset()
 
     @property
-    def total_tokens(self) -> int:
+    def total_tokens(self) -> int | None:
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
         return self.input_tokens + self.output_tokens
+
+    def report(self, names: Mapping[str, str]) -> dict[str, int | None]:
+        """The counts not omitted, each under its wire name (`names` maps ours to the wire's)."""
+        values = (self.input_tokens, self.output_tokens, self.total_tokens)
+        counts = dict(zip(USAGE_FIELDS, values, strict=True))
+        return {names[name]: count for name, count in counts.items() if name not in self.omit}
 
 
 @dataclass(frozen=True)
@@ -99,7 +116,9 @@ class PlannedFailure:
     `context_length_exceeded`, `content_filter`) or directly for any other status.
     With `in_stream`, a streaming request gets HTTP 200 and the error inside the stream
     instead (chat: a ``data: {"error": ...}`` event; responses: ``response.failed``), as
-    providers report failures that happen after the stream has started.
+    providers report failures that happen after the stream has started; `usage`, if set,
+    is reported before the error (chat: a usage chunk; responses: the failed response's
+    usage), as a provider that has already spent tokens on the call does.
     """
 
     status: int
@@ -109,6 +128,7 @@ class PlannedFailure:
     param: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     in_stream: bool = False
+    usage: PlannedUsage | None = None
 
     def body(self) -> dict[str, Any]:
         return {

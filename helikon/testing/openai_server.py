@@ -227,12 +227,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_events(named, reply.chunk_delay, done=False, drop_after=reply.drop_after)
 
     def _fail(self, failure: PlannedFailure, body: dict[str, Any]) -> None:
+        model, created = str(body.get("model") or self.owner.model), int(time.time())
         if not (failure.in_stream and body.get("stream")):
             self._send_json(failure.status, failure.body(), failure.headers)
         elif self.path.endswith("/chat/completions"):
-            self._send_events(((None, e) for e in chat_stream_error(failure)), 0, done=False)
+            events = chat_stream_error(failure, model=model, created=created)
+            self._send_events(((None, e) for e in events), 0, done=False)
         else:
-            model, created = str(body.get("model") or self.owner.model), int(time.time())
             events = failed_response_events(failure, model=model, created=created)
             self._send_events(((e["type"], e) for e in events), 0, done=False)
 

@@ -20,13 +20,14 @@ from helikon.testing.openai_plan import PlannedFailure, PlannedReply, PlannedUsa
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
+_USAGE_NAMES = {name: name for name in ("input_tokens", "output_tokens", "total_tokens")}
+
+
 def responses_usage(usage: PlannedUsage) -> dict[str, Any]:
     return {
-        "input_tokens": usage.input_tokens,
+        **usage.report(_USAGE_NAMES),
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": usage.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": usage.total_tokens,
     }
 
 
@@ -156,6 +157,6 @@ def failed_response_events(
     opened = response_body(None, model=model, created=created, status="in_progress")
     yield _event(counter, "response.created", response=opened)
     error = {"code": failure.code or failure.type, "message": failure.message}
-    yield _event(
-        counter, "response.failed", response={**opened, "status": "failed", "error": error}
-    )
+    usage = responses_usage(failure.usage) if failure.usage else None
+    failed = {**opened, "status": "failed", "error": error, "usage": usage}
+    yield _event(counter, "response.failed", response=failed)

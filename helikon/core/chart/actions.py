@@ -480,15 +480,16 @@ def fail_handoff(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outco
 
 
 def cancel_run(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
-    """Fail with Cancelled; unfinished tool calls get a "cancelled" result."""
+    """Fail with Cancelled, counting its usage; unfinished tool calls get a "cancelled" result."""
     closed = outstanding(state, "cancelled", "cancelled: the run was cancelled", inp.results)
-    return failure(Cancelled(inp.reason), state.usage, (), closed)
+    return failure(Cancelled(inp.reason), with_usage(state, inp), (), closed)
 
 
 def fail_run(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
-    """Fail with the driver's error; unfinished tool calls get a "cancelled" result."""
+    """Fail with the driver's error, counting what it carries (finished sub-agents, the
+    failed model call); unfinished tool calls get a "cancelled" result."""
     closed = outstanding(state, "cancelled", "cancelled: the run failed", inp.results)
-    return failure(inp.error, state.usage, (), closed)
+    return failure(inp.error, with_usage(state, inp), (), closed)
 
 
 def absorb(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
