@@ -646,6 +646,7 @@ SEMANTICS_ROWS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("CallingModel", "start", (), "CallingModel"),
     ("CallingModel", "model_response", ("truncated",), "Failed"),
     ("CallingModel", "model_response", ("empty",), "Failed"),
+    ("CallingModel", "model_response", ("duplicate_call_ids",), "Failed"),
     ("CallingModel", "model_response", ("has_handoff",), "ApplyingHandoff"),
     ("CallingModel", "model_response", ("needs_approval",), "NeedsApproval"),
     ("CallingModel", "model_response", ("has_tool_calls",), "ExecutingTools"),

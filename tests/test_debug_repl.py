@@ -97,17 +97,17 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     assert "at step 0; next input: start\n  user: How am I doing on coffee this month?" in banner
     assert brk == "breakpoint #1 phase ExecutingTools"
     assert "#1 CallingModel → CallingModel  on start · row 2 start_turn" in cont
-    assert "#2 CallingModel → ExecutingTools  on model_response · row 7 execute_tools" in cont
+    assert "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools" in cont
     assert '⚙ spending({"category": "coffee"})' in cont
     assert "■ stopped at breakpoint #1 phase ExecutingTools after step 2" in cont
     assert "at step 2; next input: tool_results" in cont
     assert state.splitlines()[0] == "ExecutingTools"
     assert '    call call_budget: budget({"category": "coffee"})' in state
     assert '"requests": 1' in state
-    assert row.splitlines()[0].startswith("#2 took row 7: CallingModel --model_response")
-    assert "  has_tool_calls  true" in row
-    assert "  needs_approval  false" in row
-    assert "next (peek) row 15: ExecutingTools --tool_results--> CallingModel" in row
+    assert row.splitlines()[0].startswith("#2 took row 8: CallingModel --model_response")
+    assert "  has_tool_calls      true" in row
+    assert "  needs_approval      false" in row
+    assert "next (peek) row 16: ExecutingTools --tool_results--> CallingModel" in row
     assert conv.splitlines() == [
         "0  user: How am I doing on coffee this month?",
         '1  call call_spent: spending({"category": "coffee"})',
@@ -115,10 +115,10 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     ]
     assert back.startswith("at step 1; next input: model_response [tool_calls]")
     assert step.splitlines()[0] == (
-        "#2 CallingModel → ExecutingTools  on model_response · row 7 execute_tools"
+        "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools"
     )
     assert "#3 ExecutingTools → CallingModel  on tool_results" in cont2
-    assert "#4 CallingModel → Done  on model_response · row 9 complete" in cont2
+    assert "#4 CallingModel → Done  on model_response · row 10 complete" in cont2
     assert "✓ completed  2 model calls, 604 tokens" in cont2
     assert f"✓ the run completed: {FINAL}" in cont2
 
@@ -136,12 +136,12 @@ def test_a_replay_session_from_a_trace_helikon_run_recorded(tmp_path: Path) -> N
     assert f"replay of {trace} (3 steps, as recorded)" in banner
     assert "agent triage" in banner
     assert history == "0 of 3 recorded steps replayed"
-    assert "#2 CallingModel → ApplyingHandoff  on model_response · row 5 apply_handoff" in cont
+    assert "#2 CallingModel → ApplyingHandoff  on model_response · row 6 apply_handoff" in cont
     assert "⇢ handoff triage → billing" in cont
     assert '⚙ invoice({"number": "INV-1042"})' in cont  # the handoff target's events
     assert "■ stopped at breakpoint #1 tool invoice after step 2" in cont
     assert "next input: handoff_result: output: Invoice INV-1042 was paid twice" in cont
-    assert "  has_handoff  true" in row
+    assert "  has_handoff         true" in row
     assert "#3 ApplyingHandoff → Done  on handoff_result" in cont2
     assert "✓ the run completed: Invoice INV-1042 was paid twice" in cont2
     assert history2.splitlines()[-1] == "3 of 3 recorded steps replayed"

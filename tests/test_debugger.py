@@ -685,7 +685,14 @@ async def test_a_steps_match_holds_every_guard_checked_with_its_value() -> None:
 
     checked = [step.match.checked for step in debugger.history]
 
-    model_guards = ("truncated", "empty", "has_handoff", "needs_approval", "has_tool_calls")
+    model_guards = (
+        "truncated",
+        "empty",
+        "duplicate_call_ids",
+        "has_handoff",
+        "needs_approval",
+        "has_tool_calls",
+    )
     tool_guards = ("turn_limit_reached", "over_context_budget", "budget_exhausted")
     assert checked == [
         (("budget_exhausted", False), ("output_only", False)),

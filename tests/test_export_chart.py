@@ -47,7 +47,22 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
 
 # Row indices of the default chart: start, tool call, next turn (twice), then a text answer.
-START, TOOL_CALLS, NEXT_TURN, COMPLETE = 2, 7, 15, 9
+
+
+def row_index(source: str, input_kind: str, target: str, action: str) -> int:
+    """The default chart's row with these ends and action (found, not hard-coded)."""
+    wanted = (source, input_kind, target, action)
+    return next(
+        r.index
+        for r in DEFAULT_TABLE.rows
+        if (r.source, r.input_kind, r.target, r.action) == wanted
+    )
+
+
+START = row_index("CallingModel", "start", "CallingModel", "start_turn")
+TOOL_CALLS = row_index("CallingModel", "model_response", "ExecutingTools", "execute_tools")
+NEXT_TURN = row_index("ExecutingTools", "tool_results", "CallingModel", "next_turn")
+COMPLETE = row_index("CallingModel", "model_response", "Done", "complete")
 TOOL_RUN = (START, TOOL_CALLS, NEXT_TURN, TOOL_CALLS, NEXT_TURN, COMPLETE)
 
 
@@ -159,7 +174,7 @@ def test_dot_marks_the_initial_phase_and_styles_custom_phases() -> None:
 
 def test_dot_edge_labels_carry_input_priority_guards_and_action() -> None:
     dot = chart_to_dot(DEFAULT_TABLE)
-    assert "model_response #3 [has_handoff] / apply_handoff\\l" in dot
+    assert "model_response #4 [has_handoff] / apply_handoff\\l" in dot
     assert "tool_results #4 / next_turn\\l" in dot
     # A sole alternative has no priority to show.
     assert "model_response / apply_summary\\l" in dot
@@ -175,7 +190,7 @@ def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
         "Failed --> [*]",
         "class Done done",
         "class Failed failed",
-        "CallingModel --> ApplyingHandoff : model_response #3 [has_handoff] / apply_handoff",
+        "CallingModel --> ApplyingHandoff : model_response #4 [has_handoff] / apply_handoff",
         "Running --> Failed : cancel / cancel_run",
     ):
         assert expected in lines
@@ -188,7 +203,8 @@ def test_markdown_lists_rows_in_priority_order_and_documents_guards_and_actions(
     table, guards = markdown.split("## Guards")
     guards, actions = guards.split("## Actions")
     rows = [line for line in table.splitlines() if line.startswith("| `CallingModel` |")]
-    assert [row.split(" | ")[3] for row in rows[3:10]] == [
+    assert [row.split(" | ")[3] for row in rows[3:11]] == [
+        "`Failed`",
         "`Failed`",
         "`Failed`",
         "`ApplyingHandoff`",
@@ -197,7 +213,7 @@ def test_markdown_lists_rows_in_priority_order_and_documents_guards_and_actions(
         "`Finalizing`",
         "`Done`",
     ]
-    assert "| `CallingModel` | `model_response` | #7 otherwise | `Done` | `complete` |" in table
+    assert "| `CallingModel` | `model_response` | #8 otherwise | `Done` | `complete` |" in table
     assert "| any non-terminal phase | `cancel` | — | `Failed` | `cancel_run` |" in table
     for name, doc in DEFAULT_TABLE.guard_docs.items():
         assert f"- `{name}`: {' '.join(doc.split())}" in guards
@@ -221,10 +237,10 @@ def test_extract_ranks_rows_among_their_inputs_alternatives() -> None:
     graph = extract(DEFAULT_TABLE)
     by_action = {t.action: t for t in graph.transitions if t.source == "CallingModel"}
     handoff = by_action["apply_handoff"]
-    assert (handoff.priority, handoff.alternatives) == (3, 7)
+    assert (handoff.priority, handoff.alternatives) == (4, 8)
     assert handoff.guards == ("has_handoff",)
-    assert handoff.label == "model_response #3 [has_handoff] / apply_handoff"
-    assert (by_action["complete"].priority, by_action["complete"].guards) == (7, ())
+    assert handoff.label == "model_response #4 [has_handoff] / apply_handoff"
+    assert (by_action["complete"].priority, by_action["complete"].guards) == (8, ())
 
 
 def test_extract_draws_rows_every_phase_shares_once_from_the_group() -> None:
@@ -255,6 +271,7 @@ def test_extract_groups_edges_by_source_and_target_in_table_order() -> None:
         "fail_budget",
         "fail_truncated",
         "fail_empty",
+        "fail_duplicate_calls",
     ]
     shown = sorted(i for t in graph.transitions for i in t.rows)
     assert shown == [r.index for r in DEFAULT_TABLE.rows if not r.implicit]
@@ -324,7 +341,7 @@ def test_overlay_marks_visited_states_with_counts_and_the_current_state() -> Non
     assert "Helvetica-Bold" not in tools
     done = next(line for line in dot.splitlines() if line.strip().startswith('"Done" ['))
     assert 'color="#a0a7b0"' in done
-    assert "model_response #5 [has_tool_calls] / execute_tools  x2\\l" in dot
+    assert "model_response #6 [has_tool_calls] / execute_tools  x2\\l" in dot
     assert "AgentLoopChart (trace overlay)" in dot
 
     mermaid = to_mermaid(graph)

@@ -83,6 +83,7 @@ from helikon import (
     transition,
 )
 from helikon.core.codec import dumps, loads
+from helikon.core.table import GuardRef
 
 RUNS = settings(
     max_examples=200,
@@ -608,8 +609,17 @@ def test_text_with_lone_surrogates_round_trips_through_json(text: str) -> None:
 
 
 def test_the_driver_takes_every_row_of_the_default_chart() -> None:
-    """The properties above mean something only if the runs reach the whole chart."""
-    wanted = {row.index for row in DEFAULT_TABLE.rows if not row.implicit}
+    """The properties above mean something only if the runs reach the whole chart.
+
+    One row is reached through `transition` only (`tests/test_rows.py` covers it): the
+    driver's assembler merges streamed fragments by call id, so a response it builds never
+    holds two calls with one id.
+    """
+    wanted = {
+        row.index
+        for row in DEFAULT_TABLE.rows
+        if not row.implicit and row.guards != (GuardRef("duplicate_call_ids"),)
+    }
     taken: set[int] = set()
 
     def covers(run: Run) -> bool:

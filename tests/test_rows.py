@@ -161,6 +161,7 @@ HANDOFFS = TransitionCtx(
     handoffs={"transfer_to_billing": "billing"},
 )
 
+DUPLICATE = ModelCallFailed("bad_response", "the response holds two tool calls with call id 'c2'")
 TURN = CallModel(ModelRequest("turn"))
 FINALIZE = CallModel(ModelRequest("finalize", tools=False, response_format=ANSWER_FORMAT))
 COMPACT = CallModel(ModelRequest("compact", tools=False, prompt=COMPACT_PROMPT))
@@ -310,6 +311,18 @@ RESPONSE_CASES = [
         Failed(EmptyModelResponse("stop"), U12),
         (RunFailed(EmptyModelResponse("stop")),),
         TERMINATE,
+    ),
+    Case(
+        # Two calls share an id (a transition fed directly; the driver's assembler merges
+        # streamed fragments per id): refused, so no result or approval is ambiguous.
+        "CallingModel+model_response:duplicate_call_ids",
+        CallingModel(1, U1),
+        ModelResponse((said("two"), WRITE, ToolCall(WRITE.call_id, "lookup", "{}")), U2),
+        POLICY,
+        Failed(DUPLICATE, U12),
+        (RunFailed(DUPLICATE),),
+        TERMINATE,
+        (said("two"),),
     ),
     Case(
         "CallingModel+model_response:empty/reasoning-only",

@@ -23,6 +23,7 @@ from helikon.core.errors import (
     EmptyModelResponse,
     InvalidStructuredOutput,
     MaxTurnsExceeded,
+    ModelCallFailed,
     ModelOutputTruncated,
     UnexpectedInput,
 )
@@ -218,6 +219,22 @@ def fail_truncated(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Out
 def fail_empty(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Fail with EmptyModelResponse."""
     error = EmptyModelResponse(inp.finish_reason)
+    return failure(error, with_usage(state, inp), (), spoken(inp.items))
+
+
+def fail_duplicate_calls(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Fail with ModelCallFailed (bad_response), naming the call id used twice: a result
+    could not say which call it answers, nor an approval which call it binds."""
+    seen: set[str] = set()
+    twice = ""
+    for call in calls_of(inp.items):
+        if call.call_id in seen:
+            twice = call.call_id
+            break
+        seen.add(call.call_id)
+    error = ModelCallFailed(
+        "bad_response", f"the response holds two tool calls with call id {twice!r}"
+    )
     return failure(error, with_usage(state, inp), (), spoken(inp.items))
 
 
@@ -510,6 +527,7 @@ ACTIONS: Mapping[str, Action] = {
         fail_budget,
         fail_truncated,
         fail_empty,
+        fail_duplicate_calls,
         apply_handoff,
         request_approval,
         execute_tools,

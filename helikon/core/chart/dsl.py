@@ -51,6 +51,7 @@ class AgentLoopChart(LoopChart):
     model_response = (
         calling_model.to(failed, cond="truncated", on="fail_truncated")
         | calling_model.to(failed, cond="empty", on="fail_empty")
+        | calling_model.to(failed, cond="duplicate_call_ids", on="fail_duplicate_calls")
         | calling_model.to(applying_handoff, cond="has_handoff", on="apply_handoff")
         | calling_model.to(approval, cond="needs_approval", on="request_approval")
         | calling_model.to(executing_tools, cond="has_tool_calls", on="execute_tools")

@@ -56,6 +56,17 @@ def empty(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     return True
 
 
+def duplicate_call_ids(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
+    """Two tool calls of the response share a call id (each call needs its own result)."""
+    seen: set[str] = set()
+    for item in inp.items:
+        if type(item) is ToolCall:
+            if item.call_id in seen:
+                return True
+            seen.add(item.call_id)
+    return False
+
+
 def has_handoff(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """Some tool call is a handoff (`transfer_to_<agent>`) the run's policy does not deny."""
     handoffs = ctx.handoffs
@@ -132,6 +143,7 @@ GUARDS: Mapping[str, Guard] = {
         output_only,
         truncated,
         empty,
+        duplicate_call_ids,
         has_handoff,
         needs_approval,
         has_tool_calls,
