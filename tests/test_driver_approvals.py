@@ -82,14 +82,19 @@ async def test_a_call_needing_approval_suspends_the_run_with_its_batch() -> None
     assert result.suspended
     assert result.final_output is None
     assert result.output is None
-    assert result.pending == (ApprovalRequest.for_call(transfer_call()),)
     assert result.snapshot is not None
     assert result.snapshot.state.phase == "NeedsApproval"
+    # The suspension's requests are stamped with the run and the suspension's seq.
+    snapshot = result.snapshot
+    assert result.pending == (
+        ApprovalRequest.for_call(transfer_call()).bound(snapshot.run_id, snapshot.seq),
+    )
+    assert snapshot.pending() == result.pending
     suspended = ends_once(result.events, RunSuspended)
     assert suspended.pending == result.pending
     assert types(result.events)[-2:] == ["approval_requested", "run_suspended"]
     requested = [e.request for e in result.events if isinstance(e, ApprovalRequested)]
-    assert requested == list(result.pending)
+    assert requested == [ApprovalRequest.for_call(transfer_call())]
     assert bank.ran == [], "calls needing no approval wait with the batch"
 
 
@@ -131,8 +136,11 @@ async def test_a_partial_decision_keeps_the_rest_pending() -> None:
 
     again = await agent.resume(suspended.snapshot, decisions=[approve_first]).collect()
 
-    assert again.suspended
-    assert again.pending == (ApprovalRequest.for_call(second),)
+    assert again.suspended and again.snapshot is not None
+    assert again.pending == (
+        ApprovalRequest.for_call(second).bound(again.snapshot.run_id, again.snapshot.seq),
+    )
+    assert again.snapshot.seq > suspended.snapshot.seq
     assert ends_once(again.events, RunSuspended).pending == again.pending
     assert bank.ran == []
     assert again.snapshot is not None
@@ -184,7 +192,9 @@ async def test_decisions_for_a_run_that_is_not_waiting_are_refused() -> None:
     assert streaming.run is not None
     decision = ApprovalRequest.for_call(transfer_call()).approve()
 
-    with pytest.raises(ApprovalMismatch):
+    with pytest.raises(
+        SnapshotMismatch, match=r"already ended \(Done\) at step 2: there is nothing"
+    ):
         agent.resume(streaming.run.snapshot(), decisions=[decision])
 
 
@@ -350,7 +360,7 @@ async def test_a_suspended_snapshot_round_trips_through_json_and_resumes() -> No
 
     assert loaded == suspended.snapshot
     assert json.loads(text)["agent"] == "teller"
-    request = loaded.state.pending[0]
+    request = loaded.pending()[0]  # stamped with the run and the suspension
     result = await agent.resume(loaded, decisions=[request.approve()]).collect()
     assert result.final_output == "Sent."
     assert sorted(bank.ran) == ["balance", "transfer 10 to ann"]

@@ -89,6 +89,39 @@ class GuardrailTripped:
 
 
 @value
+class GuardrailFailed:
+    """Guardrail `guardrail`'s check raised on the run's `stage` ("input" or "output"): it
+    could not decide, so the run fails closed."""
+
+    guardrail: str
+    stage: Literal["input", "output"]
+    message: str = ""
+    kind: Literal["guardrail_failed"] = field(default="guardrail_failed", init=False)
+
+
+@value
+class ApprovalNotBound:
+    """The approval answer for call `call_id` (of `tool`) does not bind to it: another call,
+    other arguments, another run or suspension, or not a bool or `ApprovalDecision`. The run
+    fails closed: the call is never approved by it, and it is never asked again."""
+
+    call_id: str
+    tool: str
+    reason: str
+    kind: Literal["approval_not_bound"] = field(default="approval_not_bound", init=False)
+
+
+@value
+class ApprovalHandlerFailed:
+    """The approval handler raised when asked about call `call_id` (of `tool`)."""
+
+    call_id: str
+    tool: str
+    message: str
+    kind: Literal["approval_handler_failed"] = field(default="approval_handler_failed", init=False)
+
+
+@value
 class MaxAgentDepthExceeded:
     """A handoff or agent-as-tool would nest deeper than `max_agent_depth`."""
 
@@ -144,6 +177,9 @@ AgentError = Annotated[
     | InvalidStructuredOutput
     | Cancelled
     | GuardrailTripped
+    | GuardrailFailed
+    | ApprovalNotBound
+    | ApprovalHandlerFailed
     | MaxAgentDepthExceeded
     | ModelCallFailed
     | ToolFailed

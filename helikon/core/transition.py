@@ -15,7 +15,7 @@ from typing import Any
 
 from helikon.core.chart.actions import model_phase
 from helikon.core.context import TransitionCtx
-from helikon.core.errors import GuardrailTripped, NotInChart
+from helikon.core.errors import GuardrailFailed, GuardrailTripped, NotInChart
 from helikon.core.events import GuardrailTriggered, RunCompleted, RunFailed
 from helikon.core.items import ZERO_USAGE, Usage
 from helikon.core.state import (
@@ -134,13 +134,21 @@ def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
     return CallModel(ctx.request_for(phase))
 
 
-def trip_output_guardrail(outcome: TransitionOutcome, error: GuardrailTripped) -> TransitionOutcome:
+def trip_output_guardrail(
+    outcome: TransitionOutcome, error: GuardrailTripped | GuardrailFailed
+) -> TransitionOutcome:
     """The outcome of a completing step whose output an output guardrail refused.
 
     The step's own events and appends stand, except that `RunCompleted` gives way to
-    `GuardrailTriggered`, `RunFailed` (SEMANTICS.md, Guardrails); the run ends in Failed.
+    `GuardrailTriggered`, `RunFailed` (SEMANTICS.md, Guardrails); the run ends in Failed. A
+    guardrail whose check raised (`GuardrailFailed`) did not trigger: only `RunFailed`.
     """
     kept = tuple(event for event in outcome.events if type(event) is not RunCompleted)
     usage = outcome.next_state.usage
-    events = (*kept, GuardrailTriggered(error.guardrail, "output", error.message), RunFailed(error))
+    triggered = (
+        (GuardrailTriggered(error.guardrail, "output", error.message),)
+        if isinstance(error, GuardrailTripped)
+        else ()
+    )
+    events = (*kept, *triggered, RunFailed(error))
     return TransitionOutcome(Failed(error, usage), events, TERMINATE, outcome.conversation_appends)

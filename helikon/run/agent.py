@@ -73,18 +73,35 @@ class Agent(AgentSpec):
         *,
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
+        trust_unsigned: bool = False,
     ) -> RunResultStreaming:
         """Continue a run from `snapshot`, e.g. one suspended for approval, with `decisions`.
 
-        `config` (default: the agent's) limits the continuation; its `timeout` counts from
-        the resumed stream's start (a snapshot does not carry the time already spent).
+        Decide on the requests the suspension gave (`result.pending`, `RunSuspended.pending`:
+        `request.approve()` / `.reject()`), which bind to this run and this suspension. A
+        snapshot is resumed once in a process. `config` (default: the agent's) limits the
+        continuation and holds the key the snapshot was signed with (`snapshot_key`); its
+        `timeout` counts from the resumed stream's start.
+
+        Args:
+            trust_unsigned: resume a snapshot without a signature (one you built or stored
+                yourself); a snapshot whose signature does not match is always refused.
 
         Raises:
-            ApprovalMismatch: a decision is for a call that is not pending, or for other
-                arguments than the pending call's.
-            SnapshotMismatch: the snapshot was taken from another agent or chart.
+            ApprovalMismatch: a decision is for a call that is not pending, for other
+                arguments, for another run or suspension, or two decisions name one call.
+            SnapshotMismatch: the snapshot was taken from another agent or chart, is unsigned
+                or mis-signed, holds a state the policy could not produce, ended already, or
+                was resumed before.
         """
-        run = Run.from_snapshot(self, snapshot, decisions, context=context, config=config)
+        run = Run.from_snapshot(
+            self,
+            snapshot,
+            decisions,
+            context=context,
+            config=config,
+            trust_unsigned=trust_unsigned,
+        )
         return RunResultStreaming(run, timeout=run.config.timeout)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:

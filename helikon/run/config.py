@@ -29,6 +29,9 @@ class RunConfig:
         compaction_threshold: context tokens at which the loop asks for a summary.
         model_settings: sampling settings passed to the model.
         tool_policy: the run's permission policy, combined with each tool's own.
+        snapshot_key: the key snapshots are signed and checked with (HMAC-SHA256); None
+            takes $HELIKON_SNAPSHOT_KEY, else a random key of this process (so a snapshot
+            resumes in the process that took it). Never shown in a repr.
     """
 
     max_turns: int = 16
@@ -39,6 +42,7 @@ class RunConfig:
     compaction_threshold: int | None = None
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)
+    snapshot_key: bytes | str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _at_least("max_turns", self.max_turns, 1)
@@ -46,7 +50,9 @@ class RunConfig:
         _at_least("max_agent_depth", self.max_agent_depth, 0)
         _at_least("token_budget", self.token_budget, 1)
         _at_least("compaction_threshold", self.compaction_threshold, 1)
-        if self.timeout is not None and not self.timeout > 0:
+        if self.timeout is not None and (
+            type(self.timeout) not in (int, float) or not 0 < self.timeout < float("inf")
+        ):
             raise ValueError(f"RunConfig.timeout must be positive seconds, got {self.timeout!r}")
 
     def with_max_turns(self, max_turns: int) -> RunConfig:
@@ -70,9 +76,12 @@ class RunConfig:
     def with_tool_policy(self, policy: ToolPolicy) -> RunConfig:
         return replace(self, tool_policy=policy)
 
+    def with_snapshot_key(self, key: bytes | str | None) -> RunConfig:
+        return replace(self, snapshot_key=key)
+
 
 def _at_least(name: str, value: int | None, least: int) -> None:
-    if value is not None and (not isinstance(value, int) or value < least):
+    if value is not None and (type(value) is not int or value < least):  # True is no count
         raise ValueError(f"RunConfig.{name} must be an integer >= {least}, got {value!r}")
 
 

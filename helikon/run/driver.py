@@ -23,6 +23,7 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.errors import (
     Cancelled,
     FatalToolError,
+    GuardrailTripped,
     MaxAgentDepthExceeded,
     ModelCallFailed,
     ModelError,
@@ -71,7 +72,15 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import checked_output, tripped_input
 from helikon.run.prepare import as_items, tool_specs, tools_and_handoffs, transition_ctx
-from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
+from helikon.run.snapshot import (
+    ApprovalMismatch,
+    RunSnapshot,
+    check_derivable,
+    check_signature,
+    claim,
+    sign,
+    snapshot_key,
+)
 from helikon.run.spec import AgentSpec
 from helikon.tools import ToolContext, execute_batch
 from helikon.trace import TraceSink, TransitionRecord
@@ -89,7 +98,7 @@ class RunToolContext(ToolContext[Any]):
     spent: list[Usage] = field(default_factory=list)
 
 
-class _Stopped(Exception):
+class _Stopped(BaseException):
     """Internal: the effect in flight was stopped by `cancel()` or the deadline."""
 
 
@@ -147,12 +156,17 @@ class Run:
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
         trace: TraceSink | None = None,
+        trust_unsigned: bool = False,
     ) -> Run:
-        """A run that continues from `snapshot` (in this process), with approval decisions.
+        """A run that continues from `snapshot`, with approval decisions for its suspension.
+
+        Everything is checked before anything runs (`helikon.run.snapshot`): the signature,
+        the agent and chart, a state the chart and the tools' policy could have produced,
+        decisions that bind to this suspension, and that it was not resumed before.
 
         Raises:
-            SnapshotMismatch: the snapshot belongs to another agent or chart.
-            ApprovalMismatch: a decision does not bind to a pending call.
+            SnapshotMismatch: the snapshot cannot be resumed here (the message says why).
+            ApprovalMismatch: a decision does not bind to a pending call of this suspension.
         """
         run = cls(
             agent,
@@ -162,22 +176,25 @@ class Run:
             depth=snapshot.depth,
             trace=trace,
         )
+        key = snapshot_key(run.config.snapshot_key)
+        signed = check_signature(snapshot, key, trust_unsigned=trust_unsigned)
         snapshot.check(agent.name, run.ctx.table.digest)
         snapshot.check_state({phase.name for phase in run.ctx.table.phases})
-        run.state = snapshot.state
-        run.conversation = Conversation(snapshot.conversation)
-        run.seq = snapshot.seq
-        run.next_input = snapshot.next_input
-        run.started = True
-        run._guarded_input = True
+        check_derivable(snapshot, run.ctx, signed=signed)
         if decisions:
-            if not isinstance(run.state, NeedsApproval):
+            if not isinstance(snapshot.state, NeedsApproval):
                 raise ApprovalMismatch(
-                    f"the run is in {run.state.phase}, not waiting for approval; "
+                    f"the run is in {snapshot.state.phase}, not waiting for approval; "
                     "decisions cannot be applied"
                 )
             snapshot.check_decisions(decisions)
-            run.next_input = ApprovalDecisions(tuple(decisions))
+        claim(snapshot)
+        run.state = snapshot.state
+        run.conversation = Conversation(snapshot.conversation)
+        run.seq = snapshot.seq
+        run.next_input = ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input
+        run.started = True
+        run._guarded_input = True
         return run
 
     # ------------------------------------------------------------ reading the run
@@ -205,8 +222,10 @@ class Run:
         return self.state.phase in TERMINAL_PHASES
 
     def snapshot(self) -> RunSnapshot:
-        """The run at this transition boundary, enough to continue it later."""
-        return RunSnapshot(
+        """The run at this transition boundary, enough to continue it later, signed with
+        the run's snapshot key (`RunConfig.snapshot_key`, $HELIKON_SNAPSHOT_KEY, or this
+        process's own)."""
+        snapshot = RunSnapshot(
             run_id=self.run_id,
             agent=self.agent.name,
             chart=self.ctx.table.digest,
@@ -216,6 +235,7 @@ class Run:
             conversation=self.conversation.items(),
             next_input=self.next_input,
         )
+        return sign(snapshot, snapshot_key(self.config.snapshot_key))
 
     # ------------------------------------------------------------ stepping
 
@@ -369,12 +389,9 @@ class Run:
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
         if not self._guarded_input:
             self._guarded_input = True
-            tripped = await self._wait(
-                tripped_input(self.agent.input_guardrails, self.conversation.items(), self.context)
-            )
-            if tripped is not None:
-                yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
-                self.next_input = Fail(tripped)
+            async for event in self._check_input():
+                yield event
+            if self.next_input is not None:  # a guardrail tripped or failed: no model call
                 return
         request = ModelInput(
             self.agent.instructions,
@@ -383,6 +400,12 @@ class Run:
             action.request,
             self.config.model_settings,
         )
+        async for delta in self._stream(request):
+            yield delta
+
+    async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent]:
+        """One model call: its deltas as they arrive, then its response (or failure) as
+        the next input."""
         assembler = ResponseAssembler()
         chunks = self.agent.model.stream(request)
         try:
@@ -410,6 +433,15 @@ class Run:
             if close is not None:
                 await close()
         self.next_input = assembler.response(self.agent.name)
+
+    async def _check_input(self) -> AsyncIterator[AgentEvent]:
+        """Run the input guardrails once, before the first model call."""
+        items = self.conversation.items()
+        tripped = await self._wait(tripped_input(self.agent.input_guardrails, items, self.context))
+        if isinstance(tripped, GuardrailTripped):
+            yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
+        if tripped is not None:
+            self.next_input = Fail(tripped)
 
     def _tool_specs(self) -> tuple[ToolSpec, ...]:
         if self._specs is None:  # built once per run, on the first call that offers tools
@@ -447,11 +479,12 @@ class Run:
 
     async def _await_approval(self, action: AwaitApproval) -> AsyncIterator[AgentEvent]:
         handler = self.agent.on_approval
+        pending = tuple(request.bound(self.run_id, self.seq) for request in action.pending)
         if handler is None:
             self.suspended = True
-            yield self._effect(RunSuspended(action.pending))
+            yield self._effect(RunSuspended(pending))
             return
-        self.next_input = await ask_handler(handler, action.pending, self.context, self._wait)
+        self.next_input = await ask_handler(handler, pending, self.context, self._wait)
 
     def child(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """A run of `agent` nested in this one (a handoff target, an agent as a tool): one

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helikon.core.errors import GuardrailTripped
+from helikon.core.errors import GuardrailFailed, GuardrailTripped
 from helikon.core.items import FinalOutput, Item, UserMessage
 from helikon.core.state import TransitionOutcome
 from helikon.core.transition import trip_output_guardrail
@@ -52,11 +52,15 @@ async def verdict(answer: Any) -> GuardrailResult:
 
 async def tripped_input(
     guardrails: Sequence[InputGuardrail], items: Sequence[Item], context: RunContext[Any]
-) -> GuardrailTripped | None:
-    """The first input guardrail that trips on the run's user messages, as an error."""
+) -> GuardrailTripped | GuardrailFailed | None:
+    """The first input guardrail that trips on the run's user messages, as an error; a check
+    that raises is `GuardrailFailed` (it cannot decide, so the run fails closed)."""
     text = "\n".join(item.content for item in items if isinstance(item, UserMessage))
     for guardrail in guardrails:
-        result = await verdict(guardrail.check(text, context))
+        try:
+            result = await verdict(guardrail.check(text, context))
+        except Exception as exc:
+            return GuardrailFailed(guardrail.name, "input", f"{type(exc).__name__}: {exc}")
         if result.tripwire:
             return GuardrailTripped(guardrail.name, "input", result.message)
     return None
@@ -65,10 +69,15 @@ async def tripped_input(
 async def checked_output(
     guardrails: Sequence[OutputGuardrail], outcome: TransitionOutcome, context: RunContext[Any]
 ) -> TransitionOutcome:
-    """A completing step's outcome, or the failing one when an output guardrail trips."""
+    """A completing step's outcome, or the failing one when an output guardrail trips or its
+    check raises."""
     output = outcome.next_state.output  # type: ignore[union-attr]  # Done, checked by caller
     for guardrail in guardrails:
-        result = await verdict(guardrail.check(output, context))
+        try:
+            result = await verdict(guardrail.check(output, context))
+        except Exception as exc:
+            failed = GuardrailFailed(guardrail.name, "output", f"{type(exc).__name__}: {exc}")
+            return trip_output_guardrail(outcome, failed)
         if result.tripwire:
             error = GuardrailTripped(guardrail.name, "output", result.message)
             return trip_output_guardrail(outcome, error)

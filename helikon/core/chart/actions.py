@@ -358,7 +358,7 @@ def decide(state: Any, inp: Any) -> Decided:
     approved: list[ToolCall] = []
     rejected: list[ToolResult] = []
     for request in state.pending:
-        decision = next((d for d in inp.decisions if d.binds(request)), None)
+        decision = next((d for d in inp.decisions if d.answers(request)), None)
         if decision is None:
             pending.append(request)
         elif decision.approved:

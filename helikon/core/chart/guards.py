@@ -109,7 +109,7 @@ def has_output_type(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
 def all_decided(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """Every pending call has a binding decision (call_id and argument hash match)."""
     return all(
-        any(decision.binds(request) for decision in inp.decisions) for request in state.pending
+        any(decision.answers(request) for decision in inp.decisions) for request in state.pending
     )
 
 
