@@ -15,6 +15,7 @@ from typing import Any
 
 from helikon.cli.loading import call, module_label
 from helikon.cli.usage import UsageError
+from helikon.export.console import safe_text
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
 
@@ -58,8 +59,8 @@ def approval_handler(mode: str) -> Any:
     if mode == "ask" and sys.stdin.isatty():
 
         def ask(request: Any, context: Any) -> bool:
-            call = request.call
-            answer = input(f"  approve {call.name}({call.arguments})? [y/N] ")
+            call = request.call  # the model chose the name and arguments: show them escaped
+            answer = input(f"  approve {safe_text(call.name)}({safe_text(call.arguments)})? [y/N] ")
             return answer.strip().lower() in ("y", "yes")
 
         return ask

@@ -7,6 +7,7 @@ from typing import Any
 
 from helikon import export
 from helikon.cli.usage import UsageError, table_of, trace_at, write_output
+from helikon.export.console import safe_text
 
 TRACE_FORMATS = ("html", "mermaid", "md")
 
@@ -36,5 +37,7 @@ def command_trace(args: argparse.Namespace) -> int:
         text = export.trace_to_mermaid(trace)
     else:
         text = export.trace_to_markdown(trace)
+    if args.format != "html" and args.output in (None, "-"):
+        text = safe_text(text, multiline=True)  # the trace's text, read on a terminal
     write_output(text.encode(), args.output)
     return 0
