@@ -42,7 +42,15 @@ def wants_real_model(offline: bool) -> bool:
 def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
     """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
     if wants_real_model(offline):
-        from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+        try:
+            from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+        except ModuleNotFoundError as exc:
+            if exc.name != "openai":
+                raise
+            raise UsageError(
+                "a real model needs the openai package: pip install 'helikon[openai]' "
+                "(or run with --offline)"
+            ) from None
 
         return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
     if not hasattr(module, "script"):

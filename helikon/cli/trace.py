@@ -32,7 +32,10 @@ def command_trace(args: argparse.Namespace) -> int:
             if args.chart:
                 raise
     if args.format == "html":
-        text = export.trace_to_html(trace, table)
+        try:
+            text = export.trace_to_html(trace, table)
+        except export.RenderError as exc:  # jinja2 is missing
+            raise UsageError(str(exc)) from None
     elif args.format == "mermaid":
         text = export.trace_to_mermaid(trace)
     else:
