@@ -15,9 +15,11 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +258,87 @@ def test_paths_methods_and_bodies_are_checked(client: Client) -> None:
         400,
         {"error": "the body must be a JSON object"},
     )
+
+
+# ---------------------------------------------------------------- hostile requests
+
+QUICK = 5.0  # seconds: a refused request is answered at once, well within this
+
+
+def raw_request(server: StudioServer, data: bytes, timeout: float = QUICK) -> tuple[int, Any]:
+    """Send `data` as it is on a fresh connection; the status and JSON body of the answer."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        return response.status, json.loads(response.read())
+
+
+def post_with_length(server: StudioServer, length: str, body: bytes = b"") -> bytes:
+    host = f"127.0.0.1:{server.port}"
+    head = f"POST /api/step HTTP/1.1\r\nHost: {host}\r\nContent-Length: {length}\r\n\r\n"
+    return head.encode("latin-1") + body
+
+
+@pytest.mark.parametrize(
+    ("length", "status", "message"),
+    [
+        ("-1", 400, "Content-Length must be a number of bytes, not '-1'"),
+        ("abc", 400, "Content-Length must be a number of bytes, not 'abc'"),
+        ("+5", 400, "Content-Length must be a number of bytes, not '+5'"),
+        ("1_0", 400, "Content-Length must be a number of bytes, not '1_0'"),
+        ("\u00b2", 400, "Content-Length must be a number of bytes, not '\u00b2'"),
+        ("9" * 5000, 413, "the body is over 65536 bytes"),
+        ("99999999999999999999", 413, "the body is over 65536 bytes"),
+        ("65537", 413, "the body is over 65536 bytes"),
+    ],
+)
+def test_a_bad_content_length_is_refused_at_once(
+    client: Client, length: str, status: int, message: str
+) -> None:
+    assert raw_request(client.server, post_with_length(client.server, length)) == (
+        status,
+        {"error": message},
+    )
+    assert client.get()["position"] == 0
+
+
+def test_a_body_shorter_than_its_content_length_is_refused_after_a_while() -> None:
+    server = StudioServer(budget_session(), port=0, request_timeout=0.5)
+    server.start()
+    try:
+        started = time.monotonic()
+        answer = raw_request(server, post_with_length(server, "100", b'{"live":'))
+        assert answer == (400, {"error": "the body ended before its Content-Length (100 bytes)"})
+        assert time.monotonic() - started < QUICK
+    finally:
+        server.close()
+
+
+def test_deeply_nested_json_is_a_400_not_a_traceback(client: Client, capfd: Any) -> None:
+    for nested in (b"[" * 50_000, b'{"a":' * 12_000):
+        status, data = client.request("POST", "/api/break", nested)
+        assert (status, data) == (400, {"error": "the body is nested too deeply"})
+    assert capfd.readouterr().err == ""
+
+
+def test_odd_ids_in_paths_and_headers_are_not_a_traceback(client: Client, capfd: Any) -> None:
+    host = f"127.0.0.1:{client.server.port}"
+    for text in ("\u00b2", "9" * 5000):
+        request = f"DELETE /api/break/{text} HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        assert raw_request(client.server, request.encode("latin-1"))[0] == 404
+    # A Last-Event-ID that is no event id is read as none: the stream starts from the top.
+    for text in ("\u00b2", "9" * 5000):
+        connection = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=QUICK)
+        try:
+            connection.putrequest("GET", "/api/events")
+            connection.putheader("Last-Event-ID", text.encode("latin-1"))
+            connection.endheaders()
+            response = connection.getresponse()
+            assert read_event(response)["position"] == 0
+        finally:
+            connection.close()
+    assert capfd.readouterr().err == ""
 
 
 def test_the_page_and_its_files_are_served_with_a_strict_policy(client: Client) -> None:

@@ -15,8 +15,11 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     DELETE /api/break/{id}    remove a breakpoint
 
 Errors are JSON `{"error": message}`: 400 for a bad request, 404 for an unknown path or
-breakpoint, 405 for a path asked with the wrong method, 409 while the run is busy, 500 when
-running the agent raised, 503 for a command cut short by the studio closing.
+breakpoint, 405 for a path asked with the wrong method, 409 while the run is busy, 413 for a
+body over 64 KiB, 500 when running the agent raised, 503 for a command cut short by the
+studio closing. A request is read as hostile (`helikon.studio.request`): a bad Content-Length
+is refused before the body is read, and a request that does not arrive within
+`request_timeout` seconds is dropped.
 
 The server listens on 127.0.0.1 only and refuses any other address: whoever reaches it can
 run the agent and its tools. It also answers only requests whose Host header names that
@@ -37,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from helikon.studio.diagram import Diagram
+from helikon.studio.request import HTTPProblem, content_length, id_number, read_body, shown
 from helikon.studio.session import (
     Session,
     StudioBusy,
@@ -46,8 +50,8 @@ from helikon.studio.session import (
 )
 
 LOOPBACK = "127.0.0.1"
-MAX_BODY = 64 * 1024
 KEEPALIVE = 15.0  # seconds between comments on an idle event stream
+REQUEST_TIMEOUT = 10.0  # seconds a request's headers and body may take to arrive
 
 STATIC: dict[str, str] = {
     "studio.js": "text/javascript; charset=utf-8",
@@ -58,15 +62,6 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-
-
-class HTTPProblem(Exception):
-    """A request refused before it reaches the session."""
-
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def check_bind(host: str) -> None:
@@ -89,6 +84,7 @@ class StudioServer(ThreadingHTTPServer):
         session: the debugger session to serve.
         host: must be "127.0.0.1".
         port: 0 picks a free port (read it back from `url`).
+        request_timeout: seconds a request may take to arrive; a slower one is dropped.
 
     Raises:
         StudioError: another bind address.
@@ -97,8 +93,16 @@ class StudioServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, session: Session, *, host: str = LOOPBACK, port: int = 0) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        host: str = LOOPBACK,
+        port: int = 0,
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         check_bind(host)
+        self.request_timeout = request_timeout
         super().__init__((host, port), StudioHandler)
         self.session = session
         self.diagram = Diagram(session.debugger.run.ctx.table)
@@ -148,6 +152,10 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     server: StudioServer
     server_version = "helikon-studio"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)  # a stalled client is dropped
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -234,22 +242,7 @@ class StudioHandler(BaseHTTPRequestHandler):
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "Content-Length is not a number") from None
-        if length > MAX_BODY:
-            raise HTTPProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the body is too large")
-        raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
-        return body
+        return read_body(self.rfile, content_length(self.headers.get("Content-Length")))
 
     # ------------------------------------------------------------ responses
 
@@ -297,7 +290,7 @@ class StudioHandler(BaseHTTPRequestHandler):
             try:
                 self.wfile.write(message.encode())
                 self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 return
 
 
@@ -311,9 +304,10 @@ def _status_of(exc: StudioError) -> HTTPStatus:
 
 def _breakpoint_id(path: str) -> int:
     text = urlsplit(path).path.removeprefix("/api/break/")
-    if not text.isdigit():
-        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {text!r}: ids are numbers")
-    return int(text)
+    number = id_number(text)
+    if number is None:
+        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {shown(text)}: ids are numbers")
+    return number
 
 
 def _flag(body: dict[str, Any], name: str = "live") -> bool:
@@ -324,4 +318,4 @@ def _flag(body: dict[str, Any], name: str = "live") -> bool:
 
 
 def _last_event_id(header: str | None) -> int:
-    return int(header) if header and header.isdigit() else 0
+    return id_number(header) or 0
