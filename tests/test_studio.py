@@ -533,6 +533,26 @@ def test_a_recorded_trace_opens_as_a_replay(tmp_path: Path, capsys: Any) -> None
         server.close()
 
 
+def test_a_replay_refuses_to_step_live(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
+    try:
+        client = Client(server)
+        for position in (0, 1):
+            status, data = client.request("POST", "/api/step", {"live": True})
+            assert (status, data["error"]) == (
+                400,
+                "a replay calls no model and runs no tool: step live needs a live run "
+                "(helikon studio CHART)",
+            )
+            assert client.get()["position"] == position
+            client.post("/api/step")
+        assert client.get()["error"] is None
+    finally:
+        server.close()
+
+
 def test_command_mistakes_are_one_line(tmp_path: Path, capsys: Any) -> None:
     trace = record(tmp_path)
     capsys.readouterr()

@@ -138,7 +138,17 @@ class Session:
         return self.updates.latest()
 
     def step(self, *, live: bool = False) -> dict[str, Any]:
-        """One step; `live` performs its effect again instead of reusing a recorded input."""
+        """One step; `live` performs its effect again instead of reusing a recorded input.
+
+        Raises:
+            StudioError: `live` on a replay, which has no model to call (its agent's model is
+                an empty script) and must run no tool.
+        """
+        if live and self.mode == "replay":
+            raise StudioError(
+                "a replay calls no model and runs no tool: step live needs a live run "
+                "(helikon studio CHART)"
+            )
         return self._run(lambda: self._drive("step", lambda: self._step(live)))
 
     def continue_(self) -> dict[str, Any]:
