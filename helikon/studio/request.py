@@ -1,5 +1,5 @@
-"""Reading what a request sends the studio: its body as a JSON object, and numbers in its path
-and headers.
+"""Reading what a request sends the studio: its body as a JSON object, its cookie, and
+numbers in its path and headers.
 
 Theory of operation: everything here comes from outside and is read as hostile. What a
 request's headers already show to be wrong (a Content-Length that is not a number of bytes,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from email.message import Message
 from http import HTTPStatus
 from io import BufferedIOBase
 from typing import Any
@@ -82,6 +83,16 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
     return body
+
+
+def cookie(headers: Message, name: str) -> str | None:
+    """The value of cookie `name` in the request's Cookie headers, if it is there."""
+    for header in headers.get_all("Cookie") or ():
+        for pair in header.split(";"):
+            key, _, value = pair.strip().partition("=")
+            if key == name:
+                return value
+    return None
 
 
 def id_number(text: str | None) -> int | None:
