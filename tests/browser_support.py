@@ -120,8 +120,17 @@ class Browser:
         with self._arrived:
             return list(self.messages)
 
-    def page(self, url: str, *, width: int = 1440, height: int = 1000) -> Page:
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    def page(
+        self, url: str, *, width: int = 1440, height: int = 1000, isolated: bool = False
+    ) -> Page:
+        """A tab showing `url`; `isolated` opens it in a browser context of its own (its own
+        cookies, as another browser would have)."""
+        params: dict[str, Any] = {"url": "about:blank"}
+        if isolated:
+            params["browserContextId"] = self.send("Target.createBrowserContext")[
+                "browserContextId"
+            ]
+        target = self.send("Target.createTarget", params)["targetId"]
         attached = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
         page = Page(self, attached["sessionId"])
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -231,6 +240,23 @@ class Page:
             )
         ]
         return errors
+
+    def reload(self) -> None:
+        """Load the page again, as the reload button does, and wait until it has loaded."""
+        old = {id(message) for message in self.browser.received()}
+        self.send("Page.reload")
+        self.browser.wait_message(
+            lambda m: (
+                id(m) not in old
+                and m.get("method") == "Page.loadEventFired"
+                and m.get("sessionId") == self.session
+            )
+        )
+
+    def cookies(self) -> dict[str, str]:
+        """The cookies the page's browser context holds for its URL, by name."""
+        found = self.send("Network.getCookies")["cookies"]
+        return {cookie["name"]: cookie["value"] for cookie in found}
 
     def requested_urls(self) -> list[str]:
         return [

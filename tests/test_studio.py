@@ -15,9 +15,11 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +57,34 @@ def budget_session(model: Any = None, text: str | None = None) -> Session:
     return Session(debugger)
 
 
+def load_page(port: int, cookie: str | None = None) -> str | None:
+    """GET / as a browser does; the Set-Cookie header of the answer, if any."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        connection.request("GET", "/", headers={"Cookie": cookie} if cookie else {})
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+        return response.getheader("Set-Cookie")
+    finally:
+        connection.close()
+
+
 @dataclass
 class Client:
+    """One browser session: it loads the page for its cookie on first use (`cookie=""`: a
+    client that never does, as a script or another site would)."""
+
     server: StudioServer
+    cookie: str | None = None
+
+    @property
+    def header(self) -> dict[str, str]:
+        if self.cookie is None:
+            set_cookie = load_page(self.server.port)
+            assert set_cookie is not None, "the page set no cookie"
+            self.cookie = set_cookie.split(";")[0]
+        return {"Cookie": self.cookie} if self.cookie else {}
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
@@ -65,11 +92,21 @@ class Client:
         connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=TIMEOUT)
         payload = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         try:
-            connection.request(method, path, body=payload, headers=headers or {})
+            connection.request(
+                method, path, body=payload, headers={**self.header, **(headers or {})}
+            )
             response = connection.getresponse()
             return response.status, json.loads(response.read())
         finally:
             connection.close()
+
+    def stream(self) -> http.client.HTTPResponse:
+        """GET /api/events: the open event stream (close its `connection` when done)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=TIMEOUT)
+        connection.request("GET", "/api/events", headers=self.header)
+        response = connection.getresponse()
+        response.connection = connection  # type: ignore[attr-defined]
+        return response
 
     def get(self, path: str = "/api/state") -> Any:
         status, data = self.request("GET", path)
@@ -82,8 +119,8 @@ class Client:
         return data
 
 
-def serve(session: Session) -> StudioServer:
-    server = StudioServer(session, port=0)
+def serve(session: Session, **options: Any) -> StudioServer:
+    server = StudioServer(session, port=0, **options)
     server.start()
     return server
 
@@ -258,6 +295,220 @@ def test_paths_methods_and_bodies_are_checked(client: Client) -> None:
     )
 
 
+# ---------------------------------------------------------------- browser sessions
+
+
+def test_the_page_names_a_browser_session_with_a_strict_cookie(client: Client) -> None:
+    port = client.server.port
+    first, second = load_page(port), load_page(port)
+    assert first is not None and second is not None
+    for set_cookie in (first, second):
+        pair, *attributes = [part.strip() for part in set_cookie.split(";")]
+        name, _, value = pair.partition("=")
+        assert name == f"helikon_studio_{port}" and len(value) >= 32, pair
+        assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes), set_cookie
+    assert first.split(";")[0] != second.split(";")[0]  # two page loads, two sessions
+    assert load_page(port, first.split(";")[0]) is None  # a reload keeps its session
+
+
+def test_the_api_refuses_a_request_without_a_browser_session(client: Client) -> None:
+    message = f"no studio session: load the page ({client.server.url}) first"
+    for cookie in ("", f"helikon_studio_{client.server.port}=forged", "other=1"):
+        anonymous = Client(client.server, cookie=cookie)
+        assert anonymous.request("GET", "/api/state") == (403, {"error": message})
+        assert anonymous.request("POST", "/api/step") == (403, {"error": message})
+    assert client.get()["position"] == 0
+
+
+def test_each_browser_session_replays_on_its_own(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
+    try:
+        first, second = Client(server), Client(server)
+        first.post("/api/break", {"kind": "phase", "value": "ExecutingTools"}, expect=201)
+        assert first.post("/api/continue")["position"] == 2
+        # The other browser session starts at step 0 with no breakpoints, and keeps its own.
+        state = second.get()
+        assert (state["position"], state["breakpoints"], state["driven_elsewhere"]) == (
+            0,
+            [],
+            False,
+        )
+        second.post("/api/break", {"kind": "phase", "value": "Done"}, expect=201)
+        ended = second.post("/api/continue")
+        assert (ended["phase"], ended["stop"]["breakpoint"]["value"]) == ("Done", "Done")
+        mine = first.get()
+        assert (mine["position"], [b["value"] for b in mine["breakpoints"]]) == (
+            2,
+            ["ExecutingTools"],
+        )
+        assert first.post("/api/rewind", {"to": 0})["position"] == 0
+        assert second.get()["position"] == 4
+    finally:
+        server.close()
+
+
+def test_one_browser_session_at_a_time_drives_a_live_run(client: Client) -> None:
+    other = Client(client.server)
+    assert other.get()["driven_elsewhere"] is False  # nobody drives yet
+    client.post("/api/break", {"kind": "phase", "value": "Done"}, expect=201)
+    client.post("/api/step")
+    refused = (409, {"error": "another browser session drives this run"})
+    for path, body in [
+        ("/api/step", None),
+        ("/api/continue", None),
+        ("/api/back", {"steps": 1}),
+        ("/api/rewind", {"to": 0}),
+        ("/api/break", {"kind": "phase", "value": "ExecutingTools"}),
+    ]:
+        assert other.request("POST", path, body) == refused
+    assert other.request("DELETE", "/api/break/1") == refused
+    # The other session watches the run, without the driver's breakpoints.
+    watched = other.get()
+    assert (watched["position"], watched["breakpoints"], watched["driven_elsewhere"]) == (
+        1,
+        [],
+        True,
+    )
+    driven = client.get()
+    assert (driven["driven_elsewhere"], len(driven["breakpoints"])) == (False, 1)
+
+
+def test_a_browser_session_that_left_frees_the_live_run(tmp_path: Path) -> None:
+    server = serve(budget_session(), browser_idle=0.3)
+    try:
+        first, second = Client(server), Client(server)
+        first.post("/api/break", {"kind": "phase", "value": "Done"}, expect=201)
+        first.post("/api/step")
+        stream = second.stream()  # an open page keeps its session, however long it waits
+        try:
+            assert second.request("POST", "/api/step")[0] == 409
+            time.sleep(0.6)
+            taken = second.post("/api/step")  # the first session left: the second drives
+            assert (taken["position"], taken["breakpoints"]) == (2, [])
+            time.sleep(0.6)
+            assert second.post("/api/step")["position"] == 3
+        finally:
+            stream.connection.close()  # type: ignore[attr-defined]
+        message = f"no studio session: load the page ({server.url}) first"
+        assert first.request("GET", "/api/state") == (403, {"error": message})
+    finally:
+        server.close()
+
+
+def test_browser_sessions_are_capped(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))), max_browsers=2)
+    try:
+        watching, idle = Client(server), Client(server)
+        stream = watching.stream()
+        try:
+            idle.get()
+            # The server counts a request as done just after answering it: give it a moment.
+            time.sleep(0.2)
+            third = Client(server)
+            assert third.get()["position"] == 0  # the idle session made room
+            assert idle.request("GET", "/api/state")[0] == 403
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
+            try:
+                # Both sessions are in use now (a request of the third is in flight below).
+                third_stream = third.stream()
+                connection.request("GET", "/")
+                response = connection.getresponse()
+                assert (response.status, json.loads(response.read())) == (
+                    503,
+                    {"error": "2 studio pages are open, the most there may be: close one"},
+                )
+                third_stream.connection.close()  # type: ignore[attr-defined]
+            finally:
+                connection.close()
+        finally:
+            stream.connection.close()  # type: ignore[attr-defined]
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------- hostile requests
+
+QUICK = 5.0  # seconds: a refused request is answered at once, well within this
+
+
+def raw_request(client: Client, data: bytes, timeout: float = QUICK) -> tuple[int, Any]:
+    """Send `data` as it is on a fresh connection; the status and JSON body of the answer."""
+    with socket.create_connection(("127.0.0.1", client.server.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        return response.status, json.loads(response.read())
+
+
+def raw(client: Client, request_line: str, *headers: str, body: bytes = b"") -> bytes:
+    """A request as bytes, with the Host and the Cookie a browser would send."""
+    lines = [request_line, f"Host: 127.0.0.1:{client.server.port}"]
+    lines += [f"Cookie: {client.header['Cookie']}", *headers, "", ""]
+    return "\r\n".join(lines).encode("latin-1") + body
+
+
+@pytest.mark.parametrize(
+    ("length", "status", "message"),
+    [
+        ("-1", 400, "Content-Length must be a number of bytes, not '-1'"),
+        ("abc", 400, "Content-Length must be a number of bytes, not 'abc'"),
+        ("+5", 400, "Content-Length must be a number of bytes, not '+5'"),
+        ("1_0", 400, "Content-Length must be a number of bytes, not '1_0'"),
+        ("\u00b2", 400, "Content-Length must be a number of bytes, not '\u00b2'"),
+        ("9" * 5000, 413, "the body is over 65536 bytes"),
+        ("99999999999999999999", 413, "the body is over 65536 bytes"),
+        ("65537", 413, "the body is over 65536 bytes"),
+    ],
+)
+def test_a_bad_content_length_is_refused_at_once(
+    client: Client, length: str, status: int, message: str
+) -> None:
+    request = raw(client, "POST /api/step HTTP/1.1", f"Content-Length: {length}")
+    assert raw_request(client, request) == (
+        status,
+        {"error": message},
+    )
+    assert client.get()["position"] == 0
+
+
+def test_a_body_shorter_than_its_content_length_is_refused_after_a_while() -> None:
+    server = StudioServer(budget_session(), port=0, request_timeout=0.5)
+    server.start()
+    try:
+        client = Client(server)
+        started = time.monotonic()
+        request = raw(client, "POST /api/step HTTP/1.1", "Content-Length: 100", body=b'{"live":')
+        answer = raw_request(client, request)
+        assert answer == (400, {"error": "the body ended before its Content-Length (100 bytes)"})
+        assert time.monotonic() - started < QUICK
+    finally:
+        server.close()
+
+
+def test_deeply_nested_json_is_a_400_not_a_traceback(client: Client, capfd: Any) -> None:
+    for nested in (b"[" * 50_000, b'{"a":' * 12_000):
+        status, data = client.request("POST", "/api/break", nested)
+        assert (status, data) == (400, {"error": "the body is nested too deeply"})
+    assert capfd.readouterr().err == ""
+
+
+def test_odd_ids_in_paths_and_headers_are_not_a_traceback(client: Client, capfd: Any) -> None:
+    for text in ("\u00b2", "9" * 5000):
+        assert raw_request(client, raw(client, f"DELETE /api/break/{text} HTTP/1.1"))[0] == 404
+    # A Last-Event-ID that is no event id is read as none: the stream starts from the top.
+    for text in ("\u00b2", "9" * 5000):
+        with socket.create_connection(("127.0.0.1", client.server.port), timeout=QUICK) as sock:
+            sock.sendall(raw(client, "GET /api/events HTTP/1.1", f"Last-Event-ID: {text}"))
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert read_event(response)["position"] == 0
+    assert capfd.readouterr().err == ""
+
+
 def test_the_page_and_its_files_are_served_with_a_strict_policy(client: Client) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=TIMEOUT)
     try:
@@ -315,10 +566,8 @@ def read_event(response: http.client.HTTPResponse) -> dict[str, Any]:
 
 
 def test_the_event_stream_sends_each_new_snapshot(client: Client) -> None:
-    connection = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=TIMEOUT)
+    response = client.stream()
     try:
-        connection.request("GET", "/api/events")
-        response = connection.getresponse()
         assert response.getheader("Content-Type", "").startswith("text/event-stream")
         first = read_event(response)
         assert first["position"] == 0 and first["diagram"]["svg"].startswith("<svg")
@@ -328,7 +577,7 @@ def test_the_event_stream_sends_each_new_snapshot(client: Client) -> None:
             pushed = read_event(response)
         assert (pushed["position"], pushed["version"] > first["version"]) == (1, True)
     finally:
-        connection.close()
+        response.connection.close()  # type: ignore[attr-defined]
 
 
 class GatedModel:
@@ -450,6 +699,26 @@ def test_a_recorded_trace_opens_as_a_replay(tmp_path: Path, capsys: Any) -> None
         server.close()
 
 
+def test_a_replay_refuses_to_step_live(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
+    try:
+        client = Client(server)
+        for position in (0, 1):
+            status, data = client.request("POST", "/api/step", {"live": True})
+            assert (status, data["error"]) == (
+                400,
+                "a replay calls no model and runs no tool: step live needs a live run "
+                "(helikon studio CHART)",
+            )
+            assert client.get()["position"] == position
+            client.post("/api/step")
+        assert client.get()["error"] is None
+    finally:
+        server.close()
+
+
 def test_command_mistakes_are_one_line(tmp_path: Path, capsys: Any) -> None:
     trace = record(tmp_path)
     capsys.readouterr()
@@ -483,8 +752,10 @@ def test_the_command_serves_until_interrupted() -> None:
         line = process.stdout.readline()
         assert line.startswith("helikon studio: http://127.0.0.1:"), line
         port = int(line.split("127.0.0.1:")[1].split("/")[0])
+        set_cookie = load_page(port)
+        assert set_cookie is not None
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-        connection.request("GET", "/api/state")
+        connection.request("GET", "/api/state", headers={"Cookie": set_cookie.split(";")[0]})
         assert json.loads(connection.getresponse().read())["phase"] == "CallingModel"
         connection.close()
         process.send_signal(signal.SIGINT)
@@ -567,8 +838,9 @@ def test_the_page_steps_breaks_and_follows_the_run(tmp_path: Path, capsys: Any) 
         page.wait_for("document.querySelectorAll('#timeline .moment').length === 3")
         screenshot_to(page, "studio-step.png", tmp_path)
 
-        # A step taken elsewhere reaches the page through the event stream.
-        Client(server).post("/api/step")
+        # A step taken outside the page, in its browser session, reaches it by the event stream.
+        name = f"helikon_studio_{server.port}"
+        Client(server, cookie=f"{name}={page.cookies()[name]}").post("/api/step")
         page.wait_for(f"{CURRENT} === 'CallingModel'")
         page.wait_for("document.getElementById('position').textContent === 'step 3 of 4'")
 
@@ -611,6 +883,72 @@ def test_the_page_shows_the_runs_text_as_text(tmp_path: Path) -> None:
         assert page.evaluate("document.querySelector('#conversation b') === null")
         assert page.console_errors() == []
         assert all(url.startswith(server.url) for url in page.requested_urls())
+    finally:
+        browser.close()
+        server.close()
+
+
+BREAKPOINT_VALUES = (
+    "[...document.querySelectorAll('#breakpoints .bp-value')].map(e => e.textContent).join()"
+)
+
+
+@needs_chromium
+def test_two_browsers_do_not_share_breakpoints_or_position(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
+    browser = Browser(tmp_path / "profile")
+    try:
+        mine = browser.page(server.url)
+        mine.wait_for(f"{CURRENT} === 'CallingModel'")
+        mine.select("#bp-kind", "phase")
+        mine.select("#bp-value", "ExecutingTools")
+        mine.click("#bp-add")
+        mine.wait_for("document.querySelectorAll('#breakpoints li').length === 1")
+        mine.click("#step")
+        mine.wait_for("document.getElementById('position').textContent === 'step 1 of 4'")
+
+        theirs = browser.page(server.url, isolated=True)  # another browser: a new session
+        theirs.wait_for(f"{CURRENT} === 'CallingModel'")
+        assert theirs.evaluate("document.querySelectorAll('#breakpoints li').length") == 0
+        assert theirs.evaluate("document.getElementById('position').textContent") == "step 0 of 4"
+        theirs.select("#bp-kind", "phase")
+        theirs.select("#bp-value", "Done")
+        theirs.click("#bp-add")
+        theirs.wait_for(f"{BREAKPOINT_VALUES} === 'Done'")
+        theirs.click("#continue")
+        theirs.wait_for("document.getElementById('status').textContent.includes('breakpoint')")
+        assert theirs.evaluate(CURRENT) == "Done"
+
+        # Reloaded, the first page is the same session: its breakpoint and its step.
+        mine.reload()
+        mine.wait_for("document.getElementById('position').textContent === 'step 1 of 4'")
+        assert mine.evaluate(BREAKPOINT_VALUES) == "ExecutingTools"
+        assert mine.console_errors() == [] and theirs.console_errors() == []
+    finally:
+        browser.close()
+        server.close()
+
+
+@needs_chromium
+def test_a_second_browser_watches_a_live_run_it_does_not_drive(tmp_path: Path) -> None:
+    server = serve(budget_session())
+    browser = Browser(tmp_path / "profile")
+    try:
+        driver = browser.page(server.url)
+        driver.wait_for(f"{CURRENT} === 'CallingModel'")
+        driver.click("#step")
+        driver.wait_for("document.getElementById('position').textContent === 'step 1'")
+        watcher = browser.page(server.url, isolated=True)
+        watcher.wait_for("document.getElementById('position').textContent === 'step 1'")
+        assert watcher.wait_for("document.getElementById('step').disabled")
+        assert "another browser session drives this run" in watcher.evaluate(
+            "document.getElementById('status').textContent"
+        )
+        driver.click("#step")  # the watcher follows the run
+        watcher.wait_for("document.getElementById('position').textContent === 'step 2'")
+        assert watcher.console_errors() == []
     finally:
         browser.close()
         server.close()

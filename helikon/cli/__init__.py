@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from helikon.cli import charts, debug, docs, run, studio, trace
 from helikon.cli.usage import UsageError
+from helikon.export.console import safe_text
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except UsageError as exc:
         # One line, even when the message quotes a multi-line error (a chart's problems).
-        message = " ".join(line.strip() for line in str(exc).splitlines())
+        message = safe_text(" ".join(line.strip() for line in str(exc).splitlines()))
         print(f"helikon: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

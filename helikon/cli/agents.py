@@ -15,6 +15,7 @@ from typing import Any
 
 from helikon.cli.loading import call, module_label
 from helikon.cli.usage import UsageError
+from helikon.export.console import safe_text
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
 
@@ -41,7 +42,15 @@ def wants_real_model(offline: bool) -> bool:
 def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
     """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
     if wants_real_model(offline):
-        from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+        try:
+            from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+        except ModuleNotFoundError as exc:
+            if exc.name != "openai":
+                raise
+            raise UsageError(
+                "a real model needs the openai package: pip install 'helikon[openai]' "
+                "(or run with --offline)"
+            ) from None
 
         return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
     if not hasattr(module, "script"):
@@ -58,8 +67,8 @@ def approval_handler(mode: str) -> Any:
     if mode == "ask" and sys.stdin.isatty():
 
         def ask(request: Any, context: Any) -> bool:
-            call = request.call
-            answer = input(f"  approve {call.name}({call.arguments})? [y/N] ")
+            call = request.call  # the model chose the name and arguments: show them escaped
+            answer = input(f"  approve {safe_text(call.name)}({safe_text(call.arguments)})? [y/N] ")
             return answer.strip().lower() in ("y", "yes")
 
         return ask

@@ -114,16 +114,20 @@ def replay_session(trace_path: str, chart: str | None) -> Session:
     except TraceError as exc:
         raise UsageError(str(exc)) from None
     if chart is None:  # the trace alone: its steps as recorded, nothing imported
-        return Session(Debugger.replay(trace), mode="replay")
+        return Session(Debugger.replay(trace), mode="replay", fresh=lambda: Debugger.replay(trace))
     module = _load(chart)
     if not hasattr(module, "agent"):
         raise UsageError(f"{chart} defines no agent(model) to replay")
-    agent = module.agent(ScriptedModel([]))  # a replay never calls the model
+
+    def fresh() -> Debugger:  # one replay for each browser session
+        agent = module.agent(ScriptedModel([]))  # a replay never calls the model
+        return Debugger.replay(trace, agent, context=chart_context(module))
+
     try:
-        debugger = Debugger.replay(trace, agent, context=chart_context(module))
+        debugger = fresh()
     except DebuggerError as exc:
         raise UsageError(f"cannot replay {trace_path} on {chart}: {exc}") from None
-    return Session(debugger, mode="replay")
+    return Session(debugger, mode="replay", fresh=fresh)
 
 
 def _load(chart: str) -> ModuleType:

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from helikon import export
-from helikon.cli.usage import encoded, table_of, trace_at, write_output
+from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
+from helikon.export.console import safe_text
 
 TRACE_FORMATS = ("html", "mermaid", "md")
 
@@ -24,10 +25,15 @@ def command_trace(args: argparse.Namespace) -> int:
     trace = trace_at(args.trace)  # the trace records its chart: nothing it names is imported
     table = table_of(args.chart) if args.chart else None
     if args.format == "html":
-        text = export.trace_to_html(trace, table)
+        try:
+            text = export.trace_to_html(trace, table)
+        except export.RenderError as exc:  # jinja2 is missing
+            raise UsageError(str(exc)) from None
     elif args.format == "mermaid":
         text = export.trace_to_mermaid(trace)
     else:
         text = export.trace_to_markdown(trace)
+    if args.format != "html" and args.output in (None, "-"):
+        text = safe_text(text, multiline=True)  # the trace's text, read on a terminal
     write_output(encoded(text), args.output)
     return 0

@@ -4,7 +4,8 @@ Theory of operation: `DebugShell` is a `cmd.Cmd` whose commands each call the de
 and print what changed; every coroutine runs on one event loop the shell owns (an
 `asyncio.Runner`), so a model client made on the first step is still usable on the last.
 On a terminal the prompt has readline history and completion and output is coloured
-(`helikon.export.console`'s rules: NO_COLOR turns it off). Driven through a pipe there is no prompt;
+(`helikon.export.console`'s rules: NO_COLOR turns it off); whatever the run or its trace
+holds is printed escaped (`safe_text`). Driven through a pipe there is no prompt;
 each command read is echoed as `(hdb) command`, output is flushed after each command, and
 EOF ends the session with status 0, so a transcript reads like a terminal session.
 
@@ -38,7 +39,7 @@ from helikon.debug.view import (
     stop_lines,
     where_lines,
 )
-from helikon.export.console import EventPrinter, use_colour
+from helikon.export.console import EventPrinter, safe_text, use_colour
 
 PROMPT = "(hdb) "
 
@@ -211,7 +212,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         if kind == "event" and value not in event_types():
             raise ShellError(f"no event type {value!r}; types: {', '.join(event_types())}")
         breakpoint = self.debugger.break_on(cast(BreakKind, kind), value)
-        self._say(f"breakpoint {breakpoint.describe()}")
+        self._say(f"breakpoint {safe_text(breakpoint.describe())}")
 
     def do_delete(self, arg: str) -> None:
         """d, delete ID: delete breakpoint ID (`break` lists them)."""
@@ -225,7 +226,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
     def _list_breakpoints(self) -> None:
         found = self.debugger.breakpoints
         for breakpoint in found:
-            self._say(breakpoint.describe())
+            self._say(safe_text(breakpoint.describe()))
         if not found:
             self._say("no breakpoints")
 
@@ -315,7 +316,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         if not self.origins:
             raise ShellError("this run is not a fork")
         self.debugger = self.origins.pop()
-        self._say(f"back to run {self.debugger.run.run_id}")
+        self._say(f"back to run {safe_text(self.debugger.run.run_id)}")
         self._show_next()
 
     def do_save(self, arg: str) -> None:
@@ -337,11 +338,11 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self.origins.append(origin)
         self.debugger = forked
         self._say(
-            f"forked at step {forked.position}: run {forked.run.run_id} "
-            f"(`unfork` returns to {origin.run.run_id})"
+            f"forked at step {forked.position}: run {safe_text(forked.run.run_id)} "
+            f"(`unfork` returns to {safe_text(origin.run.run_id)})"
         )
         if forked.breakpoints:
-            shown = ", ".join(breakpoint.describe() for breakpoint in forked.breakpoints)
+            shown = safe_text(", ".join(b.describe() for b in forked.breakpoints))
             self._say(f"breakpoints carried over: {shown}")
         self._show_next()
 

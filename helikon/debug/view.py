@@ -4,6 +4,10 @@ Pure functions from the debugger's values to strings. Colour comes in as a `Pain
 `paint` of `helikon.export.console.EventPrinter`, which honours NO_COLOR and a non-terminal
 stdout), so the same lines print plain when piped. Events reuse `EventPrinter`'s wording;
 the streamed deltas it prints inline are folded here into one line per run of deltas.
+
+Everything a run or a trace file holds is shown escaped (`safe_text`: its control characters
+visible): items and inputs through `clip`, states as JSON, events through `EventPrinter`,
+and whatever goes through `paint`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from helikon.core.errors import describe
 from helikon.core.events import AgentEvent
 from helikon.core.state import LoopState
 from helikon.core.transition import Match
-from helikon.export.console import EventPrinter
+from helikon.export.console import EventPrinter, safe_text
 
 
 class Paint(Protocol):
@@ -32,8 +36,8 @@ def plain(text: str, *styles: str) -> str:
 
 
 def clip(text: str, limit: int = 100) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis."""
-    text = " ".join(text.split())
+    """`text` on one line, escaped (`safe_text`), cut to `limit` characters with an ellipsis."""
+    text = safe_text(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -146,7 +150,7 @@ def state_lines(state: Any, paint: Paint = plain) -> list[str]:
             lines.append(f"  {key}:")
             lines.extend(f"    {clip(describe_item(item), 200)}" for item in found)
         else:
-            lines.append(f"  {key}: {json.dumps(shown, ensure_ascii=False)}")
+            lines.append(f"  {key}: {safe_text(json.dumps(shown, ensure_ascii=False))}")
     return lines
 
 

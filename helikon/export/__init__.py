@@ -100,9 +100,18 @@ def trace_to_html(trace: Trace, table: TransitionTable | None = None, *, svg: bo
             Without it (or when it does not match) the chart the trace recorded is drawn.
         svg: draw the chart with Graphviz's `dot`; when False, or without `dot`, the page
             shows its DOT text.
-    """
-    from helikon.export.trace_html import to_html  # jinja2 is needed only here
 
+    Raises:
+        RenderError: jinja2 (the `render` extra) is not installed; `missing` is "jinja2".
+    """
+    try:
+        from helikon.export.trace_html import to_html  # jinja2 is needed only here
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("jinja2", "markupsafe"):
+            raise
+        raise RenderError(
+            "rendering HTML needs jinja2: pip install 'helikon[render]'", missing="jinja2"
+        ) from exc
     return to_html(extract_trace(trace, table), svg=svg)
 
 

@@ -1,4 +1,13 @@
-"""Readable terminal output for a run's event stream (colour when the terminal has it)."""
+"""Readable terminal output for a run's event stream (colour when the terminal has it).
+
+Text from outside (model answers, tool output, what a trace file holds) may carry terminal
+control sequences: an OSC that retitles the window or writes the clipboard, a CSI that clears
+the screen or moves the cursor. `safe_text` shows every C0 and C1 control character as a
+visible escape (ESC as `\\x1b`) before such text is printed; every printer of helikon's goes
+through it (`EventPrinter`, `helikon debug`, the approval prompt, `helikon trace` on stdout).
+helikon's own colour codes are added by `EventPrinter.paint` around text already escaped, so
+they are the only escape sequences that reach the terminal.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,11 @@ from typing import Any, TextIO
 
 from helikon.core.errors import describe
 
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0)]
+_SHOWN = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_ONE_LINE = {code: _SHOWN.get(chr(code), f"\\x{code:02x}") for code in _CONTROLS}
+_MULTILINE = {code: shown for code, shown in _ONE_LINE.items() if chr(code) not in "\n\t"}
+
 _CODES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
@@ -16,8 +30,21 @@ def use_colour(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
+def safe_text(text: str, *, multiline: bool = False) -> str:
+    """`text` with every C0 and C1 control character shown as a visible escape.
+
+    ESC becomes `\\x1b`, BEL `\\x07`, a C1 CSI `\\x9b`; newline, tab and carriage return
+    read `\\n`, `\\t`, `\\r`. With `multiline`, newlines and tabs are kept (and a CRLF
+    line end reads as a newline), for text printed as lines of its own. The result holds no
+    control character (but those kept), so escaping it again changes nothing.
+    """
+    if multiline:
+        return text.replace("\r\n", "\n").translate(_MULTILINE)
+    return text.translate(_ONE_LINE)
+
+
 def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
+    text = safe_text(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -34,6 +61,8 @@ class EventPrinter:
             self.colour = use_colour(self.out)
 
     def paint(self, text: str, *styles: str) -> str:
+        """`text` escaped (`safe_text`, keeping its lines), in `styles` on a colour terminal."""
+        text = safe_text(text, multiline=True)
         if not self.colour or not styles:
             return text
         codes = ";".join(_CODES[style] for style in styles)
@@ -58,7 +87,7 @@ class EventPrinter:
         self.line(self.paint(f"── turn {e.turn}", "dim"))
 
     def _token_delta(self, e: Any) -> None:
-        self.out.write(e.text)
+        self.out.write(safe_text(e.text, multiline=True))
         self.out.flush()
         self._streaming = True
 
@@ -66,10 +95,11 @@ class EventPrinter:
         if self._streaming:
             self.line("")
         else:
-            self.line(e.item.content)
+            self.line(safe_text(e.item.content, multiline=True))
 
     def _tool_call_item(self, e: Any) -> None:
-        self.line(self.paint("  ⚙ ", "cyan") + f"{e.item.name}({_short(e.item.arguments)})")
+        call = f"{e.item.name}({_short(e.item.arguments)})"
+        self.line(self.paint("  ⚙ ", "cyan") + self.paint(call))
 
     def _tool_output_item(self, e: Any) -> None:
         style = ("red",) if e.item.is_error else ("dim",)

@@ -21,7 +21,14 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Literal
 
-import openai
+try:
+    import openai
+except ModuleNotFoundError as exc:  # say which extra, not just which module
+    if exc.name != "openai":
+        raise
+    raise ModuleNotFoundError(
+        "OpenAIModel needs the openai package: pip install 'helikon[openai]'", name="openai"
+    ) from exc
 
 from helikon.core.errors import ModelError
 from helikon.core.items import ModelSettings, Usage

@@ -2,7 +2,8 @@
 
 A `Session` drives a `Debugger` on its own event loop thread; a `StudioServer` serves the
 page and a JSON API over it on 127.0.0.1, with Server-Sent Events so the page follows a
-run as it goes. `helikon studio` (see `helikon.cli.studio`) puts the two together:
+run as it goes; each browser is a session of its own (`helikon.studio.browsers`), with its own
+breakpoints and position. `helikon studio` (see `helikon.cli.studio`) puts the two together:
 
     from helikon.debug.debugger import Debugger
     from helikon.studio import Session, StudioServer

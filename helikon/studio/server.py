@@ -14,9 +14,18 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/break         {"kind": "phase", "value": "ExecutingTools"}: 201
     DELETE /api/break/{id}    remove a breakpoint
 
-Errors are JSON `{"error": message}`: 400 for a bad request, 404 for an unknown path or
-breakpoint, 405 for a path asked with the wrong method, 409 while the run is busy, 500 when
-running the agent raised, 503 for a command cut short by the studio closing.
+Each browser has a session of its own (`helikon.studio.browsers`): the page's answer sets a
+cookie naming it, and every /api/ request must carry it (403 otherwise). Its breakpoints and
+the step it is at are its own: a replay is replayed for each browser session, a live run is
+driven by one browser session at a time while the others watch.
+
+Errors are JSON `{"error": message}`: 400 for a bad request, 403 for a request without a
+browser session, 404 for an unknown path or breakpoint, 405 for a path asked with the wrong
+method, 409 while the run is busy or driven by another browser session, 413 for a body over
+64 KiB, 500 when running the agent raised, 503 for a command cut short by the studio closing
+or a page refused because too many are open. A request is read as hostile
+(`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
+request that does not arrive within `request_timeout` seconds is dropped.
 
 The server listens on 127.0.0.1 only and refuses any other address: whoever reaches it can
 run the agent and its tools. It also answers only requests whose Host header names that
@@ -26,6 +35,7 @@ its own (DNS rebinding), and it refuses commands whose Origin is another site.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable
@@ -36,7 +46,16 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
+from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
 from helikon.studio.diagram import Diagram
+from helikon.studio.request import (
+    HTTPProblem,
+    content_length,
+    cookie,
+    id_number,
+    read_body,
+    shown,
+)
 from helikon.studio.session import (
     Session,
     StudioBusy,
@@ -45,9 +64,14 @@ from helikon.studio.session import (
     StudioNotFound,
 )
 
+Command = Callable[[Session, dict[str, Any]], dict[str, Any]]
+"""A command on the session a browser session drives, given the request's body."""
+Route = tuple[str, Callable[[], None]]
+"""The method a path takes, and what answers it."""
+
 LOOPBACK = "127.0.0.1"
-MAX_BODY = 64 * 1024
 KEEPALIVE = 15.0  # seconds between comments on an idle event stream
+REQUEST_TIMEOUT = 10.0  # seconds a request's headers and body may take to arrive
 
 STATIC: dict[str, str] = {
     "studio.js": "text/javascript; charset=utf-8",
@@ -58,15 +82,6 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-
-
-class HTTPProblem(Exception):
-    """A request refused before it reaches the session."""
-
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def check_bind(host: str) -> None:
@@ -83,12 +98,17 @@ def _read_static(name: str) -> bytes:
 
 
 class StudioServer(ThreadingHTTPServer):
-    """Serves one session's page and API on 127.0.0.1; `close()` also closes the session.
+    """Serves one session's page and API on 127.0.0.1; `close()` also closes the session
+    (and the copies the browser sessions were given).
 
     Args:
-        session: the debugger session to serve.
+        session: the debugger session to serve: shared by the browser sessions when live,
+            copied for each when it can be (a replay).
         host: must be "127.0.0.1".
         port: 0 picks a free port (read it back from `url`).
+        request_timeout: seconds a request may take to arrive; a slower one is dropped.
+        browser_idle: seconds after which a browser session without an open page has left.
+        max_browsers: how many browser sessions may be open at once.
 
     Raises:
         StudioError: another bind address.
@@ -97,10 +117,21 @@ class StudioServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, session: Session, *, host: str = LOOPBACK, port: int = 0) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        host: str = LOOPBACK,
+        port: int = 0,
+        request_timeout: float = REQUEST_TIMEOUT,
+        browser_idle: float = IDLE,
+        max_browsers: int = LIMIT,
+    ) -> None:
         check_bind(host)
+        self.request_timeout = request_timeout
         super().__init__((host, port), StudioHandler)
         self.session = session
+        self.browsers = BrowserSessions(session, idle=browser_idle, limit=max_browsers)
         self.diagram = Diagram(session.debugger.run.ctx.table)
         self.files = {name: _read_static(name) for name in (*STATIC, "index.html")}
         self._thread: threading.Thread | None = None
@@ -113,6 +144,11 @@ class StudioServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}/"
 
+    @property
+    def cookie_name(self) -> str:
+        """The browser session cookie's name: one per port, as cookies ignore ports."""
+        return f"helikon_studio_{self.port}"
+
     def allowed_hosts(self) -> frozenset[str]:
         return frozenset({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
 
@@ -123,13 +159,15 @@ class StudioServer(ThreadingHTTPServer):
         self._thread.start()
 
     def close(self) -> None:
-        """Stop serving: end the event streams, the listener and the session."""
-        self.session.updates.close()
+        """Stop serving: end the event streams, the listener and the sessions."""
+        sessions = self.browsers.sessions()
+        for session in sessions:
+            session.updates.close()
         if self._thread is not None:
             self.shutdown()
             self._thread.join()
         self.server_close()
-        self.session.close()
+        self.browsers.close()
 
     def with_diagram(self, data: dict[str, Any]) -> dict[str, Any]:
         """A snapshot with the chart facts and the chart drawn with its path."""
@@ -148,6 +186,10 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     server: StudioServer
     server_version = "helikon-studio"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)  # a stalled client is dropped
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -168,7 +210,18 @@ class StudioHandler(BaseHTTPRequestHandler):
             self._check_host()
             if method != "GET":
                 self._check_origin()
-            self._route(method, urlsplit(self.path).path)
+            path = urlsplit(self.path).path
+            if not path.startswith("/api/"):
+                return self._route(method, path, self._page_routes())
+            with self.server.browsers.use(cookie(self.headers, self.server.cookie_name)) as found:
+                if found is None:
+                    raise HTTPProblem(
+                        HTTPStatus.FORBIDDEN,
+                        f"no studio session: load the page ({self.server.url}) first",
+                    )
+                self._route(method, path, self._routes(found))
+        except TooManyBrowsers as exc:
+            self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)})
         except HTTPProblem as problem:
             self._send_json(problem.status, {"error": problem.message})
         except StudioError as exc:
@@ -178,46 +231,62 @@ class StudioHandler(BaseHTTPRequestHandler):
         except CancelledError:  # the studio closed while this command ran
             self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "the studio is stopping"})
 
-    def _route(self, method: str, path: str) -> None:
-        routes = self._routes()
-        if path.startswith("/api/break/"):
-            allowed, answer = "DELETE", self._delete_break
-        elif path.startswith("/static/") and path.removeprefix("/static/") in STATIC:
-            allowed, answer = "GET", lambda: self._send_file(path.removeprefix("/static/"))
-        elif path in routes:
-            allowed, answer = routes[path]
-        else:
+    def _route(self, method: str, path: str, routes: dict[str, Route]) -> None:
+        key = "/api/break/{id}" if path.startswith("/api/break/") else path
+        if key not in routes:
             raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no such path: {path}")
+        allowed, answer = routes[key]
         if method != allowed:
             raise HTTPProblem(
                 HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {allowed}, not {method}"
             )
         answer()
 
-    def _routes(self) -> dict[str, tuple[str, Callable[[], None]]]:
-        session = self.server.session
+    def _page_routes(self) -> dict[str, Route]:
+        routes: dict[str, Route] = {"/": ("GET", self._page)}
+        for name in STATIC:
+            routes[f"/static/{name}"] = ("GET", functools.partial(self._send_file, name))
+        return routes
+
+    def _routes(self, browser: BrowserSession) -> dict[str, Route]:
+        def command(run: Command, status: HTTPStatus = HTTPStatus.OK) -> Callable[[], None]:
+            return lambda: self._command(browser, run, status)
+
         return {
-            "/": ("GET", lambda: self._send_file("index.html")),
-            "/api/state": ("GET", lambda: self._send_state(session.state())),
-            "/api/events": ("GET", self._stream_events),
-            "/api/step": ("POST", lambda: self._command(lambda b: session.step(live=_flag(b)))),
-            "/api/continue": ("POST", lambda: self._command(lambda b: session.continue_())),
-            "/api/pause": ("POST", lambda: self._command(lambda b: session.pause())),
-            "/api/back": ("POST", lambda: self._command(lambda b: session.back(b.get("steps", 1)))),
-            "/api/rewind": ("POST", lambda: self._command(lambda b: session.rewind(b.get("to")))),
-            "/api/break": ("POST", self._add_break),
+            "/api/state": ("GET", lambda: self._send_state(browser, browser.session.state())),
+            "/api/events": ("GET", lambda: self._stream_events(browser)),
+            "/api/step": ("POST", command(lambda s, b: s.step(live=_flag(b)))),
+            "/api/continue": ("POST", command(lambda s, b: s.continue_())),
+            "/api/pause": ("POST", command(lambda s, b: s.pause())),
+            "/api/back": ("POST", command(lambda s, b: s.back(b.get("steps", 1)))),
+            "/api/rewind": ("POST", command(lambda s, b: s.rewind(b.get("to")))),
+            "/api/break": (
+                "POST",
+                command(
+                    lambda s, b: s.add_break(b.get("kind"), b.get("value")), HTTPStatus.CREATED
+                ),
+            ),
+            "/api/break/{id}": ("DELETE", lambda: self._delete_break(browser)),
         }
 
-    def _command(self, run: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        self._send_state(run(self._body()))
+    def _command(self, browser: BrowserSession, run: Command, status: HTTPStatus) -> None:
+        body = self._body()  # a bad body is refused before the run is claimed
+        self._send_state(browser, run(self.server.browsers.drive(browser), body), status)
 
-    def _add_break(self) -> None:
-        body = self._body()
-        data = self.server.session.add_break(body.get("kind"), body.get("value"))
-        self._send_state(data, HTTPStatus.CREATED)
+    def _delete_break(self, browser: BrowserSession) -> None:
+        number = _breakpoint_id(self.path)
+        session = self.server.browsers.drive(browser)
+        self._send_state(browser, session.delete_break(number))
 
-    def _delete_break(self) -> None:
-        self._send_state(self.server.session.delete_break(_breakpoint_id(self.path)))
+    def _page(self) -> None:
+        """The page; a browser without a known session cookie gets a new session."""
+        browsers = self.server.browsers
+        with browsers.use(cookie(self.headers, self.server.cookie_name)) as found:
+            if found is not None:  # a reload: the same session
+                return self._send_file("index.html")
+        browser = browsers.open()
+        set_cookie = f"{self.server.cookie_name}={browser.id}; Path=/; HttpOnly; SameSite=Strict"
+        self._send_file("index.html", ("Set-Cookie", set_cookie))
 
     # ------------------------------------------------------------ checks
 
@@ -234,40 +303,31 @@ class StudioHandler(BaseHTTPRequestHandler):
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "Content-Length is not a number") from None
-        if length > MAX_BODY:
-            raise HTTPProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the body is too large")
-        raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
-        return body
+        return read_body(self.rfile, content_length(self.headers.get("Content-Length")))
 
     # ------------------------------------------------------------ responses
 
-    def _send_state(self, data: dict[str, Any], status: HTTPStatus = HTTPStatus.OK) -> None:
-        self._send_json(status, self.server.with_diagram(data))
+    def _send_state(
+        self, browser: BrowserSession, data: dict[str, Any], status: HTTPStatus = HTTPStatus.OK
+    ) -> None:
+        self._send_json(status, self.server.with_diagram(self.server.browsers.view(browser, data)))
 
     def _send_json(self, status: HTTPStatus, data: Any) -> None:
         body = json.dumps(data, ensure_ascii=False).encode()
         self._send(status, body, "application/json; charset=utf-8")
 
-    def _send_file(self, name: str) -> None:
+    def _send_file(self, name: str, *headers: tuple[str, str]) -> None:
         kind = STATIC.get(name, "text/html; charset=utf-8")
-        self._send(HTTPStatus.OK, self.server.files[name], kind)
+        self._send(HTTPStatus.OK, self.server.files[name], kind, *headers)
 
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+    def _send(
+        self, status: HTTPStatus, body: bytes, content_type: str, *headers: tuple[str, str]
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
         self._common_headers()
         self.end_headers()
         self.wfile.write(body)
@@ -278,13 +338,13 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Content-Security-Policy", CSP)
 
-    def _stream_events(self) -> None:
+    def _stream_events(self, browser: BrowserSession) -> None:
         """Each new snapshot as an SSE `state` event, until the client or the studio leaves."""
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self._common_headers()
         self.end_headers()
-        updates = self.server.session.updates
+        updates = browser.session.updates
         seen = _last_event_id(self.headers.get("Last-Event-ID"))
         while not updates.closed:
             data = updates.wait(seen, KEEPALIVE)
@@ -292,12 +352,13 @@ class StudioHandler(BaseHTTPRequestHandler):
                 message = ": keepalive\n\n"
             else:
                 seen = data["version"]
-                text = json.dumps(self.server.with_diagram(data), ensure_ascii=False)
+                shown = self.server.with_diagram(self.server.browsers.view(browser, data))
+                text = json.dumps(shown, ensure_ascii=False)
                 message = f"id: {seen}\nevent: state\ndata: {text}\n\n"
             try:
                 self.wfile.write(message.encode())
                 self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 return
 
 
@@ -311,9 +372,10 @@ def _status_of(exc: StudioError) -> HTTPStatus:
 
 def _breakpoint_id(path: str) -> int:
     text = urlsplit(path).path.removeprefix("/api/break/")
-    if not text.isdigit():
-        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {text!r}: ids are numbers")
-    return int(text)
+    number = id_number(text)
+    if number is None:
+        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {shown(text)}: ids are numbers")
+    return number
 
 
 def _flag(body: dict[str, Any], name: str = "live") -> bool:
@@ -324,4 +386,4 @@ def _flag(body: dict[str, Any], name: str = "live") -> bool:
 
 
 def _last_event_id(header: str | None) -> int:
-    return int(header) if header and header.isdigit() else 0
+    return id_number(header) or 0

@@ -11,6 +11,10 @@ finished step, so the page follows the run as it goes.
 
 Pausing sets a breakpoint that always holds (`Debugger.break_when`): `continue_` stops after
 the step in flight, and the studio removes the breakpoint and reports the stop as "paused".
+
+A session given `fresh` (a replay: `Debugger.replay` again) can be copied, so each browser
+session gets a replay of its own (`helikon.studio.browsers`); a live run cannot, since its
+steps call the model and run tools: browser sessions share it.
 """
 
 from __future__ import annotations
@@ -114,11 +118,20 @@ class Session:
     Args:
         debugger: a debugger stopped between steps (`Debugger.live` or `Debugger.replay`).
         mode: "live" or "replay", for the page to show.
+        fresh: builds another debugger like `debugger` before its first step, for `copy`
+            (a replay's `Debugger.replay` again); None: the session cannot be copied.
     """
 
-    def __init__(self, debugger: Debugger, *, mode: Mode = "live") -> None:
+    def __init__(
+        self,
+        debugger: Debugger,
+        *,
+        mode: Mode = "live",
+        fresh: Callable[[], Debugger] | None = None,
+    ) -> None:
         self.debugger = debugger
         self.mode = mode
+        self._fresh = fresh
         self.chart = chart_facts(debugger)
         self.updates = Updates()
         self._busy: str | None = None
@@ -133,12 +146,41 @@ class Session:
 
     # ------------------------------------------------------------ commands (any thread)
 
+    @property
+    def copyable(self) -> bool:
+        """Whether `copy` can open another session like this one (a replay can)."""
+        return self._fresh is not None
+
+    def copy(self) -> Session:
+        """Another session like this one, before its first step, with no breakpoints.
+
+        Raises:
+            StudioError: the session was given no `fresh` (a live run: it is shared).
+        """
+        if self._fresh is None:
+            raise StudioError("a live run cannot be copied: its steps have side effects")
+        return Session(self._fresh(), mode=self.mode, fresh=self._fresh)
+
+    def clear_breakpoints(self) -> dict[str, Any]:
+        """Delete every breakpoint (for the next browser session to drive the run)."""
+        return self._run(self._clear_breakpoints)
+
     def state(self) -> dict[str, Any]:
         """The latest snapshot (`helikon.studio.view.snapshot`), with its `version`."""
         return self.updates.latest()
 
     def step(self, *, live: bool = False) -> dict[str, Any]:
-        """One step; `live` performs its effect again instead of reusing a recorded input."""
+        """One step; `live` performs its effect again instead of reusing a recorded input.
+
+        Raises:
+            StudioError: `live` on a replay, which has no model to call (its agent's model is
+                an empty script) and must run no tool.
+        """
+        if live and self.mode == "replay":
+            raise StudioError(
+                "a replay calls no model and runs no tool: step live needs a live run "
+                "(helikon studio CHART)"
+            )
         return self._run(lambda: self._drive("step", lambda: self._step(live)))
 
     def continue_(self) -> dict[str, Any]:
@@ -293,6 +335,12 @@ class Session:
             self.debugger.delete(breakpoint_id)
         except DebuggerError as exc:
             raise StudioNotFound(str(exc)) from None
+        return self._publish()
+
+    async def _clear_breakpoints(self) -> dict[str, Any]:
+        for breakpoint in list(self.debugger.breakpoints):
+            if self._pause is None or breakpoint.id != self._pause.id:
+                self.debugger.delete(breakpoint.id)
         return self._publish()
 
     async def _cancel_all(self) -> None:

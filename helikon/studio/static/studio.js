@@ -4,6 +4,10 @@
 // textContent, never parsed as HTML. The one markup inserted is the chart's SVG, which
 // Graphviz drew from the chart and which is parsed as XML (DOMParser), not as HTML; the
 // page's Content-Security-Policy runs no script but this file.
+//
+// The page is one browser session (the server's cookie names it): its breakpoints and its
+// step are its own. A live run is driven by one browser session at a time; while another
+// drives it, `driven_elsewhere` is set and this page only watches (its controls disabled).
 "use strict";
 
 (function () {
@@ -73,6 +77,7 @@
   }
 
   function statusText(data) {
+    if (data.driven_elsewhere) return ["watching: another browser session drives this run", "busy"];
     if (data.busy === "continue") return ["continuing…", "busy"];
     if (data.busy) return [data.busy + "…", "busy"];
     const stop = data.stop;
@@ -96,11 +101,12 @@
     const [text, kind] = statusText(data);
     $("status").textContent = text;
     $("status").className = "badge " + kind;
-    const idle = !data.busy;
+    const idle = !data.busy && !data.driven_elsewhere;
     $("step").disabled = !idle || data.finished;
     $("continue").disabled = !idle || data.finished;
     $("back").disabled = !idle || data.position === 0;
-    $("pause").disabled = data.busy !== "continue";
+    $("pause").disabled = data.busy !== "continue" || data.driven_elsewhere;
+    $("bp-add").disabled = Boolean(data.driven_elsewhere);
     $("live").closest("label").hidden = data.mode === "replay"; // a replay has no model to call
     document.title = data.phase + " · step " + data.position + " · helikon studio";
   }
@@ -271,7 +277,7 @@
     const button = h("button", "small rewind", "rewind here");
     button.type = "button";
     button.title = "Go back to the run after " + to + " step(s)";
-    button.disabled = Boolean(data.busy) || to === data.position;
+    button.disabled = Boolean(data.busy) || data.driven_elsewhere || to === data.position;
     button.addEventListener("click", function () {
       call("POST", "/api/rewind", { to: to });
     });

@@ -1,0 +1,102 @@
+"""Reading what a request sends the studio: its body as a JSON object, its cookie, and
+numbers in its path and headers.
+
+Theory of operation: everything here comes from outside and is read as hostile. What a
+request's headers already show to be wrong (a Content-Length that is not a number of bytes,
+or over `MAX_BODY`) is refused before a byte of the body is read, so no handler waits for a
+body that will not come; a body that stops short is cut off by the socket's timeout. Each
+refusal is an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting
+at most `SHOWN` characters of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from email.message import Message
+from http import HTTPStatus
+from io import BufferedIOBase
+from typing import Any
+
+MAX_BODY = 64 * 1024  # bytes: the studio's commands are a few dozen
+SHOWN = 40  # characters of a bad value quoted in a message
+_DIGITS = re.compile(r"[0-9]+")
+_ID = re.compile(r"[0-9]{1,18}")  # an id: digits, few enough to be an int without surprises
+
+
+class HTTPProblem(Exception):
+    """A request refused before it reaches the session: `status` and a one-line `message`."""
+
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def shown(text: str) -> str:
+    """`text` quoted for a message, cut to `SHOWN` characters."""
+    return repr(text if len(text) <= SHOWN else text[: SHOWN - 1] + "…")
+
+
+def content_length(header: str | None) -> int:
+    """The body's length in bytes, as the Content-Length header says (0 without one).
+
+    Raises:
+        HTTPProblem: 400, the header is not a plain number of bytes (`-1`, `+5`, `abc`);
+            413, it is over `MAX_BODY`.
+    """
+    if header is None:
+        return 0
+    text = header.strip()
+    if not _DIGITS.fullmatch(text):
+        raise HTTPProblem(
+            HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {shown(header)}"
+        )
+    if len(text.lstrip("0")) > len(str(MAX_BODY)) or int(text) > MAX_BODY:
+        raise HTTPProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body is over {MAX_BODY} bytes")
+    return int(text)
+
+
+def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
+    """The JSON object of `length` bytes read from `stream` ({} for an empty body).
+
+    Raises:
+        HTTPProblem: 400, the body stops short (the socket timed out, or the client closed
+            it), is not JSON, is nested too deeply to parse, or is not an object.
+    """
+    try:
+        raw = stream.read(length) if length else b""
+    except TimeoutError:
+        raw = b""
+    if len(raw) < length:
+        raise HTTPProblem(
+            HTTPStatus.BAD_REQUEST, f"the body ended before its Content-Length ({length} bytes)"
+        )
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body is nested too deeply") from None
+    except ValueError as exc:
+        raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
+    return body
+
+
+def cookie(headers: Message, name: str) -> str | None:
+    """The value of cookie `name` in the request's Cookie headers, if it is there."""
+    for header in headers.get_all("Cookie") or ():
+        for pair in header.split(";"):
+            key, _, value = pair.strip().partition("=")
+            if key == name:
+                return value
+    return None
+
+
+def id_number(text: str | None) -> int | None:
+    """`text` as an id (a number of at most 18 digits), or None when it is not one."""
+    if text is None or not _ID.fullmatch(text):
+        return None
+    return int(text)
