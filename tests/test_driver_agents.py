@@ -26,6 +26,7 @@ from helikon import (
     HandoffTo,
     InputGuardrail,
     MaxAgentDepthExceeded,
+    MaxTurnsExceeded,
     MessageOutput,
     OutputGuardrail,
     RunCompleted,
@@ -598,6 +599,35 @@ async def test_cancel_reaches_an_output_guardrail_in_flight() -> None:
     assert ends_once(events, RunFailed).error == Cancelled("cancelled")
     assert stopped, "cancel() did not stop the guardrail in flight"
     assert cancelled == ["slow"]
+
+
+async def test_a_cancel_during_the_output_guardrail_keeps_the_last_calls_usage() -> None:
+    checking = asyncio.Event()
+
+    async def slow_check(output: FinalOutput, context: RunContext[Any]) -> bool:
+        checking.set()
+        await asyncio.Event().wait()  # until cancelled
+        return False
+
+    model = ScriptedModel([ScriptedTurn([AssistantMessage("hello")], usage(30))])
+    agent = Agent("guarded", model, output_guardrails=[OutputGuardrail("slow", slow_check)])
+    streaming = agent.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+    await checking.wait()
+    streaming.cancel()
+    events = await events_task
+
+    assert ends_once(events, RunFailed).error == Cancelled("cancelled")
+    assert streaming.run is not None and streaming.run.usage == usage(30)
+
+
+async def test_a_failed_runs_error_carries_what_it_spent() -> None:
+    model = ScriptedModel([ScriptedTurn([ToolCall("l1", "lookup", '{"topic": "x"}')], usage(7))])
+    agent = Agent("looping", model, tools=[lookup], config=RunConfig(max_turns=1))
+    with pytest.raises(RunError) as raised:
+        await agent.run("go").collect()
+    assert raised.value.error == MaxTurnsExceeded(1)
+    assert raised.value.usage == usage(7)
 
 
 # -- compaction -----------------------------------------------------------------------------

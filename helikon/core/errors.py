@@ -208,11 +208,13 @@ class NotInChart(HelikonError, ValueError):
 
 
 class RunError(HelikonError):
-    """A run ended in `Failed`; `error` is the `AgentError` value it failed with."""
+    """A run ended in `Failed`; `error` is the `AgentError` value it failed with, `usage`
+    what it spent before failing (failed calls and sub-agents included), when known."""
 
-    def __init__(self, error: AgentError):
+    def __init__(self, error: AgentError, usage: Usage | None = None):
         super().__init__(describe(error))
         self.error = error
+        self.usage = usage
 
 
 class ModelError(HelikonError):

@@ -287,8 +287,8 @@ class Run:
                 outcome = await self._wait(
                     checked_output(self.agent.output_guardrails, outcome, self.context)
                 )
-            except _Stopped:  # cancelled while the guardrail ran: the run does not complete
-                inp = self._stop
+            except _Stopped:  # cancelled while the guardrail ran: the run does not complete,
+                inp = _landed(self._stop, inp)  # but the answer it checked was paid for
                 outcome = transition(self.state, inp, self.ctx)
         self._apply(inp, outcome)
         self.pending = None if self.finished else outcome.next_action

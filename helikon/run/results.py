@@ -104,7 +104,7 @@ class RunResultStreaming:
             pass
         last = self.events[-1] if self.events else None
         if isinstance(last, RunFailed):
-            raise RunError(last.error)
+            raise RunError(last.error, self.run.usage if self.run is not None else None)
         run = self.run
         if isinstance(last, RunSuspended):
             usage = run.usage if run else ZERO_USAGE
