@@ -679,3 +679,52 @@ async def test_no_compaction_below_the_threshold() -> None:
     await agent.run("When?").collect()
 
     assert [r.request.purpose for r in model.requests] == ["turn", "turn"]
+
+
+# -- handoffs by name -----------------------------------------------------------------------
+
+
+def transfer(to: str, call_id: str = "h") -> ToolCall:
+    return ToolCall(call_id, f"transfer_to_{to}", "{}")
+
+
+async def test_a_handoff_by_name_closes_a_cycle_and_the_depth_limit_bounds_it() -> None:
+    """triage hands off to billing, billing back to triage by name: a cycle that
+    `max_agent_depth` ends instead of letting it run forever."""
+    billing = Agent("billing", ScriptedModel([[transfer("triage")]] * 10), handoffs=["triage"])
+    triage = Agent(
+        "triage",
+        ScriptedModel([[transfer("billing")]] * 10),
+        handoffs=[billing],
+        config=RunConfig(max_agent_depth=3),
+    )
+    events = await drain(triage.run("help"))
+
+    failed = ends_once(events, RunFailed)
+    assert failed.error == MaxAgentDepthExceeded(3, "triage")
+    updated = [event.agent for event in events if isinstance(event, AgentUpdated)]
+    assert updated == ["billing", "triage", "billing"]
+
+
+async def test_a_handoff_by_name_reaches_the_agent_of_that_name() -> None:
+    billing = Agent(
+        "billing", ScriptedModel([[transfer("triage")]]), handoffs=[HandoffTo("triage")]
+    )
+    triage = Agent(
+        "triage",
+        ScriptedModel([[transfer("billing")], "Back at triage: done."]),
+        handoffs=[billing],
+    )
+    # billing hands back to triage, a run of its own that answers.
+    result = await triage.run("help").collect()
+    assert result.final_output == "Back at triage: done."
+
+
+def test_an_unknown_or_ambiguous_handoff_name_is_refused_when_the_run_starts() -> None:
+    lost = Agent("billing", ScriptedModel([]), handoffs=["refunds"])
+    with pytest.raises(ValueError, match="agent 'billing': handoff to 'refunds': no agent"):
+        Agent("triage", ScriptedModel([]), handoffs=[lost]).run("hi")
+    twins = [Agent("twin", ScriptedModel([])), Agent("twin", ScriptedModel([]))]
+    one, other = (Agent(f"a{i}", ScriptedModel([]), handoffs=[t]) for i, t in enumerate(twins))
+    with pytest.raises(ValueError, match="two different agents named 'twin'"):
+        Agent("root", ScriptedModel([]), handoffs=[one, other]).run("hi")

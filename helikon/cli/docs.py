@@ -300,10 +300,11 @@ def _handoffs_section(targets: Sequence[HandoffTo]) -> list[str]:
     if not targets:
         return []
     lines = ["### Handoffs", "", "| tool | hands off to | purpose |", "|---|---|---|"]
-    lines += [f"| `{t.name}` | `{t.agent.name}` | {_cell(t.purpose)} |" for t in targets]
+    lines += [f"| `{t.name}` | `{t.agent_name}` | {_cell(t.purpose)} |" for t in targets]
     lines.append("")
     for target in targets:
-        lines += _tools_section(target.agent.tools, f"#### Tools of `{target.agent.name}`")
+        if not isinstance(target.agent, str):  # a target by name is documented where defined
+            lines += _tools_section(target.agent.tools, f"#### Tools of `{target.agent.name}`")
     return lines
 
 

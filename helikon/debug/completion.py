@@ -102,6 +102,6 @@ def tool_names(agent: AgentSpec, seen: set[int] | None = None) -> set[str]:
     names = {tool.name for tool in agent.tools}
     for target in agent.handoff_targets():
         names.add(target.name)
-        if id(target.agent) not in seen:
-            names |= tool_names(target.agent, seen)
+        if not isinstance(target.agent, str) and id(target.agent) not in seen:
+            names |= tool_names(target.agent, seen)  # a target by name is another's, met there
     return names

@@ -29,7 +29,8 @@ class Agent(AgentSpec):
             `ScriptedModel([...])`.
         instructions: the system instructions.
         tools: `Tool`s (from `@tool`), including agents as tools (`other.as_tool()`).
-        handoffs: agents (or `HandoffTo`) this agent may transfer control to.
+        handoffs: agents (or `HandoffTo`s, or agent names) this agent may transfer control
+            to; a name resolves when a run starts, among the agents reachable from it.
         output_type: a type (e.g. a pydantic model) the final answer must validate as.
         config: the default `RunConfig` for runs of this agent.
         chart: a compiled loop chart; helikon's default loop when None.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -81,7 +81,7 @@ from helikon.run.snapshot import (
     sign,
     snapshot_key,
 )
-from helikon.run.spec import AgentSpec
+from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.tools import ToolContext, execute_batch
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
@@ -123,6 +123,7 @@ class Run:
         depth: int = 0,
         usage: Usage = ZERO_USAGE,
         trace: TraceSink | None = None,
+        agents: Mapping[str, AgentSpec] | None = None,
     ) -> None:
         self.agent = agent
         self.config = config or agent.config
@@ -130,7 +131,11 @@ class Run:
         self.run_id = run_id or uuid.uuid4().hex
         self.depth = depth
         self.trace = trace
-        self.tools, self.handoffs = tools_and_handoffs(agent)
+        # The agents a handoff by name may reach: this run's, and its parent's when nested.
+        reachable = reachable_agents(agent)
+        self.agents = reachable if agents is None else joined(agents, reachable)
+        check_handoff_names(self.agents)
+        self.tools, self.handoffs = tools_and_handoffs(agent, self.agents)
         self.ctx = transition_ctx(agent, self.config, self.tools, self.handoffs)
         self.state: Any = initial_state(self.ctx, usage)
         self.conversation = Conversation()
@@ -502,10 +507,11 @@ class Run:
             run_id=run_id,
             depth=self.depth + 1,
             trace=self.trace,
+            agents=self.agents,
         )
 
     async def _hand_off(self, action: Handoff) -> AsyncIterator[AgentEvent]:
-        target = next(h.agent for h in self.handoffs.values() if h.agent.name == action.target)
+        target = next(h.target for h in self.handoffs.values() if h.agent_name == action.target)
         limit = self.config.max_agent_depth
         if self.depth + 1 > limit:
             error = MaxAgentDepthExceeded(limit, target.name)

@@ -23,18 +23,26 @@ def as_items(input: str | Sequence[Item]) -> tuple[Item, ...]:
     return tuple(input)
 
 
-def tools_and_handoffs(agent: AgentSpec) -> tuple[dict[str, Tool], dict[str, HandoffTo]]:
-    """Tools and handoffs by name, refusing any name used twice."""
+def tools_and_handoffs(
+    agent: AgentSpec, agents: Mapping[str, AgentSpec]
+) -> tuple[dict[str, Tool], dict[str, HandoffTo]]:
+    """Tools and handoffs by name, handoffs by agent name resolved in `agents`, refusing
+    any tool name used twice and any name no reachable agent has.
+
+    Raises:
+        ValueError: naming the agent and what is wrong.
+    """
     try:
         tools = tools_by_name(agent.tools)
+        targets = [target.resolve(agents) for target in agent.handoff_targets()]
     except ValueError as exc:
         raise ValueError(f"agent {agent.name!r}: {exc}") from None
     handoffs: dict[str, HandoffTo] = {}
-    for target in agent.handoff_targets():
+    for target in targets:
         name = target.name
         if name in tools or name in handoffs:
             raise ValueError(
-                f"agent {agent.name!r}: handoff tool {name!r} (to {target.agent.name!r}) "
+                f"agent {agent.name!r}: handoff tool {name!r} (to {target.agent_name!r}) "
                 "collides with another tool or handoff of the same name"
             )
         handoffs[name] = target
@@ -55,7 +63,7 @@ def transition_ctx(
         token_budget=config.token_budget,
         compaction_threshold=config.compaction_threshold,
         tools=policy.permissions(tools.values()),
-        handoffs={name: h.agent.name for name, h in handoffs.items()},
+        handoffs={name: h.agent_name for name, h in handoffs.items()},
         call_policy=policy.call_policy(tools.values()),
         output=OutputSpec.of(agent.output_type) if agent.output_type is not None else None,
         table=agent.chart or DEFAULT_TABLE,
