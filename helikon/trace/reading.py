@@ -197,7 +197,7 @@ class _Reader:
                 f"-{row.input_kind}-> {row.target}",
             )
         phases = (line.state_before.phase, line.input.kind, line.state_after.phase)
-        if phases != (row.source, row.input_kind, row.target):
+        if phases != (row.source, row.input_kind, row.target) and not _guardrail_refused(line):
             raise self.fail(
                 number,
                 f"state_before/input/state_after: {phases[0]} -{phases[1]}-> {phases[2]} is "
@@ -208,6 +208,19 @@ class _Reader:
         if self.header is None:
             raise TraceError(f"{self.name}: empty trace")
         return Trace(self.header, self.lines, self.charts, self.chart_of)
+
+
+def _guardrail_refused(line: TransitionTrace) -> bool:
+    """An output guardrail turned this completing step into a failure (the row went to
+    Done; the driver's guardrail made the outcome Failed, as the contract says)."""
+    error = getattr(line.state_after, "error", None)
+    kinds = ("guardrail_tripped", "guardrail_failed")
+    return (
+        line.row.target == "Done"
+        and line.state_after.phase == "Failed"
+        and getattr(error, "kind", None) in kinds
+        and getattr(error, "stage", None) == "output"
+    )
 
 
 def _numbered(source: str | Path | Iterable[str], name: str) -> Iterator[tuple[int, str]]:
