@@ -30,11 +30,14 @@ from helikon.core.context import (
 )
 from helikon.core.errors import (
     AgentError,
+    ApprovalHandlerFailed,
+    ApprovalNotBound,
     BudgetExceeded,
     Cancelled,
     ChartDefinitionError,
     EmptyModelResponse,
     FatalToolError,
+    GuardrailFailed,
     GuardrailTripped,
     HelikonError,
     InvalidStructuredOutput,
@@ -43,6 +46,7 @@ from helikon.core.errors import (
     ModelCallFailed,
     ModelError,
     ModelOutputTruncated,
+    NotInChart,
     RunError,
     TimedOut,
     ToolFailed,
@@ -112,7 +116,9 @@ from helikon.core.state import (
     TransitionOutcome,
 )
 from helikon.core.table import (
+    ChartData,
     Row,
+    TableNotRunnable,
     TransitionTable,
 )
 from helikon.core.tool_spec import (
@@ -173,6 +179,7 @@ from helikon.run.snapshot import (
     SnapshotMismatch,
 )
 from helikon.run.spec import (
+    AgentSpec,
     HandoffTo,
 )
 from helikon.tools import (
@@ -206,11 +213,14 @@ __all__ = [
     "AgentError",
     "AgentEvent",
     "AgentLoopChart",
+    "AgentSpec",
     "AgentUpdated",
     "ApplyingHandoff",
     "ApprovalDecision",
     "ApprovalDecisions",
+    "ApprovalHandlerFailed",
     "ApprovalMismatch",
+    "ApprovalNotBound",
     "ApprovalRequest",
     "ApprovalRequested",
     "AssistantMessage",
@@ -220,6 +230,7 @@ __all__ = [
     "CallingModel",
     "Cancel",
     "Cancelled",
+    "ChartData",
     "ChartDefinitionError",
     "Compacting",
     "CompactionSummary",
@@ -236,6 +247,7 @@ __all__ = [
     "FatalToolError",
     "FinalOutput",
     "Finalizing",
+    "GuardrailFailed",
     "GuardrailResult",
     "GuardrailTriggered",
     "GuardrailTripped",
@@ -263,6 +275,7 @@ __all__ = [
     "ModelSettings",
     "NeedsApproval",
     "NextAction",
+    "NotInChart",
     "OpenAIModel",
     "OutputGuardrail",
     "OutputSpec",
@@ -292,6 +305,7 @@ __all__ = [
     "Start",
     "StructuredOutputFailed",
     "SystemMessage",
+    "TableNotRunnable",
     "Terminate",
     "TimedOut",
     "TokenDelta",
