@@ -167,7 +167,7 @@ async def test_a_tool_receives_the_runs_context() -> None:
 
     (context,) = seen
     assert (context.run_id, context.call_id, context.agent) == ("run-7", "c1", "host")
-    assert context.idempotency_key == "run-7:c1"
+    assert context.idempotency_key == "run-7:2:c1"  # run, the step that ran the batch, call
     assert ToolOutputItem(ToolResult("c1", "hi ann")) in result.events
     assert "context" not in whoami.spec.parameters["properties"]
 

@@ -426,7 +426,7 @@ def test_an_agent_run_as_a_tool_nests_under_its_call(tmp_path: Path) -> None:
     call = tool_calls(view)["call_ask"]
     assert call.run is not None
     assert (call.run.agent, call.run.via, call.run.depth) == ("helper", "tool", 1)
-    assert call.run.run_id == "run-ask/call_ask"
+    assert call.run.run_id == "run-ask/2:call_ask"  # <run>/<step of the batch>:<call id>
     assert call.run.input == ("What is 6 x 7?",)
     assert call.run.outcome.text == "42, says the helper."
     assert call.result is not None and call.result.content == "42, says the helper."
@@ -434,7 +434,7 @@ def test_an_agent_run_as_a_tool_nests_under_its_call(tmp_path: Path) -> None:
     mermaid = trace_to_mermaid(view_trace := read_trace(tmp_path / "tool.jsonl"))
     assert "    tools->>a1: What is 6 x 7?" in mermaid
     assert "    a1-->>tools: done: 42, says the helper." in mermaid
-    assert 'id="run-run-ask-call_ask"' in trace_to_html(view_trace, svg=False)
+    assert 'id="run-run-ask-2-call_ask"' in trace_to_html(view_trace, svg=False)
 
 
 # ---------------------------------------------------------------- which chart

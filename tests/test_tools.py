@@ -197,10 +197,13 @@ async def test_tool_context_reaches_the_tool() -> None:
     assert result == ToolResult("c7", "hi tester run-1 c7 fake")
 
 
-def test_idempotency_key_is_run_id_and_call_id() -> None:
+def test_idempotency_key_is_run_id_seq_and_call_id() -> None:
     context = FACTORY(call("ping", call_id="call-9"))
-    assert context.idempotency_key == "run-1:call-9"
+    assert context.idempotency_key == "run-1:0:call-9"
     assert (context.run_id, context.call_id, context.agent) == ("run-1", "call-9", "tester")
+    # A model reusing a call id in a later turn gets another key: the step differs.
+    later = ToolContext("run-1", "call-9", "tester", None, seq=5)
+    assert later.idempotency_key == "run-1:5:call-9" != context.idempotency_key
 
 
 async def test_any_parameter_name_works_even_pydantic_reserved_ones() -> None:

@@ -122,6 +122,16 @@ class ApprovalHandlerFailed:
 
 
 @value
+class StoreFailed:
+    """The run store refused or failed a write (`reason` is the store error's kind, e.g.
+    LeaseLost when another driver took the run over): the run stops without writing more."""
+
+    reason: str
+    message: str
+    kind: Literal["store_failed"] = field(default="store_failed", init=False)
+
+
+@value
 class MaxAgentDepthExceeded:
     """A handoff or agent-as-tool would nest deeper than `max_agent_depth`."""
 
@@ -180,6 +190,7 @@ AgentError = Annotated[
     | GuardrailFailed
     | ApprovalNotBound
     | ApprovalHandlerFailed
+    | StoreFailed
     | MaxAgentDepthExceeded
     | ModelCallFailed
     | ToolFailed

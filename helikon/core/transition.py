@@ -107,6 +107,28 @@ def match_row(state: Any, inp: Any, ctx: TransitionCtx) -> Match:
     raise AssertionError("unreachable: a compiled table always ends in a fallback row")
 
 
+def matched_transition(state: Any, inp: Any, ctx: TransitionCtx) -> tuple[Match, TransitionOutcome]:
+    """`transition` and `match_row` in one pass: the row taken, with every guard checked,
+    and the outcome. Traces and run stores record both; each guard runs once."""
+    checked: list[tuple[str, bool]] = []
+    try:
+        rows = ctx.table.dispatch[state.phase][inp.kind]
+    except (KeyError, AttributeError):
+        raise not_in_chart(state, inp, ctx) from None
+    for compiled in rows:
+        holds = True
+        for ref, (guard, expected) in zip(compiled.row.guards, compiled.checks, strict=True):
+            value = bool(guard(state, inp, ctx))
+            checked.append((ref.name, value))
+            if value is not expected:
+                holds = False
+                break
+        if holds:
+            match = Match(compiled.row, tuple(checked))
+            return match, compiled.action(state, inp, ctx, compiled.target)
+    raise AssertionError("unreachable: a compiled table always ends in a fallback row")
+
+
 def initial_state(ctx: TransitionCtx, usage: Usage = ZERO_USAGE) -> Any:
     """The state a new run starts in: the chart's initial phase at turn 0."""
     return model_phase(ctx.table.initial, 0, usage)

@@ -7,7 +7,7 @@ trace_view). The view is a tree:
 - a `RunSection` per run (the root, a handoff's target, an agent run as a tool), holding
   its `Turn`s; a run nested in another hangs from the entry that started it (its
   `HandoffView` or `ToolCallView`), found by the run id the driver gives it
-  (`<parent>/<seq of the handoff transition>`, `<parent>/<call_id>`);
+  (`<parent>/<seq of the handoff transition>`, `<parent>/<seq of the batch>:<call_id>`);
 - a `Turn` per `TurnStarted`: the rows taken (`Step`s, whose phases make the turn's phase
   path) and its entries in stream order: model calls, messages, tool calls with their
   results, approvals, handoffs, guardrails, repairs, errors;
@@ -190,7 +190,7 @@ class _Index:
             return None
         return self.section(run_id, depth, via, agent)
 
-    def tool_call(self, run_id: str, call: ToolCall, depth: int) -> ToolCallView:
+    def tool_call(self, run_id: str, call: ToolCall, depth: int, seq: int = 0) -> ToolCallView:
         result = self.results.get((run_id, call.call_id))
         outcome = None
         if result is not None:
@@ -205,8 +205,20 @@ class _Index:
             outcome,
             self.denials.get((run_id, call.call_id)),
             self.approval(run_id, call) if (run_id, call.call_id) in self.requested else None,
-            self.child(f"{run_id}/{call.call_id}", depth + 1, "tool", call.name),
+            self.child(self.tool_run(run_id, call.call_id, seq), depth + 1, "tool", call.name),
         )
+
+    def tool_run(self, run_id: str, call_id: str, seq: int) -> str:
+        """The run of an agent called as a tool: `<run>/<seq>:<call_id>`, the seq being the
+        step that ran the batch (at or after the step that asked for the call)."""
+        prefix, suffix = f"{run_id}/", f":{call_id}"
+        found: list[tuple[int, str]] = []
+        for candidate in self.lines:
+            if candidate.startswith(prefix) and candidate.endswith(suffix):
+                step = candidate[len(prefix) : -len(suffix)]
+                if step.isdigit() and int(step) >= seq:
+                    found.append((int(step), candidate))
+        return min(found)[1] if found else f"{run_id}/{call_id}"
 
     def approval(self, run_id: str, call: ToolCall) -> ApprovalView:
         decision = self.decisions.get((run_id, call.call_id))
@@ -316,7 +328,8 @@ class _SectionBuilder:
         elif isinstance(event, ToolCallItem):
             self.calls.add(event.item.call_id)
             if not self.is_handoff_call(event.item.call_id):
-                entries.append(self.index.tool_call(self.run_id, event.item, self.depth))
+                seq = self.line.seq if self.line is not None else 0
+                entries.append(self.index.tool_call(self.run_id, event.item, self.depth, seq))
         elif isinstance(event, HandoffItem):
             entries.append(self.handoff(event))
         elif isinstance(event, ApprovalRequested):

@@ -37,6 +37,8 @@ class ModelInput:
         tools: the tools offered; empty when `request.tools` is false.
         request: what the loop asks for (purpose, response format, repair errors, prompt).
         settings: sampling settings, passed through.
+        calls_before: model calls the run made before this one (its records show them
+            when it resumed in another process: a scripted model continues after them).
     """
 
     instructions: str
@@ -44,6 +46,7 @@ class ModelInput:
     tools: tuple[ToolSpec, ...] = ()
     request: ModelRequest = field(default_factory=lambda: ModelRequest("turn"))
     settings: ModelSettings = field(default_factory=ModelSettings)
+    calls_before: int = 0
 
 
 @value

@@ -52,14 +52,21 @@ class ScriptedModel:
     Each turn is a `str` (a text answer), a list of items (`AssistantMessage`, `ToolCall`,
     `Reasoning`), a `ScriptedTurn`, or a callable that takes the `ModelInput` and returns one
     of these. `requests` records every `ModelInput` received. Running out of turns raises
-    `ModelError` with reason "exhausted".
+    `ModelError` with reason "exhausted". A run resumed from a store in another process tells
+    its model how many calls it made (`ModelInput.calls_before`): a fresh scripted model
+    continues at that turn.
     """
 
     turns: Sequence[Turn]
     requests: list[ModelInput] = field(default_factory=list)
+    skipped: int = 0
 
     async def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]:
-        position = len(self.requests)
+        if not self.requests and request.calls_before > self.skipped:
+            # A run resumed in a fresh process: its first calls were made before the crash,
+            # by another copy of this model; continue after them.
+            self.skipped = request.calls_before
+        position = len(self.requests) + self.skipped
         self.requests.append(request)
         if position >= len(self.turns):
             raise ModelError(

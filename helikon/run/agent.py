@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
+from helikon.durable.store import RunStore
+from helikon.durable.views import Session
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming, open_trace
@@ -49,6 +51,8 @@ class Agent(AgentSpec):
         config: RunConfig | None = None,
         run_id: str | None = None,
         trace: TraceSink | str | Path | None = None,
+        store: RunStore | None = None,
+        session: Session | None = None,
     ) -> RunResultStreaming:
         """Start a run; iterate the result for its events, or `await result.collect()`.
 
@@ -57,16 +61,31 @@ class Agent(AgentSpec):
             context: carries `deps` to tools, guardrails and approval handlers.
             config: limits for this run (default: the agent's `config`), its `timeout`
                 included: past it the run fails with `TimedOut`, as with `Runner`.
-            run_id: the run's id (default: a fresh random one).
+            run_id: the run's id (default: a fresh random one); with `store`, a new run's.
             trace: a trace sink, or a path to write the run's JSONL trace to.
+            store: a run store (`SqliteRunStore`, `open_store(url)`): every step is
+                committed before its effect starts, so the run resumes after a crash
+                (`agent.resume(run_id, store=store)`). Without it the run is ephemeral.
+            session: conversation memory (`store.session(id)`): the run starts from the
+                session's items and adds its own when it ends.
 
         Raises:
             ValueError: the agent cannot start (e.g. two tools share a name).
         """
         sink, owned = open_trace(trace)
-        run = Run(self, input=input, context=context, config=config, run_id=run_id, trace=sink)
+        run = Run(
+            self,
+            input=input,
+            context=context,
+            config=config,
+            run_id=run_id,
+            trace=sink,
+            store=store,
+            session=session,
+        )
         return RunResultStreaming(run, timeout=run.config.timeout, closing=owned)
 
+    @overload
     def resume(
         self,
         snapshot: RunSnapshot,
@@ -75,26 +94,79 @@ class Agent(AgentSpec):
         context: RunContext[Any] | None = None,
         config: RunConfig | None = None,
         trust_unsigned: bool = False,
-    ) -> RunResultStreaming:
-        """Continue a run from `snapshot`, e.g. one suspended for approval, with `decisions`.
+    ) -> RunResultStreaming: ...
+    @overload
+    def resume(
+        self,
+        snapshot: str,
+        decisions: Sequence[ApprovalDecision] = (),
+        *,
+        store: RunStore,
+        context: RunContext[Any] | None = None,
+        config: RunConfig | None = None,
+        force: bool = False,
+        trace: TraceSink | str | Path | None = None,
+    ) -> RunResultStreaming: ...
 
-        Decide on the requests the suspension gave (`result.pending`, `RunSuspended.pending`:
-        `request.approve()` / `.reject()`), which bind to this run and this suspension. A
-        snapshot is resumed once in a process. `config` (default: the agent's) limits the
-        continuation and holds the key the snapshot was signed with (`snapshot_key`); its
-        `timeout` counts from the resumed stream's start.
+    def resume(
+        self,
+        snapshot: RunSnapshot | str,
+        decisions: Sequence[ApprovalDecision] = (),
+        *,
+        store: RunStore | None = None,
+        context: RunContext[Any] | None = None,
+        config: RunConfig | None = None,
+        trust_unsigned: bool = False,
+        force: bool = False,
+        trace: TraceSink | str | Path | None = None,
+    ) -> RunResultStreaming:
+        """Continue a run: from a `RunSnapshot`, or from a run store by run id.
+
+        From a snapshot, e.g. one suspended for approval: decide on the requests the
+        suspension gave (`result.pending`, `RunSuspended.pending`: `request.approve()` /
+        `.reject()`), which bind to this run and this suspension; a snapshot is resumed
+        once in a process, and its signature is checked with `config.snapshot_key`.
+
+        From a store (`agent.resume("inv-1042", store=store)`): the run continues at its
+        last committed step, in any process; tool calls that finished are not run again,
+        and a call in flight at a crash is run again only if its tool is `read_only` or
+        `idempotent` (else the model gets an "interrupted" result). Decisions are spent
+        once across processes (`store.pending(run_id)` gives the requests to decide).
 
         Args:
             trust_unsigned: resume a snapshot without a signature (one you built or stored
                 yourself); a snapshot whose signature does not match is always refused.
+            force: take the run's lease now, when its owner is known to be dead (else a
+                live lease is refused with `RunLeased` until it expires).
 
         Raises:
+            TypeError: a run id without `store`.
             ApprovalMismatch: a decision is for a call that is not pending, for other
                 arguments, for another run or suspension, or two decisions name one call.
-            SnapshotMismatch: the snapshot was taken from another agent or chart, is unsigned
-                or mis-signed, holds a state the policy could not produce, ended already, or
-                was resumed before.
+            SnapshotMismatch: another agent, chart, tool set or format; unsigned or
+                mis-signed; a state the policy could not produce; a run that ended; a
+                snapshot resumed before.
+            RunNotFound, StoreCorrupt: (from a store) no such run, or rows that do not check.
         """
+        if isinstance(snapshot, str):
+            if store is None:
+                raise TypeError(
+                    f"agent.resume({snapshot!r}) names a stored run: give the store it is in "
+                    "(store=...), or pass a RunSnapshot"
+                )
+            sink, owned = open_trace(trace)
+            stored = store.get(snapshot)
+            run = Run.from_stored(
+                self,
+                store,
+                stored,
+                decisions,
+                force=force,
+                context=context,
+                config=config,
+                trace=sink,
+            )
+            return RunResultStreaming(run, timeout=run.config.timeout, closing=owned)
         run = Run.from_snapshot(
             self,
             snapshot,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +33,12 @@ class RunConfig:
         snapshot_key: the key snapshots are signed and checked with (HMAC-SHA256); None
             takes $HELIKON_SNAPSHOT_KEY, else a random key of this process (so a snapshot
             resumes in the process that took it). Never shown in a repr.
+        redact: applied to every text a run store or a trace writes (message and result
+            contents, tool arguments); the default writes all. A run resumed from a store
+            continues with what was written, and a call whose stored arguments were redacted
+            is not run again.
+        lease_seconds: how long a run's lease in a store lasts without renewal (it renews
+            every third of that); a crashed owner's run can be resumed after it.
     """
 
     max_turns: int = 16
@@ -43,6 +50,8 @@ class RunConfig:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)
     snapshot_key: bytes | str | None = field(default=None, repr=False)
+    redact: Callable[[str], str] | None = None
+    lease_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         _at_least("max_turns", self.max_turns, 1)
@@ -50,6 +59,10 @@ class RunConfig:
         _at_least("max_agent_depth", self.max_agent_depth, 0)
         _at_least("token_budget", self.token_budget, 1)
         _at_least("compaction_threshold", self.compaction_threshold, 1)
+        if type(self.lease_seconds) not in (int, float) or not 0 < self.lease_seconds < 1e9:
+            raise ValueError(
+                f"RunConfig.lease_seconds must be positive, got {self.lease_seconds!r}"
+            )
         if self.timeout is not None and (
             type(self.timeout) not in (int, float) or not 0 < self.timeout < float("inf")
         ):

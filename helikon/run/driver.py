@@ -2,9 +2,13 @@
 
 Theory of operation: a run holds (state, conversation, next input). `advance()` is one step:
 apply `transition(state, input, ctx)`, append its items, emit its events, then perform its
-`NextAction` (call the model, run tools, ask for approval, hand off), which yields the next
-input. Every event of the stream comes from a step, so the stream, `collect()`, the durable
-runners and the debugger all share this one engine.
+`NextAction` (call the model, run tools, ask for approval, hand off: `helikon.run.effects`),
+which yields the next input. Every event of the stream comes from a step, so the stream,
+`collect()`, the run store and the debugger all share this one engine.
+
+With a run store (`store=`), each transition is committed to the run's journal before the
+effect it asks for starts, under the run's lease; a run resumed from the store continues at
+its last committed step (`Run.from_stored`).
 
 Cancellation and timeouts stop the effect in flight (tasks of a tool batch are cancelled and
 awaited, so none outlives the run) and are fed back as `Cancel` / `Fail(TimedOut)` inputs:
@@ -14,64 +18,43 @@ the chart decides what a cancelled run looks like, as it decides everything else
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.errors import (
-    Cancelled,
-    FatalToolError,
-    GuardrailTripped,
-    MaxAgentDepthExceeded,
-    ModelCallFailed,
-    ModelError,
-    TimedOut,
-    ToolFailed,
-)
-from helikon.core.events import (
-    TERMINAL_EVENTS,
-    AgentEvent,
-    AgentUpdated,
-    GuardrailTriggered,
-    ReasoningDelta,
-    RunStarted,
-    RunSuspended,
-    TokenDelta,
-    ToolCallDelta,
-)
-from helikon.core.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage
+from helikon.core.codec import dumps
+from helikon.core.errors import TimedOut
+from helikon.core.events import AgentEvent, RunFailed, RunStarted
+from helikon.core.items import ZERO_USAGE, Item, Usage
 from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
-    AwaitApproval,
-    CallModel,
     Cancel,
-    ExecuteTools,
     Fail,
-    Handoff,
-    HandoffResult,
+    Failed,
     NeedsApproval,
     NextAction,
     Start,
-    ToolResults,
     TransitionOutcome,
 )
-from helikon.core.tool_spec import ToolSpec
-from helikon.core.transition import initial_state, pending_action, transition
-from helikon.models.base import (
-    ModelInput,
-    ReasoningChunk,
-    ResponseAssembler,
-    TextChunk,
-    ToolCallChunk,
+from helikon.core.transition import (
+    Match,
+    initial_state,
+    matched_transition,
+    pending_action,
+    transition,
 )
-from helikon.run.approvals import ask_handler
+from helikon.durable.records import RunHeader, RunNotFound, StoredRun, StoreError
+from helikon.durable.store import RunStore
+from helikon.durable.views import Session
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.guardrails import checked_output, tripped_input
-from helikon.run.prepare import as_items, tool_specs, tools_and_handoffs, transition_ctx
+from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
+from helikon.run.guardrails import checked_output
+from helikon.run.journal import Journal, owner_id, status_of, toolset_digest
+from helikon.run.prepare import as_items, tools_and_handoffs, transition_ctx
 from helikon.run.snapshot import (
     ApprovalMismatch,
     RunSnapshot,
@@ -82,34 +65,22 @@ from helikon.run.snapshot import (
     snapshot_key,
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
-from helikon.tools import ToolContext, execute_batch
+from helikon.run.stored import check_identity, fold
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
-
-@dataclass(frozen=True, slots=True)
-class RunToolContext(ToolContext[Any]):
-    """The `ToolContext` a run gives its tools: also the run itself, for agents as tools.
-
-    `spent` collects the usage of sub-agents run as tools; it counts toward this run.
-    """
-
-    run: Run | None = None
-    spent: list[Usage] = field(default_factory=list)
+__all__ = ["Run", "RunToolContext"]
 
 
-class _Stopped(BaseException):
-    """Internal: the effect in flight was stopped by `cancel()` or the deadline."""
-
-
-class Run:
+class Run(RunEffects):
     """One run of an agent: its state, its conversation, and the step that advances it.
 
     Build one with `agent.run(...)` (wrapped in a `RunResultStreaming`), or directly to step
     it yourself: `await run.step()` applies one transition and performs its action.
 
     Its `trace` sink is kept behind a `GuardedSink`: a sink that raises is reported once and
-    dropped, and never fails the run.
+    dropped, and never fails the run. With `store`, every step is committed to the store
+    before its effect starts (see `helikon.run.journal`).
     """
 
     def __init__(
@@ -124,6 +95,9 @@ class Run:
         usage: Usage = ZERO_USAGE,
         trace: TraceSink | None = None,
         agents: Mapping[str, AgentSpec] | None = None,
+        store: RunStore | None = None,
+        parent_run_id: str | None = None,
+        session: Session | None = None,
     ) -> None:
         self.agent = agent
         self.config = config or agent.config
@@ -140,16 +114,25 @@ class Run:
         self.state: Any = initial_state(self.ctx, usage)
         self.conversation = Conversation()
         self.seq = 0
-        self.next_input: Any = Start(as_items(input))
+        remembered = session.items() if session is not None else ()
+        self.next_input: Any = Start((*remembered, *as_items(input)))
         self.pending: NextAction | None = None
         self.suspended = False
         self.started = False
+        self.store = store
+        self.parent_run_id = parent_run_id
+        self.session = session
+        self.session_items = len(remembered)
+        self.journal: Journal | None = None
+        self.model_calls = 0
+        self._resuming: tuple[StoredRun, bool, tuple[ApprovalDecision, ...]] | None = None
+        self._settled = False
         self._stop: Any = None
         self._waiting: asyncio.Task[Any] | None = None
         self._child: Run | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._guarded_input = False
-        self._specs: tuple[ToolSpec, ...] | None = None
+        self._specs = None
 
     @classmethod
     def from_snapshot(
@@ -200,6 +183,57 @@ class Run:
         run.next_input = ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input
         run.started = True
         run._guarded_input = True
+        return run
+
+    @classmethod
+    def from_stored(
+        cls,
+        agent: AgentSpec,
+        store: RunStore,
+        stored: StoredRun,
+        decisions: Sequence[ApprovalDecision] = (),
+        *,
+        force: bool = False,
+        context: RunContext[Any] | None = None,
+        config: RunConfig | None = None,
+        trace: TraceSink | None = None,
+        depth: int = 0,
+        agents: Mapping[str, AgentSpec] | None = None,
+    ) -> Run:
+        """A run that continues a stored run at its last committed step.
+
+        The run's lease is claimed, and the decisions spent, when it first steps (a second
+        driver is refused then, with `RunLeased`; a decision spent before, with
+        `DecisionSpent`).
+
+        Raises:
+            SnapshotMismatch: another agent, chart, tool set or record format, a run that
+                ended, or a state the policy could not have produced.
+            ApprovalMismatch: a decision does not bind to the suspension the run waits at.
+        """
+        header = stored.header
+        session = store.session(header.session_id) if header.session_id else None
+        run = cls(
+            agent,
+            context=context,
+            config=config,
+            run_id=header.run_id,
+            depth=depth,
+            trace=trace,
+            agents=agents,
+            store=store,
+            parent_run_id=header.parent_run_id,
+        )
+        run.session, run.session_items = session, header.session_items
+        check_identity(stored, agent.name, run.ctx.table.digest, toolset_digest(run._tool_specs()))
+        folded = fold(stored, run.ctx, decisions)
+        run.state, run.seq = folded.state, folded.seq
+        run.conversation = Conversation(folded.conversation)
+        run.model_calls = folded.model_calls
+        run.next_input = ApprovalDecisions(folded.decided) if folded.decided else None
+        run.started = True
+        run._guarded_input = folded.model_calls > 0
+        run._resuming = (stored, force, tuple(decisions))
         return run
 
     # ------------------------------------------------------------ reading the run
@@ -257,25 +291,34 @@ class Run:
     async def advance(self) -> AsyncIterator[AgentEvent]:
         """One step, streaming its events as they happen: `apply()`, then `perform()`.
 
-        A new run's first step begins with `RunStarted` (and its trace's header).
+        A new run's first step begins with `RunStarted` (and its trace's header); with a
+        store, the run is created (or its lease claimed, when resumed) before that.
         """
-        if not self.started:
-            self.started = True
-            if self.trace is not None:
-                self.trace.started(self)
-            yield self._effect(RunStarted(self.agent.name, self.run_id))
+        async for event in self._begin():
+            yield event
         if self.next_input is None:
             if self.finished or self.suspended:
                 return
             async for event in self.perform():
                 yield event
             if self.next_input is None:
+                await self._settle()
                 return
         for event in await self.apply():
             yield event
         if not self.finished:
             async for event in self.perform():
                 yield event
+        await self._settle()
+
+    async def _begin(self) -> AsyncIterator[AgentEvent]:
+        if self.store is not None and self.journal is None and not self._settled:
+            await self.open_journal()
+        if not self.started:
+            self.started = True
+            if self.trace is not None:
+                self.trace.started(self)
+            yield self._effect(RunStarted(self.agent.name, self.run_id))
 
     async def apply(self) -> tuple[AgentEvent, ...]:
         """Apply the input already observed (`next_input`): one transition; its events.
@@ -286,18 +329,25 @@ class Run:
         if self.next_input is None:
             raise RuntimeError("no input to apply: perform() the pending action first")
         inp, self.next_input = self.next_input, None
-        outcome = transition(self.state, inp, self.ctx)
+        match, outcome = self._transition(inp)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
             try:
                 outcome = await self._wait(
                     checked_output(self.agent.output_guardrails, outcome, self.context)
                 )
-            except _Stopped:  # cancelled while the guardrail ran: the run does not complete,
-                inp = _landed(self._stop, inp)  # but the answer it checked was paid for
-                outcome = transition(self.state, inp, self.ctx)
-        self._apply(inp, outcome)
+            except Stopped:  # cancelled while the guardrail ran: the run does not complete,
+                inp = landed(self._stop, inp)  # but the answer it checked was paid for
+                match, outcome = self._transition(inp)
+        self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
+        if self.journal is not None and match is not None:
+            return await self._commit(inp, match, outcome)
         return outcome.events
+
+    def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+        if self.trace is None and self.journal is None:  # nothing records the row
+            return None, transition(self.state, inp, self.ctx)
+        return matched_transition(self.state, inp, self.ctx)
 
     async def perform(self) -> AsyncIterator[AgentEvent]:
         """Perform the pending action (call the model, run tools, ...); its result becomes
@@ -311,21 +361,156 @@ class Run:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
         the state, the appends and the seq advance as if `apply()` had computed it."""
         self.next_input = None
-        self._apply(inp, outcome)
+        self._apply(inp, outcome, None)
         self.pending = None if self.finished else outcome.next_action
 
-    def _apply(self, inp: Any, outcome: TransitionOutcome) -> None:
+    def _apply(self, inp: Any, outcome: TransitionOutcome, match: Match | None) -> None:
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
         if self.trace is not None:
-            self.trace.transition(self, TransitionRecord(self.seq, before, inp, outcome))
+            record = TransitionRecord(self.seq, before, inp, outcome, match)
+            self.trace.transition(self, record)
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
-        """An event an effect produced (not a transition): traced, then streamed."""
+        """An event an effect produced (not a transition): traced, kept, then streamed."""
         if self.trace is not None:
             self.trace.effect(self, event)
+        if self.journal is not None:
+            self.journal.effect(self.seq, event)
         return event
+
+    # ------------------------------------------------------------ the run store
+
+    async def open_journal(self) -> None:
+        """Create the run in its store, or claim a stored run's lease and spend the
+        decisions it resumes with.
+
+        Raises:
+            StoreError: `RunExists`, `RunLeased`, `DecisionSpent`, or the store failed.
+        """
+        assert self.store is not None
+        store, owner, redact = self.store, owner_id(), self.config.redact
+        if self._resuming is not None:
+            stored, force, decisions = self._resuming
+            lease = await store.claim(self.run_id, owner, self._lease_seconds(), force=force)
+            self.journal = Journal.resumed(store, stored, lease, redact)
+            if decisions:
+                await self.journal.decide(self.seq, decisions)
+        else:
+            table = self.ctx.table
+            header = RunHeader(
+                self.run_id,
+                self.agent.name,
+                table.name,
+                table.digest,
+                toolset_digest(self._tool_specs()),
+                self.parent_run_id,
+                self.session.session_id if self.session is not None else None,
+                session_items=self.session_items,
+            )
+            lease = await store.create(header, dumps(table.data()), owner, self._lease_seconds())
+            self.journal = Journal(store, self.run_id, lease, redact=redact)
+        self.journal.keep_alive(self._lease_lost)
+
+    def _lease_seconds(self) -> float:
+        return self.config.lease_seconds
+
+    def _lease_lost(self, error: Exception) -> None:
+        if isinstance(error, StoreError):
+            self._halt(Fail(store_failed(error)))
+
+    async def _commit(
+        self, inp: Any, match: Match, outcome: TransitionOutcome
+    ) -> tuple[AgentEvent, ...]:
+        """Commit the step just applied; when the store refuses, the run stops here."""
+        assert self.journal is not None
+        try:
+            await self.journal.step(self.seq, inp, match, outcome, self.suspended)
+        except StoreError as exc:
+            self.journal.lost = exc
+            error = store_failed(exc)
+            self.state = Failed(error, self.usage)
+            self.pending = None
+            return (RunFailed(error),)
+        return outcome.events
+
+    async def _settle(self) -> None:
+        """When the run ended or suspended: close its journal, and add what the run said to
+        its session once it ended."""
+        if self._settled or not (self.finished or self.suspended):
+            return
+        self._settled = True
+        if self.journal is not None:
+            # The stream's end is decided; if the store fails now, the lease just expires.
+            with contextlib.suppress(StoreError):
+                await self.journal.close(status_of(self.state.phase, self.suspended))
+        if self.session is not None and self.finished:
+            items = self.conversation.items()[self.session_items :]
+            self.session.add(items, self.run_id)
+
+    async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
+        """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as
+        a tool): resumed where it stopped when the store holds it, else a new `child`."""
+        if self.store is not None:
+            try:
+                stored = await self.store.load(run_id)
+            except RunNotFound:
+                stored = None
+            if stored is not None and stored.records:
+                return await self._resume_child(agent, stored)
+        child = self.child(agent, input, run_id)
+        if child.store is not None:
+            await child.open_journal()
+        return child
+
+    async def _resume_child(self, agent: AgentSpec, stored: StoredRun) -> Run:
+        assert self.store is not None
+        head = stored.records[-1].state_after
+        if head.phase in TERMINAL_PHASES:  # it ended before the crash: keep its outcome
+            child = self.child(agent, (), stored.header.run_id)
+            child.store, child.state, child.started = None, head, True
+            child.seq = stored.records[-1].seq
+            return child
+        child = Run.from_stored(
+            agent,
+            self.store,
+            stored,
+            force=True,  # this run holds the parent's lease: the child's owner is gone
+            context=self.context,
+            config=self._child_config(),
+            trace=self.trace,
+            depth=self.depth + 1,
+            agents=self.agents,
+        )
+        await child.open_journal()
+        return child
+
+    def child(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
+        """A run of `agent` nested in this one (a handoff target, an agent as a tool): one
+        level deeper, same context, trace and store, and only the token budget this run has
+        left, so nesting never resets turns, budget or permissions."""
+        return Run(
+            agent,
+            input=input,
+            context=self.context,
+            config=self._child_config(),
+            run_id=run_id,
+            depth=self.depth + 1,
+            trace=self.trace,
+            agents=self.agents,
+            store=self.store,
+            parent_run_id=self.run_id if self.store is not None else None,
+        )
+
+    def _child_config(self) -> RunConfig:
+        config = self.config
+        if config.token_budget is not None:
+            left = max(config.token_budget - self.usage.total_tokens, 1)
+            config = config.with_token_budget(left)
+        return config
+
+    # ------------------------------------------------------------ stopping
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run: the effect in flight is cancelled and the run fails with Cancelled."""
@@ -357,7 +542,7 @@ class Run:
             close = getattr(awaitable, "close", None)
             if close is not None:
                 close()  # never started: close it rather than leave it unawaited
-            raise _Stopped
+            raise Stopped
         task = asyncio.current_task()
         self._waiting = task
         try:
@@ -366,200 +551,6 @@ class Run:
             if self._stop is None or task is None:
                 raise
             task.uncancel()
-            raise _Stopped from None
+            raise Stopped from None
         finally:
             self._waiting = None
-
-    # ------------------------------------------------------------ effects
-
-    async def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
-        try:
-            if isinstance(action, CallModel):
-                async for event in self._call_model(action):
-                    yield event
-            elif isinstance(action, ExecuteTools):
-                self.next_input = await self._execute_tools(action)
-            elif isinstance(action, AwaitApproval):
-                async for event in self._await_approval(action):
-                    yield event
-            elif isinstance(action, Handoff):
-                async for event in self._hand_off(action):
-                    yield event
-        except _Stopped:
-            self.next_input = self._stop
-        if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
-            # A stop requested while the effect completed wins, keeping what it finished.
-            self.next_input = _landed(self._stop, self.next_input)
-
-    async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
-        if not self._guarded_input:
-            self._guarded_input = True
-            async for event in self._check_input():
-                yield event
-            if self.next_input is not None:  # a guardrail tripped or failed: no model call
-                return
-        request = ModelInput(
-            self.agent.instructions,
-            self.conversation.window(),
-            self._tool_specs() if action.request.tools else (),
-            action.request,
-            self.config.model_settings,
-        )
-        async for delta in self._stream(request):
-            yield delta
-
-    async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent]:
-        """One model call: its deltas as they arrive, then its response (or failure) as
-        the next input."""
-        assembler = ResponseAssembler()
-        chunks = self.agent.model.stream(request)
-        try:
-            while True:
-                try:
-                    chunk = await self._wait(anext(chunks))
-                except StopAsyncIteration:
-                    break
-                assembler.add(chunk)
-                event = _delta_event(chunk)
-                if event is not None:
-                    yield self._effect(event)
-        except ModelError as exc:  # a failed call still counts what it spent
-            spent = exc.usage if exc.usage is not None else assembler.usage
-            self.next_input = Fail(exc.error, (), spent)
-            return
-        except (_Stopped, asyncio.CancelledError):
-            raise
-        except Exception as exc:  # a model adapter's bug must not crash the run
-            failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
-            self.next_input = Fail(failure, (), assembler.usage)
-            return
-        finally:
-            close = getattr(chunks, "aclose", None)
-            if close is not None:
-                await close()
-        self.next_input = assembler.response(self.agent.name)
-
-    async def _check_input(self) -> AsyncIterator[AgentEvent]:
-        """Run the input guardrails once, before the first model call."""
-        items = self.conversation.items()
-        tripped = await self._wait(tripped_input(self.agent.input_guardrails, items, self.context))
-        if isinstance(tripped, GuardrailTripped):
-            yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
-        if tripped is not None:
-            self.next_input = Fail(tripped)
-
-    def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        if self._specs is None:  # built once per run, on the first call that offers tools
-            self._specs = tool_specs(self.tools, self.handoffs)
-        return self._specs
-
-    async def _execute_tools(self, action: ExecuteTools) -> Any:
-        spent: list[Usage] = []
-
-        def context_for(call: ToolCall) -> ToolContext[Any]:
-            deps = self.context.deps
-            return RunToolContext(self.run_id, call.call_id, self.agent.name, deps, self, spent)
-
-        finished: list[ToolResult] = []
-
-        async def keep(call: ToolCall, result: ToolResult) -> None:
-            finished.append(result)
-
-        try:
-            results = await self._wait(
-                execute_batch(
-                    action.calls,
-                    self.tools,
-                    context_for,
-                    self.config.parallel_tool_call_limit,
-                    on_result=keep,
-                )
-            )
-        except FatalToolError as exc:
-            error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
-            return Fail(error, tuple(finished), sum(spent, ZERO_USAGE))
-        except _Stopped:  # calls that finished keep their results and what they spent
-            return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
-        return ToolResults(tuple(results), sum(spent, ZERO_USAGE))
-
-    async def _await_approval(self, action: AwaitApproval) -> AsyncIterator[AgentEvent]:
-        handler = self.agent.on_approval
-        pending = tuple(request.bound(self.run_id, self.seq) for request in action.pending)
-        if handler is None:
-            self.suspended = True
-            yield self._effect(RunSuspended(pending))
-            return
-        self.next_input = await ask_handler(handler, pending, self.context, self._wait)
-
-    def child(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
-        """A run of `agent` nested in this one (a handoff target, an agent as a tool): one
-        level deeper, same context and trace, and only the token budget this run has left,
-        so nesting never resets turns, budget or permissions."""
-        config = self.config
-        if config.token_budget is not None:
-            left = max(config.token_budget - self.usage.total_tokens, 1)
-            config = config.with_token_budget(left)
-        return Run(
-            agent,
-            input=input,
-            context=self.context,
-            config=config,
-            run_id=run_id,
-            depth=self.depth + 1,
-            trace=self.trace,
-            agents=self.agents,
-        )
-
-    async def _hand_off(self, action: Handoff) -> AsyncIterator[AgentEvent]:
-        target = next(h.target for h in self.handoffs.values() if h.agent_name == action.target)
-        limit = self.config.max_agent_depth
-        if self.depth + 1 > limit:
-            error = MaxAgentDepthExceeded(limit, target.name)
-            self.next_input = HandoffResult(None, error)
-            return
-        child = self.child(target, self.conversation.items(), f"{self.run_id}/{self.seq}")
-        child.started = True
-        self._child = child
-        yield self._effect(AgentUpdated(target.name))
-        try:
-            async for event in child.stream():
-                if event.type not in TERMINAL_EVENTS:
-                    yield event
-        finally:
-            self._child = None
-        self.next_input = _handoff_result(child)
-
-    # ------------------------------------------------------------ guardrails
-
-
-def _delta_event(chunk: Any) -> AgentEvent | None:
-    if type(chunk) is TextChunk:
-        return TokenDelta(chunk.text)
-    if type(chunk) is ToolCallChunk:
-        return ToolCallDelta(chunk.call_id, chunk.arguments_delta, chunk.name)
-    if type(chunk) is ReasoningChunk:
-        return ReasoningDelta(chunk.text)
-    return None
-
-
-def _landed(stop: Cancel | Fail, observed: Any) -> Cancel | Fail:
-    """`stop` as the input in place of the `observed` outcome of an effect it cut short:
-    a finished tool batch keeps its results, and whatever the effect spent (a model call,
-    sub-agents, a handoff target) still counts."""
-    spent = getattr(observed, "usage", ZERO_USAGE)
-    if isinstance(observed, ToolResults):
-        return replace(stop, results=observed.results, usage=stop.usage + spent)
-    return replace(stop, usage=stop.usage + spent)
-
-
-def _handoff_result(child: Run) -> HandoffResult:
-    state = child.state
-    if state.phase == "Done":
-        return HandoffResult(state.output, None, state.output.usage)
-    if state.phase == "Failed":
-        return HandoffResult(None, state.error, state.usage)
-    reason = (
-        f"handoff target {child.agent.name!r} waited for approval; a handoff cannot suspend: "
-        "give the target an on_approval handler"
-    )
-    return HandoffResult(None, Cancelled(reason), state.usage)

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from helikon.core.errors import FatalToolError, MaxAgentDepthExceeded, RunError
+from helikon.core.items import FinalOutput
+from helikon.durable.records import StoreError
 from helikon.run.driver import Run, RunToolContext
 from helikon.run.results import RunResultStreaming
 from helikon.run.spec import AgentSpec
@@ -29,25 +31,45 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
                 f"{agent.name} would run at depth {depth}",
                 error=MaxAgentDepthExceeded(config.max_agent_depth, agent.name),
             )
-        run_id = f"{context.run_id}/{context.call_id}"
-        if parent is not None:
-            child = parent.child(agent, input, run_id)
+        # The step's seq keeps two calls that reuse a call id in different turns apart.
+        run_id = f"{context.run_id}/{context.seq}:{context.call_id}"
+        child: Any
+        if parent is not None:  # resumed where it stopped when the run's store holds it
+            try:
+                child = await parent.nested(agent, input, run_id)
+            except StoreError as exc:
+                return f"error: {agent.name} cannot run: {exc}"
         else:  # the tool called outside a run: a run of its own, one level down
             child = Run(agent, input=input, config=config, run_id=run_id, depth=depth)
         try:
-            result = await RunResultStreaming(child).collect()
+            output = await _output(child)
         except RunError as exc:
             return f"error: {agent.name} failed: {exc}"
         finally:
             if isinstance(context, RunToolContext):
                 context.spent.append(child.usage)
-        if result.output is not None and result.output.value is not None:
-            return json.dumps(result.output.value)
-        return result.final_output or ""
+        if output is None:
+            return ""
+        return json.dumps(output.value) if output.value is not None else output.text or ""
 
     run_agent.__doc__ = f"""{description or agent.description or f"Ask {agent.name}."}
 
     Args:
         input: what to ask {agent.name}.
     """
-    return tool(name=name or agent.name.replace("-", "_").replace(" ", "_"))(run_agent)
+    # Calling it again resumes its child run from the store rather than starting another,
+    # so a crash that left the call in flight may run it again: it is idempotent.
+    tool_name = name or agent.name.replace("-", "_").replace(" ", "_")
+    return tool(name=tool_name, idempotent=True)(run_agent)
+
+
+async def _output(child: Run) -> FinalOutput | None:
+    """The child's final output: run it to its end, or take it as it ended before."""
+    if child.finished:  # resumed after a crash that came after the child had ended
+        state = child.state
+        if state.phase == "Failed":
+            raise RunError(state.error, state.usage)
+        output: FinalOutput = state.output
+        return output
+    result = await RunResultStreaming(child).collect()
+    return result.output if result.output is not None else None

@@ -7,7 +7,7 @@ run's permission policy with each tool's own.
 
 from __future__ import annotations
 
-from helikon.tools.batch import ContextFactory, ResultCallback, execute_batch
+from helikon.tools.batch import ContextFactory, ResultCallback, StartCallback, execute_batch
 from helikon.tools.context import ToolContext
 from helikon.tools.policy import CallPolicy, ToolPolicy, tools_by_name
 from helikon.tools.tool import ApprovalRule, Tool, output_text, tool
@@ -17,6 +17,7 @@ __all__ = [
     "CallPolicy",
     "ContextFactory",
     "ResultCallback",
+    "StartCallback",
     "Tool",
     "ToolContext",
     "ToolPolicy",

@@ -21,6 +21,7 @@ from helikon.tools.tool import Tool
 
 ContextFactory = Callable[[ToolCall], ToolContext[Any]]
 ResultCallback = Callable[[ToolCall, ToolResult], Awaitable[None]]
+StartCallback = Callable[[ToolCall], Awaitable[None]]
 
 
 async def execute_batch(
@@ -29,6 +30,7 @@ async def execute_batch(
     context_factory: ContextFactory,
     limit: int | None = None,
     *,
+    on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
 ) -> tuple[ToolResult, ...]:
     """Run `calls` concurrently and return one result per call, in the calls' order.
@@ -39,9 +41,11 @@ async def execute_batch(
             listing them.
         context_factory: builds the `ToolContext` a call's tool receives.
         limit: at most this many calls in flight; None for no limit.
-        on_result: awaited with each call and its result as soon as the call finishes (the
-            durable layer records results there); it runs inside the batch, so an exception
-            it raises fails the batch.
+        on_start: awaited with each call just before it starts (a run store records that
+            the call started there).
+        on_result: awaited with each call and its result as soon as the call finishes (a
+            run store records results there). Both run inside the batch, so an exception
+            they raise fails the batch.
 
     Raises:
         FatalToolError: a tool raised it; the calls still in flight were cancelled first.
@@ -52,10 +56,7 @@ async def execute_batch(
     if len(calls) == 1:
         # One call needs no task group: awaited in the caller's task, cancellation still
         # reaches it, and a turn saves a task and two loop passes (bench/driver.py).
-        result = await _invoke(calls[0], tools, context_factory)
-        if on_result is not None:
-            await on_result(calls[0], result)
-        return (result,)
+        return (await _one(calls[0], tools, context_factory, on_start, on_result),)
     gate: asyncio.Semaphore | contextlib.nullcontext[None]
     gate = asyncio.Semaphore(limit) if limit is not None else contextlib.nullcontext()
     results: dict[int, ToolResult] = {}
@@ -69,6 +70,8 @@ async def execute_batch(
             # woken in that moment must not start.
             if failing:
                 return
+            if on_start is not None:
+                await on_start(call)
             try:
                 result = await _invoke(call, tools, context_factory)
             except FatalToolError:
@@ -85,6 +88,21 @@ async def execute_batch(
     except BaseExceptionGroup as failed:
         raise _unwrap(failed) from None
     return tuple(results[index] for index in range(len(calls)))
+
+
+async def _one(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    context_factory: ContextFactory,
+    on_start: StartCallback | None,
+    on_result: ResultCallback | None,
+) -> ToolResult:
+    if on_start is not None:
+        await on_start(call)
+    result = await _invoke(call, tools, context_factory)
+    if on_result is not None:
+        await on_result(call, result)
+    return result
 
 
 async def _invoke(

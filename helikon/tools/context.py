@@ -20,17 +20,21 @@ class ToolContext(Generic[DepsT]):
         call_id: the call's id, as the model wrote it.
         agent: the name of the agent whose model asked for the call.
         deps: the user's dependencies object passed to the run.
+        seq: the run's step that entered the batch (its stored record's seq).
     """
 
     run_id: str
     call_id: str
     agent: str
     deps: DepsT
+    seq: int = 0
 
     @property
     def idempotency_key(self) -> str:
-        """`run_id:call_id`: stable across a resumed run, so a tool can deduplicate effects."""
-        return f"{self.run_id}:{self.call_id}"
+        """`run_id:seq:call_id`: stable across a resumed run (the seq is the stored
+        record's), and distinct when a model reuses call ids across turns, so a tool can
+        deduplicate its effects by it."""
+        return f"{self.run_id}:{self.seq}:{self.call_id}"
 
     @staticmethod
     def factory(

@@ -56,6 +56,9 @@ class Tool:
         description: overrides the docstring's first paragraph.
         needs_approval: `True` routes every call through approval; a callable of the parsed
             arguments (by parameter name) routes the calls for which it returns True.
+        idempotent: calling it twice with the same `ToolContext.idempotency_key` has the effect
+            of calling it once (it deduplicates by the key): a durable run re-runs such a call
+            when a crash left its outcome unknown, as it does a `read_only` one.
         read_only: the tool has no side effects (a run policy may allow it while asking for
             side-effecting tools).
         permission: the tool's static permission: "allow", "deny" or "ask".
@@ -73,6 +76,7 @@ class Tool:
     __slots__ = (
         "_arguments",
         "_fn",
+        "_idempotent",
         "_is_async",
         "_needs_approval",
         "_permission",
@@ -91,6 +95,7 @@ class Tool:
         read_only: bool = False,
         permission: Permission = "allow",
         timeout: float | None = None,
+        idempotent: bool = False,
     ) -> None:
         name = name if name is not None else getattr(fn, "__name__", "")
         _check_options(name, permission, timeout)
@@ -102,6 +107,7 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(fn)
         self._needs_approval = needs_approval
         self._read_only = read_only
+        self._idempotent = idempotent
         self._permission: Permission = permission
         self._timeout = timeout
 
@@ -130,6 +136,15 @@ class Tool:
     @property
     def read_only(self) -> bool:
         return self._read_only
+
+    @property
+    def idempotent(self) -> bool:
+        return self._idempotent
+
+    @property
+    def rerunnable(self) -> bool:
+        """Safe to run again when a crash left a call's outcome unknown."""
+        return self._read_only or self._idempotent
 
     @property
     def permission(self) -> Permission:
@@ -264,6 +279,7 @@ def tool(
     read_only: bool = False,
     permission: Permission = "allow",
     timeout: float | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -277,6 +293,7 @@ def tool(
     read_only: bool = False,
     permission: Permission = "allow",
     timeout: float | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a plain or async function into a `Tool`; bare (`@tool`) or with options.
 
@@ -292,6 +309,7 @@ def tool(
             read_only=read_only,
             permission=permission,
             timeout=timeout,
+            idempotent=idempotent,
         )
 
     return wrap if fn is None else wrap(fn)

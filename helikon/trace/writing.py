@@ -16,7 +16,7 @@ from helikon._version import __version__
 from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.state import TransitionOutcome
-from helikon.core.transition import match_row
+from helikon.core.transition import Match, match_row
 from helikon.trace.lines import (
     EffectTrace,
     RowTrace,
@@ -35,6 +35,7 @@ class TransitionRecord:
     state_before: Any
     input: Any
     outcome: TransitionOutcome
+    match: Match | None = None  # the row taken, when the run computed it already
 
 
 class TracedRun(Protocol):
@@ -100,7 +101,7 @@ class RunLines:
 
 
 def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrace:
-    match = match_row(record.state_before, record.input, run.ctx)
+    match = record.match or match_row(record.state_before, record.input, run.ctx)
     row = match.row
     outcome = record.outcome
     return TransitionTrace(

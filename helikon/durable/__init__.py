@@ -1,0 +1,52 @@
+"""Durable runs: a run store keeps every transition of every run, so a run resumes at any
+boundary after a crash, approvals are spent once across processes, and sessions keep a
+conversation across runs.
+
+`RunStore` is the protocol (`store.py`); `SqliteRunStore` the embedded default
+(`sqlite.py`), `PostgresRunStore` the one for many workers (`postgres.py`, the `postgres`
+extra); `open_store(url)` opens either. The driver writes through `helikon.run.journal`.
+"""
+
+from __future__ import annotations
+
+from helikon.durable.records import (
+    CallRecord,
+    DecisionSpent,
+    EffectRecord,
+    Lease,
+    LeaseLost,
+    RunExists,
+    RunHeader,
+    RunInfo,
+    RunLeased,
+    RunNotFound,
+    StepRecord,
+    StoreCorrupt,
+    StoredRun,
+    StoreError,
+)
+from helikon.durable.sqlite import SqliteRunStore
+from helikon.durable.store import RunStore, open_store
+from helikon.durable.views import EventStream, Session
+
+__all__ = [
+    "CallRecord",
+    "DecisionSpent",
+    "EffectRecord",
+    "EventStream",
+    "Lease",
+    "LeaseLost",
+    "RunExists",
+    "RunHeader",
+    "RunInfo",
+    "RunLeased",
+    "RunNotFound",
+    "RunStore",
+    "Session",
+    "SqliteRunStore",
+    "StepRecord",
+    "StoreCorrupt",
+    "StoreError",
+    "StoredRun",
+    "open_store",
+]

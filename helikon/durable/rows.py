@@ -1,0 +1,160 @@
+"""Rows as every backend stores them: values encoded to JSON with their signatures, and
+decoded back with every signature and every link of the record chain checked.
+
+The backends (SQLite, PostgreSQL) only move these strings in and out of their tables; what
+a row means, and whether it can be believed, is decided here, once for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.codec import dumps, loads
+from helikon.core.items import ToolResult
+from helikon.durable.records import (
+    CallRecord,
+    EffectRecord,
+    RunHeader,
+    StepRecord,
+    StoreCorrupt,
+)
+from helikon.durable.signing import matches, sign
+
+
+def header_row(key: bytes, header: RunHeader) -> tuple[str, str]:
+    data = dumps(header)
+    return data, sign(key, "header", header.run_id, data)
+
+
+def record_row(key: bytes, run_id: str, record: StepRecord, previous: str) -> tuple[str, str]:
+    """(the record's JSON, its signature), chained to the `previous` record's signature."""
+    data = dumps(record)
+    return data, sign(key, "record", run_id, record.seq, previous, data)
+
+
+def effect_row(key: bytes, run_id: str, n: int, effect: EffectRecord) -> tuple[str, str]:
+    data = dumps(effect)
+    return data, sign(key, "effect", run_id, n, effect.after_seq, data)
+
+
+def call_row(key: bytes, run_id: str, call: CallRecord) -> tuple[str | None, str]:
+    result = None if call.result is None else dumps(call.result)
+    mac = sign(
+        key, "call", run_id, call.seq, call.call_id, call.tool, call.arguments_hash, result or ""
+    )
+    return result, mac
+
+
+def decision_row(key: bytes, run_id: str, seq: int, decision: ApprovalDecision) -> tuple[str, str]:
+    data = dumps(decision)
+    return data, sign(key, "decision", run_id, seq, decision.call_id, data)
+
+
+def _load(kind: Any, data: str, what: str) -> Any:
+    try:
+        return loads(kind, data)
+    except (ValidationError, ValueError, RecursionError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StoreCorrupt(f"{what}: not a valid {kind.__name__}: {first}") from None
+
+
+def read_header(key: bytes, run_id: str, data: str, mac: str) -> RunHeader:
+    if not matches(mac, key, "header", run_id, data):
+        raise StoreCorrupt(
+            f"run {run_id!r}: its header does not match its signature (edited, or the store's "
+            "key is not the one it was written with)"
+        )
+    header: RunHeader = _load(RunHeader, data, f"run {run_id!r}: header")
+    if header.run_id != run_id:
+        raise StoreCorrupt(f"run {run_id!r}: its header names run {header.run_id!r}")
+    return header
+
+
+def read_records(
+    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str]], head_seq: int, head_mac: str
+) -> tuple[StepRecord, ...]:
+    """The run's records, each signature and each link of the chain checked, ending at the
+    run's head.
+
+    Raises:
+        StoreCorrupt: a record was edited, removed, reordered or added, naming the seq.
+    """
+    records: list[StepRecord] = []
+    previous = ""
+    for expected, (seq, data, mac) in enumerate(rows, start=1):
+        if seq != expected:
+            raise StoreCorrupt(f"run {run_id!r}: record {expected} is missing (found {seq})")
+        if not matches(mac, key, "record", run_id, seq, previous, data):
+            raise StoreCorrupt(
+                f"run {run_id!r}: record {seq} does not match its signature: the record was "
+                "edited, or one before it"
+            )
+        record: StepRecord = _load(StepRecord, data, f"run {run_id!r}: record {seq}")
+        if record.seq != seq:
+            raise StoreCorrupt(f"run {run_id!r}: record {seq} says it is record {record.seq}")
+        records.append(record)
+        previous = mac
+    if len(records) != head_seq or previous != head_mac:
+        raise StoreCorrupt(
+            f"run {run_id!r}: its head is record {head_seq}, but the store holds "
+            f"{len(records)} records that chain to another head"
+        )
+    return tuple(records)
+
+
+def read_effects(
+    key: bytes, run_id: str, rows: Iterable[tuple[int, int, str, str]]
+) -> tuple[EffectRecord, ...]:
+    effects: list[EffectRecord] = []
+    for n, after_seq, data, mac in rows:
+        if not matches(mac, key, "effect", run_id, n, after_seq, data):
+            raise StoreCorrupt(f"run {run_id!r}: event {n} does not match its signature")
+        effects.append(_load(EffectRecord, data, f"run {run_id!r}: event {n}"))
+    return tuple(effects)
+
+
+def read_calls(
+    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str, str, str | None, str]]
+) -> tuple[CallRecord, ...]:
+    calls: list[CallRecord] = []
+    for seq, call_id, tool, arguments_hash, result, mac in rows:
+        parts = ("call", run_id, seq, call_id, tool, arguments_hash, result or "")
+        if not matches(mac, key, *parts):
+            raise StoreCorrupt(
+                f"run {run_id!r}: call {call_id!r} of step {seq} does not match its signature"
+            )
+        value = None if result is None else _load(ToolResult, result, f"call {call_id!r}")
+        calls.append(CallRecord(seq, call_id, tool, arguments_hash, value))
+    return tuple(calls)
+
+
+def read_decisions(
+    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str, str]]
+) -> tuple[tuple[int, ApprovalDecision], ...]:
+    decisions: list[tuple[int, ApprovalDecision]] = []
+    for seq, call_id, data, mac in rows:
+        if not matches(mac, key, "decision", run_id, seq, call_id, data):
+            raise StoreCorrupt(
+                f"run {run_id!r}: the decision for call {call_id!r} at step {seq} does not "
+                "match its signature (a forged approval)"
+            )
+        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {call_id!r}")
+        if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
+            raise StoreCorrupt(f"run {run_id!r}: the decision for call {call_id!r} is misfiled")
+        decisions.append((seq, decision))
+    return tuple(decisions)
+
+
+def turns_of(record: StepRecord) -> int:
+    """Model turns a run has opened, as `runs()` lists it."""
+    turn = getattr(record.state_after, "turn", None)
+    return 0 if turn is None else int(turn) + 1
+
+
+def dumps_json(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)

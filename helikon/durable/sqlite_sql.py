@@ -1,0 +1,160 @@
+"""The SQLite store's schema, its migrations and its statements, as SQL text.
+
+`MIGRATIONS[n]` takes a database from schema version n to n + 1; a database opened by this
+helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is refused.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: the first schema.
+    """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        header TEXT NOT NULL,
+        header_mac TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        parent_run_id TEXT,
+        session_id TEXT,
+        status TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        head_seq INTEGER NOT NULL,
+        head_mac TEXT NOT NULL,
+        turns INTEGER NOT NULL,
+        lease_owner TEXT,
+        lease_epoch INTEGER NOT NULL,
+        lease_expires REAL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        forked_from TEXT,
+        forked_at INTEGER
+    );
+    CREATE INDEX runs_by_status ON runs (status, updated_at);
+    CREATE INDEX runs_by_parent ON runs (parent_run_id);
+    CREATE TABLE records (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE effects (
+        run_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        after_seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, n)
+    ) WITHOUT ROWID;
+    CREATE TABLE calls (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments_hash TEXT NOT NULL,
+        result TEXT,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq, call_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE decisions (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq, call_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE charts (digest TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE sessions (
+        session_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        run_id TEXT,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (session_id, n)
+    ) WITHOUT ROWID;
+    """,
+)
+
+CREATE_RUN = """
+INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
+                  head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
+                  created_at, updated_at, forked_from, forked_at)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, 0, '', 0, ?, 1, ?, ?, ?, ?, ?)
+"""
+
+CLAIM = """
+UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?,
+                updated_at = ?
+WHERE run_id = ? AND (lease_owner IS NULL OR lease_expires < ? OR ?)
+"""
+
+RENEW = """
+UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+"""
+
+ADVANCE = """
+UPDATE runs SET head_seq = ?, head_mac = ?, status = ?, phase = ?, turns = MAX(turns, ?),
+                updated_at = ?
+WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ?
+"""
+
+HOLDS = "SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?"
+
+RELEASE = """
+UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = ?, updated_at = ?
+WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+"""
+
+INSERT_RECORD = "INSERT INTO records (run_id, seq, data, mac) VALUES (?, ?, ?, ?)"
+INSERT_EFFECT = "INSERT INTO effects (run_id, n, after_seq, data, mac) VALUES (?, ?, ?, ?, ?)"
+NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = ?"
+START_CALL = """
+INSERT OR IGNORE INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac)
+VALUES (?, ?, ?, ?, ?, NULL, ?)
+"""
+FINISH_CALL = """
+UPDATE calls SET result = ?, mac = ? WHERE run_id = ? AND seq = ? AND call_id = ?
+AND result IS NULL
+"""
+INSERT_DECISION = "INSERT INTO decisions (run_id, seq, call_id, data, mac) VALUES (?, ?, ?, ?, ?)"
+PUT_CHART = "INSERT OR IGNORE INTO charts (digest, data) VALUES (?, ?)"
+
+RUN_ROW = """
+SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
+       turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
+       forked_at
+FROM runs WHERE run_id = ?
+"""
+RUN_LIST = """
+SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
+       turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
+       forked_at
+FROM runs
+"""
+RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = ? ORDER BY seq"
+EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n"
+CALLS = """
+SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ?
+ORDER BY seq, call_id
+"""
+DECISIONS = "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id"
+CHART = "SELECT data FROM charts WHERE digest = ?"
+
+SESSION_ITEMS = "SELECT item FROM sessions WHERE session_id = ? ORDER BY n"
+SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = ?"
+SESSION_ADD = (
+    "INSERT INTO sessions (session_id, n, item, run_id, created_at) VALUES (?, ?, ?, ?, ?)"
+)
+SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = ?"
+
+DELETE_RUN = tuple(
+    f"DELETE FROM {table} WHERE run_id = ?"
+    for table in ("records", "effects", "calls", "decisions", "runs")
+)
+CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
+OLD_RUNS = "SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL"
+OLD_SESSIONS = "DELETE FROM sessions WHERE created_at < ?"

@@ -1,0 +1,123 @@
+"""Reading a stored run the way users ask for it: its pending approvals, its event stream
+(to reconnect a UI), and sessions, conversation memory kept across runs.
+
+These work on any store: they only read `StoredRun` values (`store.get`) and the session
+methods every store has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Protocol
+
+from helikon.core.approvals import ApprovalRequest
+from helikon.core.events import TERMINAL_EVENTS, AgentEvent
+from helikon.core.items import Item
+from helikon.core.state import NeedsApproval
+from helikon.durable.records import StoredRun
+
+FOLLOW_POLL = 0.05
+"""Seconds between looks at the store while following a run that is still going."""
+
+
+def pending_of(stored: StoredRun) -> tuple[ApprovalRequest, ...]:
+    """The requests a stored run waits on, stamped with its run id and suspension seq."""
+    if not stored.records:
+        return ()
+    state = stored.records[-1].state_after
+    if not isinstance(state, NeedsApproval):
+        return ()
+    seq = stored.records[-1].seq
+    return tuple(request.bound(stored.header.run_id, seq) for request in state.pending)
+
+
+def events_of(stored: StoredRun) -> list[AgentEvent]:
+    """A stored run's own events in the order it streamed them (deltas are not stored)."""
+    by_seq: dict[int, list[AgentEvent]] = {}
+    for effect in stored.effects:
+        by_seq.setdefault(effect.after_seq, []).append(effect.event)
+    events = list(by_seq.get(0, ()))
+    for record in stored.records:
+        events.extend(record.events)
+        events.extend(by_seq.get(record.seq, ()))
+    return events
+
+
+class EventStream:
+    """A stored run's events after the first `after`, to iterate with `for` or `async for`.
+
+    With `follow`, it waits for events still to come until the run's stream has ended (a
+    terminal event), looking at the store every `FOLLOW_POLL` seconds.
+    """
+
+    def __init__(
+        self, get: Callable[[str], StoredRun], run_id: str, after: int, follow: bool
+    ) -> None:
+        self._get = get
+        self.run_id = run_id
+        self.after = after
+        self.follow = follow
+
+    def _batch(self, seen: int) -> tuple[list[AgentEvent], bool]:
+        events = events_of(self._get(self.run_id))
+        ended = bool(events) and events[-1].type in TERMINAL_EVENTS
+        return events[seen:], ended
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        seen = self.after
+        while True:
+            fresh, ended = self._batch(seen)
+            yield from fresh
+            seen += len(fresh)
+            if ended or not self.follow:
+                return
+            time.sleep(FOLLOW_POLL)
+
+    async def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        seen = self.after
+        while True:
+            fresh, ended = self._batch(seen)
+            for event in fresh:
+                yield event
+            seen += len(fresh)
+            if ended or not self.follow:
+                return
+            await asyncio.sleep(FOLLOW_POLL)
+
+
+class SessionStore(Protocol):
+    def session_items(self, session_id: str) -> tuple[Item, ...]: ...
+    def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None: ...
+    def clear_session(self, session_id: str) -> None: ...
+
+
+class Session:
+    """A conversation kept across runs: `agent.run(text, session=session)` starts from the
+    session's items and, when the run ends, adds the items the run added (its input too)."""
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"Session({self.session_id!r})"
+
+    def items(self) -> tuple[Item, ...]:
+        return self.store.session_items(self.session_id)
+
+    async def aitems(self) -> tuple[Item, ...]:
+        return self.items()
+
+    def add(self, items: Sequence[Item], run_id: str = "") -> None:
+        self.store.add_session_items(self.session_id, items, run_id)
+
+    async def aadd(self, items: Sequence[Item], run_id: str = "") -> None:
+        self.add(items, run_id)
+
+    def clear(self) -> None:
+        self.store.clear_session(self.session_id)
+
+    async def aclear(self) -> None:
+        self.clear()

@@ -1,0 +1,363 @@
+"""The effects a run performs between transitions: call the model, run a batch of tools,
+ask for approval, hand off. `RunEffects` holds them; `Run` (helikon.run.driver) steps.
+
+Each effect turns its action into the next input (`next_input`) and streams the events it
+produces as it goes. An effect stopped by `cancel()` or the deadline raises `Stopped`, which
+`_perform` turns into the stop's input, keeping what the effect finished. With a run store,
+a batch records each call as it starts and finishes; a batch resumed after a crash reuses
+the results that finished and applies the in-flight rule to the calls that had not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from helikon.core.approvals import arguments_hash
+from helikon.core.errors import (
+    Cancelled,
+    FatalToolError,
+    GuardrailTripped,
+    MaxAgentDepthExceeded,
+    ModelCallFailed,
+    ModelError,
+    StoreFailed,
+    ToolFailed,
+)
+from helikon.core.events import (
+    TERMINAL_EVENTS,
+    AgentEvent,
+    AgentUpdated,
+    GuardrailTriggered,
+    ReasoningDelta,
+    RunSuspended,
+    TokenDelta,
+    ToolCallDelta,
+)
+from helikon.core.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage
+from helikon.core.state import (
+    AwaitApproval,
+    CallModel,
+    Cancel,
+    ExecuteTools,
+    Fail,
+    Handoff,
+    HandoffResult,
+    NextAction,
+    ToolResults,
+)
+from helikon.core.tool_spec import ToolSpec
+from helikon.durable.records import StoreError
+from helikon.models.base import (
+    ModelInput,
+    ReasoningChunk,
+    ResponseAssembler,
+    TextChunk,
+    ToolCallChunk,
+)
+from helikon.run.approvals import ask_handler
+from helikon.run.config import RunConfig, RunContext
+from helikon.run.conversation import Conversation
+from helikon.run.guardrails import tripped_input
+from helikon.run.journal import Journal
+from helikon.run.prepare import tool_specs
+from helikon.run.spec import AgentSpec, HandoffTo
+from helikon.tools import Tool, ToolContext, execute_batch
+
+INTERRUPTED = (
+    "error: interrupted: the run stopped while this call ran, so it may have run; it is not "
+    "run again (its tool is neither read_only nor idempotent)"
+)
+REDACTED = (
+    "error: interrupted: the call's arguments were redacted when stored, so it is not run "
+    "again with other arguments than the model's"
+)
+
+
+class Stopped(BaseException):
+    """Internal: the effect in flight was stopped by `cancel()` or the deadline."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunToolContext(ToolContext[Any]):
+    """The `ToolContext` a run gives its tools: also the run itself, for agents as tools.
+
+    `spent` collects the usage of sub-agents run as tools; it counts toward this run.
+    """
+
+    run: RunEffects | None = None
+    spent: list[Usage] = field(default_factory=list)
+
+
+class RunEffects:
+    """The effects of a run (see the module docstring); `Run` provides the state they read
+    and the waiting, tracing and nesting they use."""
+
+    agent: AgentSpec
+    config: RunConfig
+    context: RunContext[Any]
+    conversation: Conversation
+    tools: dict[str, Tool]
+    handoffs: dict[str, HandoffTo]
+    run_id: str
+    seq: int
+    depth: int
+    next_input: Any
+    suspended: bool
+    journal: Journal | None
+    model_calls: int
+    state: Any
+    _stop: Any
+    _child: Any
+    _guarded_input: bool
+    _specs: tuple[ToolSpec, ...] | None
+
+    @property
+    def usage(self) -> Usage:
+        raise NotImplementedError
+
+    async def _wait(self, awaitable: Awaitable[Any]) -> Any:
+        raise NotImplementedError
+
+    def _effect(self, event: AgentEvent) -> AgentEvent:
+        raise NotImplementedError
+
+    async def nested(
+        self, agent: AgentSpec, input: str | Sequence[Item], run_id: str
+    ) -> RunEffects:
+        raise NotImplementedError
+
+    def stream(self) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError
+
+    started: bool
+
+    # ------------------------------------------------------------ dispatch
+
+    async def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
+        try:
+            if isinstance(action, CallModel):
+                async for event in self._call_model(action):
+                    yield event
+            elif isinstance(action, ExecuteTools):
+                self.next_input = await self._execute_tools(action)
+            elif isinstance(action, AwaitApproval):
+                async for event in self._await_approval(action):
+                    yield event
+            elif isinstance(action, Handoff):
+                async for event in self._hand_off(action):
+                    yield event
+        except Stopped:
+            self.next_input = self._stop
+        if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
+            # A stop requested while the effect completed wins, keeping what it finished.
+            self.next_input = landed(self._stop, self.next_input)
+
+    # ------------------------------------------------------------ the model
+
+    async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
+        if not self._guarded_input:
+            self._guarded_input = True
+            async for event in self._check_input():
+                yield event
+            if self.next_input is not None:  # a guardrail tripped or failed: no model call
+                return
+        request = ModelInput(
+            self.agent.instructions,
+            self.conversation.window(),
+            self._tool_specs() if action.request.tools else (),
+            action.request,
+            self.config.model_settings,
+            calls_before=self.model_calls,
+        )
+        self.model_calls += 1
+        async for delta in self._stream(request):
+            yield delta
+
+    async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent]:
+        """One model call: its deltas as they arrive, then its response (or failure) as
+        the next input."""
+        assembler = ResponseAssembler()
+        chunks = self.agent.model.stream(request)
+        try:
+            while True:
+                try:
+                    chunk = await self._wait(anext(chunks))
+                except StopAsyncIteration:
+                    break
+                assembler.add(chunk)
+                event = delta_event(chunk)
+                if event is not None:
+                    yield self._effect(event)
+        except ModelError as exc:  # a failed call still counts what it spent
+            spent = exc.usage if exc.usage is not None else assembler.usage
+            self.next_input = Fail(exc.error, (), spent)
+            return
+        except (Stopped, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a model adapter's bug must not crash the run
+            failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
+            self.next_input = Fail(failure, (), assembler.usage)
+            return
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+        self.next_input = assembler.response(self.agent.name)
+
+    async def _check_input(self) -> AsyncIterator[AgentEvent]:
+        """Run the input guardrails once, before the first model call."""
+        items = self.conversation.items()
+        tripped = await self._wait(tripped_input(self.agent.input_guardrails, items, self.context))
+        if isinstance(tripped, GuardrailTripped):
+            yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
+        if tripped is not None:
+            self.next_input = Fail(tripped)
+
+    def _tool_specs(self) -> tuple[ToolSpec, ...]:
+        if self._specs is None:  # built once per run, on the first call that offers tools
+            self._specs = tool_specs(self.tools, self.handoffs)
+        return self._specs
+
+    # ------------------------------------------------------------ tools
+
+    async def _execute_tools(self, action: ExecuteTools) -> Any:
+        spent: list[Usage] = []
+        seq = self.seq
+        journal = self.journal
+        known = self._settled_before(seq, action.calls) if journal is not None else {}
+        to_run = tuple(call for call in action.calls if call.call_id not in known)
+
+        def context_for(call: ToolCall) -> ToolContext[Any]:
+            deps = self.context.deps
+            return RunToolContext(
+                self.run_id, call.call_id, self.agent.name, deps, seq, self, spent
+            )
+
+        finished: list[ToolResult] = list(known.values())
+
+        async def started(call: ToolCall) -> None:
+            if journal is not None:
+                await journal.call_started(seq, call, arguments_hash(call.arguments))
+
+        async def keep(call: ToolCall, result: ToolResult) -> None:
+            finished.append(result)
+            if journal is not None:
+                await journal.call_finished(seq, call, result)
+
+        try:
+            ran = await self._wait(
+                execute_batch(
+                    to_run,
+                    self.tools,
+                    context_for,
+                    self.config.parallel_tool_call_limit,
+                    on_start=started,
+                    on_result=keep,
+                )
+            )
+        except FatalToolError as exc:
+            error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
+            return Fail(error, tuple(finished), sum(spent, ZERO_USAGE))
+        except StoreError as exc:
+            return Fail(store_failed(exc), tuple(finished), sum(spent, ZERO_USAGE))
+        except Stopped:  # calls that finished keep their results and what they spent
+            return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
+        by_id = {**known, **{result.call_id: result for result in ran}}
+        results = tuple(by_id[call.call_id] for call in action.calls)
+        return ToolResults(results, sum(spent, ZERO_USAGE))
+
+    def _settled_before(self, seq: int, calls: Sequence[ToolCall]) -> dict[str, ToolResult]:
+        """Results a resumed batch already has: calls that finished before the crash, and
+        calls in flight at it whose tool may not run again (the in-flight rule)."""
+        assert self.journal is not None
+        settled: dict[str, ToolResult] = {}
+        for call in calls:
+            record = self.journal.calls.get((seq, call.call_id))
+            if record is None:
+                continue
+            if record.result is not None:
+                settled[call.call_id] = record.result
+            elif record.arguments_hash != arguments_hash(call.arguments):
+                settled[call.call_id] = ToolResult(call.call_id, REDACTED, True, "errored")
+            elif not (tool := self.tools.get(call.name)) or not tool.rerunnable:
+                settled[call.call_id] = ToolResult(call.call_id, INTERRUPTED, True, "errored")
+        return settled
+
+    # ------------------------------------------------------------ approvals
+
+    async def _await_approval(self, action: AwaitApproval) -> AsyncIterator[AgentEvent]:
+        handler = self.agent.on_approval
+        pending = tuple(request.bound(self.run_id, self.seq) for request in action.pending)
+        if handler is None:
+            self.suspended = True
+            yield self._effect(RunSuspended(pending))
+            return
+        self.next_input = await ask_handler(handler, pending, self.context, self._wait)
+
+    # ------------------------------------------------------------ handoffs
+
+    async def _hand_off(self, action: Handoff) -> AsyncIterator[AgentEvent]:
+        target = next(h.target for h in self.handoffs.values() if h.agent_name == action.target)
+        limit = self.config.max_agent_depth
+        if self.depth + 1 > limit:
+            error = MaxAgentDepthExceeded(limit, target.name)
+            self.next_input = HandoffResult(None, error)
+            return
+        try:
+            child = await self.nested(
+                target, self.conversation.items(), f"{self.run_id}/{self.seq}"
+            )
+        except StoreError as exc:
+            self.next_input = HandoffResult(None, store_failed(exc))
+            return
+        child.started = True  # the target continues this stream: no RunStarted of its own
+        self._child = child
+        yield self._effect(AgentUpdated(target.name))
+        try:
+            async for event in child.stream():
+                if event.type not in TERMINAL_EVENTS:
+                    yield event
+        finally:
+            self._child = None
+        self.next_input = handoff_result(child)
+
+
+def store_failed(exc: StoreError) -> StoreFailed:
+    """The run's error when its store refused a write (a lost lease, a disk error)."""
+    return StoreFailed(type(exc).__name__, str(exc))
+
+
+def delta_event(chunk: Any) -> AgentEvent | None:
+    if type(chunk) is TextChunk:
+        return TokenDelta(chunk.text)
+    if type(chunk) is ToolCallChunk:
+        return ToolCallDelta(chunk.call_id, chunk.arguments_delta, chunk.name)
+    if type(chunk) is ReasoningChunk:
+        return ReasoningDelta(chunk.text)
+    return None
+
+
+def landed(stop: Cancel | Fail, observed: Any) -> Cancel | Fail:
+    """`stop` as the input in place of the `observed` outcome of an effect it cut short:
+    a finished tool batch keeps its results, and whatever the effect spent (a model call,
+    sub-agents, a handoff target) still counts."""
+    spent = getattr(observed, "usage", ZERO_USAGE)
+    if isinstance(observed, ToolResults):
+        return replace(stop, results=observed.results, usage=stop.usage + spent)
+    return replace(stop, usage=stop.usage + spent)
+
+
+def handoff_result(child: RunEffects) -> HandoffResult:
+    state = child.state
+    if state.phase == "Done":
+        return HandoffResult(state.output, None, state.output.usage)
+    if state.phase == "Failed":
+        return HandoffResult(None, state.error, state.usage)
+    reason = (
+        f"handoff target {child.agent.name!r} waited for approval; a handoff cannot suspend: "
+        "give the target an on_approval handler"
+    )
+    return HandoffResult(None, Cancelled(reason), state.usage)

@@ -1,0 +1,212 @@
+"""A run's journal in a run store: what the driver writes at every boundary, and reads back
+to resume.
+
+Theory of operation: the driver hands its journal each transition as it applies it, and the
+journal commits the record before the driver starts the effect the transition asks for.
+Events that effects produce between transitions are kept in order and written with the next
+record (or when the run stops). A tool call gets a row as it starts and its result as it
+finishes. Every write is conditioned on the run's lease; a lease renews itself while the
+run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
+driver then stops the run without writing anything more.
+
+What is written goes through the run's `redact` hook first (`RunConfig(redact=...)`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.codec import from_data, to_data
+from helikon.core.events import ReasoningDelta, TokenDelta, ToolCallDelta
+from helikon.core.items import ToolCall, ToolResult
+from helikon.core.state import TransitionOutcome
+from helikon.core.tool_spec import ToolSpec
+from helikon.core.transition import Match
+from helikon.durable.records import (
+    CallRecord,
+    EffectRecord,
+    Lease,
+    RunStatus,
+    StepRecord,
+    StoredRun,
+)
+from helikon.durable.store import RunStore
+
+LEASE_SECONDS = 30.0
+"""How long a lease lasts without renewal; a run renews it every third of that."""
+
+Redact = Callable[[str], str]
+_DELTAS = (TokenDelta, ReasoningDelta, ToolCallDelta)
+_REDACTED_KEYS = frozenset({"content", "arguments", "args", "text", "final_text", "raw"})
+
+
+def owner_id() -> str:
+    """This driver's name in leases: host, process and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def toolset_digest(specs: Sequence[ToolSpec]) -> str:
+    """SHA-256 of the tools a run offers (names, descriptions, schemas), in order."""
+    data = [to_data(spec) for spec in specs]
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def status_of(phase: str, suspended: bool) -> RunStatus:
+    if phase == "Done":
+        return "completed"
+    if phase == "Failed":
+        return "failed"
+    return "suspended" if suspended else "running"
+
+
+def redacted(value: Any, redact: Redact | None) -> Any:
+    """`value` with every text its items carry passed through `redact` (None: as is)."""
+    if redact is None:
+        return value
+    return from_data(type(value), _scrub(to_data(value), redact))
+
+
+def _scrub(data: Any, redact: Redact) -> Any:
+    if isinstance(data, dict):
+        return {
+            key: redact(item)
+            if key in _REDACTED_KEYS and isinstance(item, str)
+            else _scrub(item, redact)
+            for key, item in data.items()
+        }
+    if isinstance(data, list):
+        return [_scrub(item, redact) for item in data]
+    return data
+
+
+class Journal:
+    """The writes of one run to a store, under one lease (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        lease: Lease,
+        *,
+        head_mac: str = "",
+        redact: Redact | None = None,
+        calls: Mapping[tuple[int, str], CallRecord] | None = None,
+        ttl: float = LEASE_SECONDS,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.lease = lease
+        self.head_mac = head_mac
+        self.redact = redact
+        self.calls: dict[tuple[int, str], CallRecord] = dict(calls or {})
+        self.ttl = ttl
+        self._effects: list[EffectRecord] = []
+        self._renewal: asyncio.Task[None] | None = None
+        self.lost: Exception | None = None
+
+    @classmethod
+    def resumed(
+        cls, store: RunStore, stored: StoredRun, lease: Lease, redact: Redact | None
+    ) -> Journal:
+        return cls(
+            store,
+            stored.header.run_id,
+            lease,
+            head_mac=stored.head_mac,
+            redact=redact,
+            calls={(c.seq, c.call_id): c for c in stored.calls},
+        )
+
+    # ------------------------------------------------------------ the lease
+
+    def keep_alive(self, on_lost: Callable[[Exception], None]) -> None:
+        """Renew the lease every third of its length until `close`; `on_lost` is called
+        (once) when a renewal is refused."""
+        if self._renewal is None:
+            self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
+
+    async def _renew(self, on_lost: Callable[[Exception], None]) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                self.lease = await self.store.renew(self.run_id, self.lease, self.ttl)
+            except Exception as exc:
+                self.lost = exc
+                on_lost(exc)
+                return
+
+    async def close(self, status: RunStatus) -> None:
+        """Write what is left, release the lease and stop renewing it."""
+        if self._renewal is not None:
+            self._renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewal
+            self._renewal = None
+        if self.lost is not None:
+            return
+        await self.flush()
+        await self.store.release(self.run_id, self.lease, status)
+
+    # ------------------------------------------------------------ writing
+
+    def effect(self, after_seq: int, event: Any) -> None:
+        """Keep an effect's event to write with the next record (deltas are not kept)."""
+        if not isinstance(event, _DELTAS):
+            self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
+
+    async def flush(self) -> None:
+        if self._effects:
+            effects, self._effects = self._effects, []
+            await self.store.add_effects(self.run_id, self.lease, effects)
+
+    async def step(
+        self, seq: int, inp: Any, match: Match, outcome: TransitionOutcome, suspended: bool
+    ) -> None:
+        """Commit one transition (and the effects before it) before its effect starts."""
+        record = StepRecord(
+            seq,
+            inp,
+            match.row.index,
+            match.checked,
+            outcome.next_state,
+            outcome.next_action,
+            outcome.events,
+            outcome.conversation_appends,
+        )
+        record = redacted(record, self.redact)
+        effects, self._effects = self._effects, []
+        status = status_of(outcome.next_state.phase, suspended)
+        self.head_mac = await self.store.append(
+            self.run_id, self.lease, record, self.head_mac, effects, status
+        )
+
+    async def call_started(self, seq: int, call: ToolCall, arguments_hash: str) -> None:
+        key = (seq, call.call_id)
+        if key in self.calls:
+            return
+        record = CallRecord(seq, call.call_id, call.name, arguments_hash)
+        self.calls[key] = record
+        await self.store.start_call(self.run_id, self.lease, record)
+
+    async def call_finished(self, seq: int, call: ToolCall, result: ToolResult) -> None:
+        started = self.calls.get((seq, call.call_id))
+        if started is None or started.finished:
+            return
+        record = CallRecord(
+            seq, call.call_id, call.name, started.arguments_hash, redacted(result, self.redact)
+        )
+        self.calls[(seq, call.call_id)] = record
+        await self.store.finish_call(self.run_id, self.lease, record)
+
+    async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
+        await self.store.decide(self.run_id, seq, decisions)
