@@ -145,14 +145,25 @@ class SqliteRunStore:
 
     # ------------------------------------------------------------ driving a run
 
-    async def create(self, header: RunHeader, chart_data: str, owner: str, ttl: float) -> Lease:
-        """Add a new run, leased to `owner`.
+    async def create(
+        self,
+        header: RunHeader,
+        chart_data: str,
+        owner: str,
+        ttl: float,
+        record: StepRecord,
+        effects: Sequence[EffectRecord] = (),
+    ) -> tuple[Lease, str]:
+        """Add a new run with its first record, leased to `owner`: one transaction, so a
+        run is never stored without the input it started from. (The lease, the first
+        record's signature.)
 
         Raises:
             RunExists: a run of that id is in the store.
         """
         now = time.time()
         data, mac = rows.header_row(self._key, header)
+        record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
         with self._write() as db:
             db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             try:
@@ -165,7 +176,10 @@ class SqliteRunStore:
                         header.agent,
                         header.parent_run_id,
                         header.session_id,
-                        "CallingModel",
+                        record.state_after.phase,
+                        record.seq,
+                        record_mac,
+                        rows.turns_of(record),
                         owner,
                         now + ttl,
                         now,
@@ -176,7 +190,9 @@ class SqliteRunStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunExists(f"a run {header.run_id!r} is already in the store") from None
-        return Lease(owner, 1, now + ttl)
+            self._insert_effects(db, header.run_id, effects)
+            db.execute(sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac))
+        return Lease(owner, 1, now + ttl), record_mac
 
     async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease:
         """Take the run's lease: free, expired, or (`force`) from an owner known dead.

@@ -83,7 +83,7 @@ CREATE_RUN = """
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
                   created_at, updated_at, forked_from, forked_at)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, 0, '', 0, ?, 1, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
 """
 
 CLAIM = """

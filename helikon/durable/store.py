@@ -38,7 +38,15 @@ class RunStore(Protocol):
     @property
     def url(self) -> str: ...
 
-    async def create(self, header: RunHeader, chart_data: str, owner: str, ttl: float) -> Lease: ...
+    async def create(
+        self,
+        header: RunHeader,
+        chart_data: str,
+        owner: str,
+        ttl: float,
+        record: StepRecord,
+        effects: Sequence[EffectRecord] = (),
+    ) -> tuple[Lease, str]: ...
     async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease: ...
     async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease: ...
     async def append(

@@ -390,11 +390,11 @@ class Run(RunEffects):
             StoreError: `RunExists`, `RunLeased`, `DecisionSpent`, or the store failed.
         """
         assert self.store is not None
-        store, owner, redact = self.store, owner_id(), self.config.redact
+        store, redact, ttl = self.store, self.config.redact, self.config.lease_seconds
         if self._resuming is not None:
             stored, force, decisions = self._resuming
-            lease = await store.claim(self.run_id, owner, self._lease_seconds(), force=force)
-            self.journal = Journal.resumed(store, stored, lease, redact)
+            lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
+            self.journal = Journal.resumed(store, stored, lease, redact=redact, ttl=ttl)
             if decisions:
                 await self.journal.decide(self.seq, decisions)
         else:
@@ -409,12 +409,9 @@ class Run(RunEffects):
                 self.session.session_id if self.session is not None else None,
                 session_items=self.session_items,
             )
-            lease = await store.create(header, dumps(table.data()), owner, self._lease_seconds())
-            self.journal = Journal(store, self.run_id, lease, redact=redact)
+            chart = dumps(table.data())
+            self.journal = Journal.new(store, header, chart, redact=redact, ttl=ttl)
         self.journal.keep_alive(self._lease_lost)
-
-    def _lease_seconds(self) -> float:
-        return self.config.lease_seconds
 
     def _lease_lost(self, error: Exception) -> None:
         if isinstance(error, StoreError):

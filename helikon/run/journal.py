@@ -35,6 +35,7 @@ from helikon.durable.records import (
     CallRecord,
     EffectRecord,
     Lease,
+    RunHeader,
     RunStatus,
     StepRecord,
     StoredRun,
@@ -96,12 +97,13 @@ class Journal:
         self,
         store: RunStore,
         run_id: str,
-        lease: Lease,
+        lease: Lease | None,
         *,
         head_mac: str = "",
         redact: Redact | None = None,
         calls: Mapping[tuple[int, str], CallRecord] | None = None,
         ttl: float = LEASE_SECONDS,
+        create: tuple[RunHeader, str, str] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -110,13 +112,42 @@ class Journal:
         self.redact = redact
         self.calls: dict[tuple[int, str], CallRecord] = dict(calls or {})
         self.ttl = ttl
+        self._create = create  # (header, chart data, owner): made with the first record
         self._effects: list[EffectRecord] = []
         self._renewal: asyncio.Task[None] | None = None
+        self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
 
     @classmethod
+    def new(
+        cls,
+        store: RunStore,
+        header: RunHeader,
+        chart_data: str,
+        *,
+        redact: Redact | None,
+        ttl: float,
+    ) -> Journal:
+        """The journal of a run not in the store yet: it is added with its first record, in
+        one transaction, so a stored run always holds the input it started from."""
+        return cls(
+            store,
+            header.run_id,
+            None,
+            redact=redact,
+            ttl=ttl,
+            create=(header, chart_data, owner_id()),
+        )
+
+    @classmethod
     def resumed(
-        cls, store: RunStore, stored: StoredRun, lease: Lease, redact: Redact | None
+        cls,
+        store: RunStore,
+        stored: StoredRun,
+        lease: Lease,
+        *,
+        redact: Redact | None,
+        ttl: float,
     ) -> Journal:
         return cls(
             store,
@@ -125,20 +156,24 @@ class Journal:
             head_mac=stored.head_mac,
             redact=redact,
             calls={(c.seq, c.call_id): c for c in stored.calls},
+            ttl=ttl,
         )
 
     # ------------------------------------------------------------ the lease
 
     def keep_alive(self, on_lost: Callable[[Exception], None]) -> None:
         """Renew the lease every third of its length until `close`; `on_lost` is called
-        (once) when a renewal is refused."""
-        if self._renewal is None:
+        (once) when a renewal is refused. A run not created yet starts renewing when its
+        first record makes it."""
+        self._on_lost = on_lost
+        if self._renewal is None and self.lease is not None:
             self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
 
     async def _renew(self, on_lost: Callable[[Exception], None]) -> None:
         while True:
             await asyncio.sleep(self.ttl / 3)
             try:
+                assert self.lease is not None
                 self.lease = await self.store.renew(self.run_id, self.lease, self.ttl)
             except Exception as exc:
                 self.lost = exc
@@ -152,7 +187,7 @@ class Journal:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewal
             self._renewal = None
-        if self.lost is not None:
+        if self.lost is not None or self.lease is None:
             return
         await self.flush()
         await self.store.release(self.run_id, self.lease, status)
@@ -165,7 +200,7 @@ class Journal:
             self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
 
     async def flush(self) -> None:
-        if self._effects:
+        if self._effects and self.lease is not None:
             effects, self._effects = self._effects, []
             await self.store.add_effects(self.run_id, self.lease, effects)
 
@@ -185,6 +220,15 @@ class Journal:
         )
         record = redacted(record, self.redact)
         effects, self._effects = self._effects, []
+        if self.lease is None:
+            assert self._create is not None
+            header, chart_data, owner = self._create
+            self.lease, self.head_mac = await self.store.create(
+                header, chart_data, owner, self.ttl, record, effects
+            )
+            if self._on_lost is not None:
+                self.keep_alive(self._on_lost)
+            return
         status = status_of(outcome.next_state.phase, suspended)
         self.head_mac = await self.store.append(
             self.run_id, self.lease, record, self.head_mac, effects, status
@@ -194,13 +238,14 @@ class Journal:
         key = (seq, call.call_id)
         if key in self.calls:
             return
+        assert self.lease is not None, "a call starts after the run's first record"
         record = CallRecord(seq, call.call_id, call.name, arguments_hash)
         self.calls[key] = record
         await self.store.start_call(self.run_id, self.lease, record)
 
     async def call_finished(self, seq: int, call: ToolCall, result: ToolResult) -> None:
         started = self.calls.get((seq, call.call_id))
-        if started is None or started.finished:
+        if started is None or started.finished or self.lease is None:
             return
         record = CallRecord(
             seq, call.call_id, call.name, started.arguments_hash, redacted(result, self.redact)
