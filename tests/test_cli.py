@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,7 +161,21 @@ def test_demo_streams_the_budget_answer_and_completes(capsys: pytest.CaptureFixt
     assert out.startswith("helikon demo: budget_assistant.py offline")
     assert final_answer("budget_assistant") in out
     assert "completed" in out
-    assert f"{len(DEFAULT_TABLE.rows)} rows compiled from the default chart" in out
+    declared = sum(1 for row in DEFAULT_TABLE.rows if not row.implicit)
+    assert f"the default chart, {declared} declared rows (`helikon table` prints them)" in out
+    assert f"{len(DEFAULT_TABLE.rows)} in all (`helikon table --implicit`)" in out
+
+
+def test_the_demo_and_the_table_count_the_same_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's counts are the rows `helikon table` prints, with and without --implicit."""
+    _, demo, _ = cli(capsys, "demo")
+    said = re.search(r"(\d+) declared rows .* (\d+) in all", demo.replace("\n", " "))
+    assert said is not None, demo
+    for flags, count in (((), said.group(1)), (("--implicit",), said.group(2))):
+        _, out, _ = cli(capsys, "table", *flags)
+        rows = out.splitlines()[2:-2]  # below the header, above the count
+        assert len(rows) == int(count)
+        assert out.splitlines()[-1].startswith(count)
 
 
 @pytest.mark.parametrize("name", CHART_NAMES)
@@ -205,15 +220,18 @@ def test_table_prints_the_declared_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert out == format_table(DEFAULT_TABLE) + "\n"
     lines = out.splitlines()
-    assert lines[0].split() == ["from", "input", "guards", "to", "action"]
-    assert len(lines) == 2 + sum(1 for row in DEFAULT_TABLE.rows if not row.implicit)
+    assert lines[0].split() == ["row", "from", "input", "guards", "to", "action"]
+    declared = [row for row in DEFAULT_TABLE.rows if not row.implicit]
+    assert [line.split()[0] for line in lines[2:-2]] == [str(row.index) for row in declared]
+    assert lines[-2:] == ["", "38 declared rows (79 with the 41 implicit ones: --implicit)"]
 
 
 def test_table_implicit_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "table", "--implicit")
     assert code == 0
-    assert len(out.splitlines()) == 2 + len(DEFAULT_TABLE.rows)
-    assert len(out) > len(format_table(DEFAULT_TABLE))
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[2:-2]] == [str(i) for i in range(79)]
+    assert lines[-1] == "79 rows: 38 declared, 41 implicit"
 
 
 # ---------------------------------------------------------------- diagram

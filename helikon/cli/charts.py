@@ -11,7 +11,7 @@ from helikon.cli.loading import LoadError, load_table
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.table import TransitionTable
+from helikon.core.table import Row, TransitionTable
 from helikon.export import TraceOverlay
 
 DIAGRAM_FORMATS = ("dot", "svg", "png", "mermaid", "md", "json")
@@ -33,16 +33,27 @@ def add_validate_parser(commands: Any) -> None:
 
 
 def add_table_parser(commands: Any) -> None:
-    table = commands.add_parser("table", help="print the default chart's compiled table")
+    table = commands.add_parser(
+        "table",
+        help="print the default chart's compiled table",
+        description=(
+            "Print the default chart's rows by id. Without --implicit only the declared rows "
+            "(the chart's own transitions); --implicit adds the rows compile_chart adds to make "
+            "the table total (a terminal phase absorbing an input, a phase refusing one)."
+        ),
+    )
     table.add_argument("--implicit", action="store_true", help="include implicit rows")
     table.set_defaults(handler=command_table)
 
 
 def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
-    """The table's rows as aligned text, one row a line, in priority order."""
-    header = ("from", "input", "guards", "to", "action")
+    """The table's rows as aligned text, one row a line by id, then what was counted.
+
+    The ids are `Row.index`, the numbers diagrams, traces, the debugger and the studio show.
+    """
+    header = ("row", "from", "input", "guards", "to", "action")
     lines = [
-        (r.source, r.input_kind, " and ".join(map(str, r.guards)) or "-", r.target, r.action)
+        (str(r.index), r.source, r.input_kind, _guards(r), r.target, r.action)
         for r in table.rows
         if implicit or not r.implicit
     ]
@@ -50,7 +61,22 @@ def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip()]
     out += [fmt.format(*cells).rstrip() for cells in lines]
-    return "\n".join(out)
+    return "\n".join([*out, "", row_count(table, implicit=implicit)])
+
+
+def _guards(row: Row) -> str:
+    return " and ".join(map(str, row.guards)) or "-"
+
+
+def row_count(table: TransitionTable, *, implicit: bool = False) -> str:
+    """What a table's rows count: `38 declared rows (79 with the 41 implicit ones)`."""
+    declared = sum(1 for row in table.rows if not row.implicit)
+    added = len(table.rows) - declared
+    if implicit:
+        return f"{len(table.rows)} rows: {declared} declared, {added} implicit"
+    return (
+        f"{declared} declared rows ({len(table.rows)} with the {added} implicit ones: --implicit)"
+    )
 
 
 def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:

@@ -205,7 +205,7 @@ def _how_to_run(page: ChartPage) -> list[str]:
             "## See it yourself",
             "",
             "```bash",
-            "helikon table                          # the compiled rows, in priority order",
+            "helikon table                          # the declared rows, by id",
             "helikon table --implicit               # with the implicit rows",
             "helikon diagram default -o loop.svg    # this diagram",
             "helikon diagram default -f mermaid     # as Mermaid text",

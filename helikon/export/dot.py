@@ -2,10 +2,10 @@
 
 The picture: phases are rounded boxes, custom phases dashed and amber; `Done` and `Failed`
 are double circles, green and red, and so are the edges into them; a black dot points at
-the initial phase. Each edge lists its rows, one line each, as `input #priority [guards] /
-action`. Phases that share rows (cancel, fail) sit in a dashed cluster with one edge from it.
-With a trace overlay, visited phases and edges turn blue with their counts (`x3`), the rest
-turn grey, and the current phase is drawn bold.
+the initial phase. Each edge lists its rows, one line each, as `#id input [guards] / action`
+(the id is the row's `Row.index`). Phases that share rows (cancel, fail) sit in a dashed
+cluster with one edge from it. With a trace overlay, visited phases and edges turn blue
+with their counts (`x3`), the rest turn grey, and the current phase is drawn bold.
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ tested from a graph built by hand and none of them can drift from the table. The
 - `nodes`: an `initial` pseudo-node (the arrow into the first phase), then one node per phase,
   in the chart's order, of kind `normal`, `custom` (a phase helikon does not define), `done`
   or `failed`.
-- `transitions`: one per row shown, in priority order, each with its row's priority among
-  the alternatives for its (phase, input). Rows that every non-terminal phase has alike
-  (cancel, fail) become one transition from `group`, a stand-in for "any non-terminal
-  phase", so a diagram draws them once. Implicit rows (a terminal absorbing an input, a
-  phase refusing one) are left out unless asked for, or unless the overlay visited them.
+- `transitions`: one per row shown, in table order, each labelled with its row's id
+  (`Row.index`, the number `helikon table`, traces, the debugger and the studio show too)
+  and knowing its priority among the alternatives for its (phase, input). Rows that every
+  non-terminal phase has alike (cancel, fail) become one transition from `group`, a
+  stand-in for "any non-terminal phase", so a diagram draws them once. Implicit rows (a
+  terminal absorbing an input, a phase refusing one) are left out unless asked for, or
+  unless the overlay visited them.
 - `edges`: the transitions grouped by (source, target), for diagrams.
 - an optional trace overlay: visit counts on nodes and transitions, and the current phase.
 
@@ -83,7 +85,9 @@ class ChartNode:
 class ChartTransition:
     """One row as a diagram shows it (or one row shared by every member of the group).
 
-    `priority` is 1-based among the `alternatives` rows tried for the same (phase, input).
+    `rows` are the ids (`Row.index`) of the rows it stands for: one, or one per group member.
+    `priority` is 1-based among the `alternatives` rows tried for the same (phase, input);
+    within a phase and input, a lower row id is tried first.
     """
 
     rows: tuple[int, ...]
@@ -98,11 +102,15 @@ class ChartTransition:
     visits: int = 0
 
     @property
+    def ids(self) -> str:
+        """The row ids, `#7` for one row, `#11,17,21` for a row every group member has."""
+        return "#" + ",".join(map(str, self.rows))
+
+    @property
     def label(self) -> str:
-        """`input #priority [guards] / action`; the priority only where alternatives compete."""
-        rank = f" #{self.priority}" if self.alternatives > 1 else ""
+        """`#id input [guards] / action`."""
         guards = f" [{' and '.join(self.guards)}]" if self.guards else ""
-        return f"{self.input_kind}{rank}{guards} / {self.action}"
+        return f"{self.ids} {self.input_kind}{guards} / {self.action}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +125,11 @@ class ChartEdge:
     @property
     def visits(self) -> int:
         return sum(t.visits for t in self.transitions)
+
+    @property
+    def rows(self) -> tuple[int, ...]:
+        """The ids of every row the edge stands for, in order."""
+        return tuple(sorted(i for t in self.transitions for i in t.rows))
 
 
 @dataclass(frozen=True, slots=True)

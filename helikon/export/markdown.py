@@ -1,5 +1,5 @@
-"""Render a `ChartGraph` as Markdown: the transition table in priority order, then what each
-guard and action does (their docstrings), so a chart documents itself."""
+"""Render a `ChartGraph` as Markdown: the transition table by row id, then what each guard and
+action does (their docstrings), so a chart documents itself."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from helikon.export.ir import ChartGraph, ChartTransition, Doc
 
 PREAMBLE = (
-    "Rows are tried top to bottom for the phase and input at hand; the first whose guards all "
-    "hold fires: it runs its action and moves to its target."
+    "For the phase and input at hand, rows are tried in the order of their ids; the first whose "
+    "guards all hold fires: it runs its action and moves to its target. A row's id is the "
+    "number the diagrams, `helikon table`, traces, the debugger and the studio show."
 )
 
 
@@ -43,7 +44,7 @@ def _summary(graph: ChartGraph) -> Iterator[str]:
 
 
 def _table(graph: ChartGraph) -> Iterator[str]:
-    header = ["from", "input", "guards", "to", "action"]
+    header = ["row", "from", "input", "guards", "to", "action"]
     if graph.overlaid:
         header.append("fired")
     yield "| " + " | ".join(header) + " |"
@@ -56,9 +57,10 @@ def _cells(transition: ChartTransition, graph: ChartGraph) -> list[str]:
     grouped = graph.group is not None and transition.source == graph.group.id
     source = graph.group.label if graph.group and grouped else _code(transition.source)
     guards = " and ".join(map(_code, transition.guards))
-    if transition.alternatives > 1:
-        guards = f"#{transition.priority} {guards or 'otherwise'}"
-    cells = [source, _code(transition.input_kind), guards or "—", _code(transition.target)]
+    if not guards and transition.alternatives > 1:
+        guards = "otherwise"
+    ids = ", ".join(map(str, transition.rows))
+    cells = [ids, source, _code(transition.input_kind), guards or "—", _code(transition.target)]
     cells.append(_code(transition.action) + (" (implicit)" if transition.implicit else ""))
     if graph.overlaid:
         cells.append(str(transition.visits) if transition.visits else "")

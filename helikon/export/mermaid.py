@@ -1,10 +1,10 @@
 """Render a `ChartGraph` as a Mermaid `stateDiagram-v2` (for Markdown docs that render it).
 
-One arrow per row, labelled `input #priority [guards] / action`; `[*] --> <initial>` marks the
-start and `Done --> [*]`, `Failed --> [*]` the ends. Phases that share rows (cancel, fail)
-are drawn inside a composite state, with the shared rows leaving it once. classDefs style
-done, failed and custom phases, and, with a trace overlay, visited phases (a count in their
-description, `x3`) and the current one.
+One arrow per row, labelled `#id input [guards] / action` (the id is `Row.index`);
+`[*] --> <initial>` marks the start and `Done --> [*]`, `Failed --> [*]` the ends. Phases
+that share rows (cancel, fail) are drawn inside a composite state, with the shared rows
+leaving it once. classDefs style done, failed and custom phases, and, with a trace overlay,
+visited phases (a count in their description, `x3`) and the current one.
 """
 
 from __future__ import annotations
