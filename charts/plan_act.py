@@ -7,7 +7,7 @@ A custom chart built on helikon's public API only; copy this file to start your 
                                         keep the plan as an assistant message, open turn 0
     Planning --model_response [empty]--> Failed(EmptyModelResponse)
 
-From CallingModel on, the rows are the default chart's (SEMANTICS.md), in the same order.
+From CallingModel on, the rows are the default chart's, in the same order.
 The planning call is not a turn: it is not counted against `max_turns`, but its usage is
 counted. A planning response's tool calls are never run (the planning request offers no
 tools); only its text is kept.

@@ -275,6 +275,25 @@ def test_diagram_png_is_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.parametrize("fmt", ["dot", "mermaid"])
+def test_diagram_layout_overview(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    code, out, err = cli(capsys, "diagram", "default", "-f", fmt, "--layout", "overview")
+    assert (code, err) == (0, "")
+    render = chart_to_dot if fmt == "dot" else chart_to_mermaid
+    assert out == render(DEFAULT_TABLE, layout="overview")
+    # Detailed stays the default: a chart's author sees every guard without a flag.
+    _, detailed, _ = cli(capsys, "diagram", "default", "-f", fmt)
+    assert detailed == render(DEFAULT_TABLE) == EXPORTERS[fmt](DEFAULT_TABLE) != out
+    _, explicit, _ = cli(capsys, "diagram", "default", "-f", fmt, "--layout", "detailed")
+    assert explicit == detailed
+
+
+def test_diagram_layout_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["diagram", "default", "--layout", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err
+
+
 def overlay(table: Any, path: Path) -> TraceOverlay:
     trace = read_trace(path)
     fired = [line.row.index for line in trace.transitions(trace.header.run_id)]
@@ -462,6 +481,67 @@ def test_docs_writes_what_generate_writes(
     for mine, theirs in zip(written, expected, strict=True):
         assert mine.read_bytes() == theirs.read_bytes(), mine.name
     assert sorted(out.splitlines()) == sorted(str(path) for path in written)
+
+
+def written_names(out_dir: Path) -> set[str]:
+    return {path.name for path in (out_dir / "charts").iterdir()}
+
+
+USER_CHART = """\"\"\"Refunds: an agent that looks an order up before refunding it.\"\"\"
+
+from helikon import Agent, tool
+
+
+@tool(read_only=True)
+def order(number: str) -> str:
+    \"\"\"The order with this number.
+
+    Args:
+        number: e.g. "A-1".
+    \"\"\"
+    return "A-1: one mug"
+
+
+def agent(model):
+    return Agent(name="refunds", model=model, instructions="Refund politely.", tools=[order])
+"""
+
+
+@needs_dot
+def test_docs_of_a_users_own_charts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    charts = tmp_path / "agents"
+    charts.mkdir()
+    write(charts / "refunds.py", USER_CHART)
+    write(charts / "_helpers.py", "raise RuntimeError('not a chart: never imported')\n")
+    out_dir = tmp_path / "site-docs"
+    code, out, _ = cli(capsys, "docs", "--charts", str(charts), "--out", str(out_dir))
+    assert code == 0
+    assert {Path(line).name for line in out.splitlines()} == written_names(out_dir)
+    written = written_names(out_dir)
+    assert written == {
+        "index.md",
+        *(f"{name}{suffix}" for name in ("default", "refunds") for suffix in (".md", ".svg")),
+        "default-detailed.svg",
+        "refunds-detailed.svg",
+    }
+    page = (out_dir / "charts" / "refunds.md").read_text()
+    assert page.startswith("# refunds\n")
+    assert "Refunds: an agent that looks an order up before refunding it." in page
+    assert f"helikon diagram {charts.as_posix()}/refunds.py --layout overview" in page
+    assert "| `order` | The order with this number. |" in page
+    index = (out_dir / "charts" / "index.md").read_text()
+    assert "each chart file documented here" in index and "[refunds](refunds.md)" in index
+    # helikon's own contract page is not in the user's docs, so it is not linked.
+    assert "semantics.md" not in (out_dir / "charts" / "default.md").read_text()
+    assert not (tmp_path / "docs").exists()
+
+
+def test_docs_of_a_folder_without_charts_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    message = fails(capsys, "docs", "--charts", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert "nowhere is not a folder" in message
+    assert "holds no chart file" in fails(capsys, "docs", "--charts", str(tmp_path))
 
 
 def test_docs_into_a_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from helikon.export import (
     chart_to_json,
     chart_to_markdown,
     chart_to_mermaid,
+    compact_ids,
     extract,
     render,
     to_dot,
@@ -87,6 +89,8 @@ EXPORTERS: dict[str, Callable[[TransitionTable], str]] = {
     "mmd": chart_to_mermaid,
     "md": chart_to_markdown,
     "json": chart_to_json,
+    "overview.dot": lambda table: chart_to_dot(table, layout="overview"),
+    "overview.mmd": lambda table: chart_to_mermaid(table, layout="overview"),
 }
 
 
@@ -150,7 +154,9 @@ def test_every_phase_and_guard_appears_in_every_format(chart: str) -> None:
     table = CHARTS[chart]
     for suffix, export in EXPORTERS.items():
         text = export(table)
-        for name in [*phase_names(table), *guard_names(table)]:
+        # An overview names the phases; its rows' guards are in the table beside it.
+        guards = guard_names(table) if "overview" not in suffix else set()
+        for name in [*phase_names(table), *guards]:
             assert name in text, f"{name} missing from the {suffix} export of {chart}"
 
 
@@ -234,6 +240,66 @@ def test_json_is_the_table_data_with_a_checkable_digest() -> None:
     assert data == DEFAULT_TABLE.as_data()
     compact = json.dumps(data, sort_keys=True, separators=(",", ":"))
     assert digest == hashlib.sha256(compact.encode()).hexdigest() == DEFAULT_TABLE.digest
+
+
+# ---------------------------------------------------------------- the overview layout
+
+
+def edge_labels(dot: str) -> dict[tuple[str, str], str]:
+    """(source, target) -> label text of each labelled edge in `dot`."""
+    found = re.findall(
+        r'^  "([^"]+)" -> "([^"]+)" \[(?:ltail="[^"]*", )?label="([^"]*)"', dot, re.M
+    )
+    return {(source, target): label for source, target, label in found}
+
+
+@pytest.mark.parametrize("chart", sorted(CHARTS))
+def test_overview_draws_one_edge_per_source_and_target_labelled_with_row_ids(chart: str) -> None:
+    table = CHARTS[chart]
+    graph = extract(table)
+    labels = edge_labels(chart_to_dot(table, layout="overview"))
+    pairs = [(e.source, e.target) for e in graph.edges if e.transitions]
+    assert len(labels) == len(pairs) == len(set(pairs))
+    shown: list[int] = []
+    for edge in graph.edges[1:]:
+        source = (
+            graph.group.members[-1]
+            if graph.group and edge.source == graph.group.id
+            else edge.source
+        )
+        label = labels[(source, edge.target)]
+        assert label == "\\n".join(compact_ids(edge.rows, 5))
+        shown += edge.rows
+    # Every declared row is on exactly one edge, by its id.
+    assert sorted(shown) == [r.index for r in table.rows if not r.implicit]
+
+
+def test_overview_labels_hold_no_guard_or_action() -> None:
+    dot = chart_to_dot(DEFAULT_TABLE, layout="overview")
+    for name in [*DEFAULT_TABLE.guard_docs, *DEFAULT_TABLE.action_docs]:
+        assert name not in dot
+    assert '"CallingModel" -> "Failed" [label="0, 3-5"' in dot
+    mermaid = chart_to_mermaid(DEFAULT_TABLE, layout="overview")
+    assert "    CallingModel --> Failed : 0, 3-5\n" in mermaid
+    assert "    Running --> Failed : 11, 12, 17, 18, 21, 22, 25, 26, 29, 30, 33, 34, 36, 37\n" in (
+        mermaid
+    )
+
+
+def test_overview_overlay_counts_each_edges_visits() -> None:
+    overlay = TraceOverlay.from_rows(DEFAULT_TABLE, TOOL_RUN)
+    dot = chart_to_dot(DEFAULT_TABLE, overlay, layout="overview")
+    assert f'"CallingModel" -> "ExecutingTools" [label="{TOOL_CALLS}\\nx2"' in dot
+    assert f"CallingModel --> ExecutingTools : {TOOL_CALLS}  x2" in chart_to_mermaid(
+        DEFAULT_TABLE, overlay, layout="overview"
+    )
+
+
+def test_compact_ids_writes_runs_as_ranges_and_wraps() -> None:
+    assert compact_ids([5, 3, 4, 0]) == ("0, 3-5",)
+    assert compact_ids([1, 2]) == ("1, 2",)
+    assert compact_ids([1, 2, 3, 9, 11, 12, 20], per_line=2) == ("1-3, 9", "11, 12", "20")
+    assert compact_ids([]) == ("",)
 
 
 # ---------------------------------------------------------------- extraction

@@ -12,7 +12,7 @@ from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_out
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import Row, TransitionTable
-from helikon.export import TraceOverlay
+from helikon.export import LAYOUTS, Layout, TraceOverlay
 
 DIAGRAM_FORMATS = ("dot", "svg", "png", "mermaid", "md", "json")
 
@@ -21,6 +21,16 @@ def add_diagram_parser(commands: Any) -> None:
     diagram = commands.add_parser("diagram", help="draw a chart (DOT, SVG, PNG, Mermaid, ...)")
     diagram.add_argument("chart", help="default, a chart file, or module:attr")
     diagram.add_argument("-f", "--format", choices=DIAGRAM_FORMATS, default="svg")
+    diagram.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="detailed",
+        help=(
+            "detailed (default): every row's input, guards and action on its edge; "
+            "overview: one edge per source and target labelled with row ids, legible at a "
+            "page's width (the rows: -f md). Applies to dot, svg, png and mermaid"
+        ),
+    )
     diagram.add_argument("--trace", help="overlay the path a recorded run took")
     diagram.add_argument("-o", "--output", help="file to write (default: stdout)")
     diagram.set_defaults(handler=command_diagram)
@@ -79,14 +89,14 @@ def row_count(table: TransitionTable, *, implicit: bool = False) -> str:
     )
 
 
-def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
+def diagram_bytes(table: Any, fmt: str, overlay: Any = None, layout: Layout = "detailed") -> bytes:
     if fmt == "json":
         return encoded(export.chart_to_json(table))
     if fmt == "mermaid":
-        return encoded(export.chart_to_mermaid(table, overlay))
+        return encoded(export.chart_to_mermaid(table, overlay, layout=layout))
     if fmt == "md":
         return encoded(export.chart_to_markdown(table, overlay))
-    dot = export.chart_to_dot(table, overlay)
+    dot = export.chart_to_dot(table, overlay, layout=layout)
     if fmt == "dot":
         return encoded(dot)
     try:
@@ -109,7 +119,7 @@ def overlay_of(table: Any, trace_path: str) -> TraceOverlay:
 def command_diagram(args: argparse.Namespace) -> int:
     table = table_of(args.chart)
     overlay = overlay_of(table, args.trace) if args.trace else None
-    data = diagram_bytes(table, args.format, overlay)
+    data = diagram_bytes(table, args.format, overlay, args.layout)
     write_output(data, args.output)
     return 0
 

@@ -29,6 +29,11 @@ from typing import Literal
 from helikon.core.table import Phase, Row, TransitionTable
 
 NodeKind = Literal["initial", "normal", "custom", "done", "failed"]
+Layout = Literal["overview", "detailed"]
+"""How a diagram draws its edges: `detailed` lists every row on its edge (input, guards,
+action); `overview` draws one edge per source and target labelled with its row ids, the
+rows themselves going into a table beside the picture (`to_markdown`)."""
+LAYOUTS: tuple[Layout, ...] = ("overview", "detailed")
 
 INITIAL_ID = "__initial__"
 GROUP_ID = "Running"
@@ -217,6 +222,34 @@ def extract(
         digest=table.digest,
         overlaid=overlay is not None,
     )
+
+
+def compact_ids(ids: Iterable[int], per_line: int = 0) -> tuple[str, ...]:
+    """Row ids as short text, runs of three or more as ranges: `0, 3-5, 9`.
+
+    With `per_line`, the text is split into lines of at most that many items.
+    """
+    items: list[str] = []
+    for start, end in _runs(sorted(set(ids))):
+        if end - start >= 2:
+            items.append(f"{start}-{end}")
+        else:
+            items += [str(i) for i in range(start, end + 1)]
+    size = per_line or max(len(items), 1)
+    return tuple(", ".join(items[i : i + size]) for i in range(0, len(items), size)) or ("",)
+
+
+def _runs(ids: list[int]) -> Iterable[tuple[int, int]]:
+    start = previous = None
+    for index in ids:
+        if previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None and previous is not None:
+            yield start, previous
+        start = previous = index
+    if start is not None and previous is not None:
+        yield start, previous
 
 
 def group_edges(transitions: Iterable[ChartTransition]) -> tuple[ChartEdge, ...]:
