@@ -647,7 +647,7 @@ def test_a_trace_from_another_chart(
 ) -> None:
     trace = str(recorded["plan_act"])
     line = fails(capsys, "diagram", "default", "-f", "dot", "--trace", trace)
-    assert line.startswith(f"helikon: {trace} was recorded on chart PlanActChart (")
+    assert line.startswith(f"helikon: {trace}: the trace was recorded on chart PlanActChart (")
     assert DEFAULT_TABLE.digest[:12] in line
 
 

@@ -106,14 +106,10 @@ def diagram_bytes(table: Any, fmt: str, overlay: Any = None, layout: Layout = "d
 
 
 def overlay_of(table: Any, trace_path: str) -> TraceOverlay:
-    trace = trace_at(trace_path)
-    if trace.header.chart_digest != table.digest:
-        raise UsageError(
-            f"{trace_path} was recorded on chart {trace.header.chart} "
-            f"({trace.header.chart_digest[:12]}), not on this chart ({table.digest[:12]})"
-        )
-    rows = [line.row.index for line in trace.transitions(trace.header.run_id)]
-    return TraceOverlay.from_rows(table, rows)
+    try:
+        return TraceOverlay.from_trace(table, trace_at(trace_path))
+    except ValueError as exc:
+        raise UsageError(f"{trace_path}: {exc}") from None
 
 
 def command_diagram(args: argparse.Namespace) -> int:

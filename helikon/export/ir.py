@@ -24,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from helikon.core.table import Phase, Row, TransitionTable
+
+if TYPE_CHECKING:
+    from helikon.trace import Trace
 
 NodeKind = Literal["initial", "normal", "custom", "done", "failed"]
 Layout = Literal["overview", "detailed"]
@@ -73,6 +76,21 @@ class TraceOverlay:
                 phases[target] = phases.get(target, 0) + 1
             current = target
         return cls(phases, rows, current)
+
+    @classmethod
+    def from_trace(cls, table: TransitionTable, trace: Trace) -> TraceOverlay:
+        """The overlay of the root run a trace recorded, on the chart it ran on.
+
+        Raises:
+            ValueError: the trace was recorded on another chart (its digest differs).
+        """
+        header = trace.header
+        if header.chart_digest != table.digest:
+            raise ValueError(
+                f"the trace was recorded on chart {header.chart} ({header.chart_digest[:12]}), "
+                f"not on this chart ({table.digest[:12]})"
+            )
+        return cls.from_rows(table, [line.row.index for line in trace.transitions(header.run_id)])
 
 
 @dataclass(frozen=True, slots=True)

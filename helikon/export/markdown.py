@@ -43,10 +43,25 @@ def _summary(graph: ChartGraph) -> Iterator[str]:
         yield f"- Current phase (trace overlay): {_code(current)}"
 
 
+def rows_table(graph: ChartGraph) -> str:
+    """Just the transition table: one line per row shown, by id (no heading, no docs)."""
+    return "\n".join(_table(graph)) + "\n"
+
+
+def row_cells(transition: ChartTransition, graph: ChartGraph) -> list[str]:
+    """A table line's cells as plain text: row ids, from, input, guards, to, action[, fired]."""
+    return [cell.replace("`", "") for cell in _cells(transition, graph)]
+
+
+def headers(graph: ChartGraph) -> list[str]:
+    """The table's column names."""
+    return ["row", "from", "input", "guards", "to", "action"] + (
+        ["fired"] if graph.overlaid else []
+    )
+
+
 def _table(graph: ChartGraph) -> Iterator[str]:
-    header = ["row", "from", "input", "guards", "to", "action"]
-    if graph.overlaid:
-        header.append("fired")
+    header = headers(graph)
     yield "| " + " | ".join(header) + " |"
     yield "|" + "---|" * len(header)
     for transition in graph.transitions:
