@@ -7,7 +7,7 @@ A custom chart built on helikon's public API only; copy this file to start your 
                                         keep the plan as an assistant message, open turn 0
     Planning --model_response [empty]--> Failed(EmptyModelResponse)
 
-From CallingModel on, the rows are the default chart's (SEMANTICS.md), in the same order.
+From CallingModel on, the rows are the default chart's, in the same order.
 The planning call is not a turn: it is not counted against `max_turns`, but its usage is
 counted. A planning response's tool calls are never run (the planning request offers no
 tools); only its text is kept.
@@ -105,11 +105,6 @@ class PlanActChart(LoopChart):
     fail = failed.from_.any(on="fail_run")
 
 
-def _model_state(phase: str, turn: int, usage: Usage) -> Any:
-    """The state of model-calling phase `phase`: a built-in one, or a custom phase."""
-    return CallingModel(turn, usage) if phase == "CallingModel" else CustomPhase(phase, turn, usage)
-
-
 def start_planning(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> TransitionOutcome:
     """Append the user's input and ask the model for a plan (the Planning prompt, no tools)."""
     items: tuple[Item, ...] = inp.items
@@ -124,7 +119,7 @@ def record_plan(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Transi
     usage: Usage = state.usage + inp.usage
     turn: int = state.turn  # 0: planning is not a turn
     events = (MessageOutput(plan), TurnStarted(turn))
-    next_state = _model_state(target, turn, usage)
+    next_state = CallingModel(turn, usage)  # the row's target: CallingModel
     return TransitionOutcome(next_state, events, ctx.call_for(target), (plan,))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,7 +161,21 @@ def test_demo_streams_the_budget_answer_and_completes(capsys: pytest.CaptureFixt
     assert out.startswith("helikon demo: budget_assistant.py offline")
     assert final_answer("budget_assistant") in out
     assert "completed" in out
-    assert f"{len(DEFAULT_TABLE.rows)} rows compiled from the default chart" in out
+    declared = sum(1 for row in DEFAULT_TABLE.rows if not row.implicit)
+    assert f"the default chart, {declared} declared rows (`helikon table` prints them)" in out
+    assert f"{len(DEFAULT_TABLE.rows)} in all (`helikon table --implicit`)" in out
+
+
+def test_the_demo_and_the_table_count_the_same_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's counts are the rows `helikon table` prints, with and without --implicit."""
+    _, demo, _ = cli(capsys, "demo")
+    said = re.search(r"(\d+) declared rows .* (\d+) in all", demo.replace("\n", " "))
+    assert said is not None, demo
+    for flags, count in (((), said.group(1)), (("--implicit",), said.group(2))):
+        _, out, _ = cli(capsys, "table", *flags)
+        rows = out.splitlines()[2:-2]  # below the header, above the count
+        assert len(rows) == int(count)
+        assert out.splitlines()[-1].startswith(count)
 
 
 @pytest.mark.parametrize("name", CHART_NAMES)
@@ -205,15 +220,18 @@ def test_table_prints_the_declared_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert out == format_table(DEFAULT_TABLE) + "\n"
     lines = out.splitlines()
-    assert lines[0].split() == ["from", "input", "guards", "to", "action"]
-    assert len(lines) == 2 + sum(1 for row in DEFAULT_TABLE.rows if not row.implicit)
+    assert lines[0].split() == ["row", "from", "input", "guards", "to", "action"]
+    declared = [row for row in DEFAULT_TABLE.rows if not row.implicit]
+    assert [line.split()[0] for line in lines[2:-2]] == [str(row.index) for row in declared]
+    assert lines[-2:] == ["", "38 declared rows (79 with the 41 implicit ones: --implicit)"]
 
 
 def test_table_implicit_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "table", "--implicit")
     assert code == 0
-    assert len(out.splitlines()) == 2 + len(DEFAULT_TABLE.rows)
-    assert len(out) > len(format_table(DEFAULT_TABLE))
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[2:-2]] == [str(i) for i in range(79)]
+    assert lines[-1] == "79 rows: 38 declared, 41 implicit"
 
 
 # ---------------------------------------------------------------- diagram
@@ -255,6 +273,25 @@ def test_diagram_png_is_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path
     code, out, _ = cli(capsys, "diagram", "default", "-f", "png", "-o", str(target))
     assert (code, out) == (0, "")
     assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.mark.parametrize("fmt", ["dot", "mermaid"])
+def test_diagram_layout_overview(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    code, out, err = cli(capsys, "diagram", "default", "-f", fmt, "--layout", "overview")
+    assert (code, err) == (0, "")
+    render = chart_to_dot if fmt == "dot" else chart_to_mermaid
+    assert out == render(DEFAULT_TABLE, layout="overview")
+    # Detailed stays the default: a chart's author sees every guard without a flag.
+    _, detailed, _ = cli(capsys, "diagram", "default", "-f", fmt)
+    assert detailed == render(DEFAULT_TABLE) == EXPORTERS[fmt](DEFAULT_TABLE) != out
+    _, explicit, _ = cli(capsys, "diagram", "default", "-f", fmt, "--layout", "detailed")
+    assert explicit == detailed
+
+
+def test_diagram_layout_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["diagram", "default", "--layout", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err
 
 
 def overlay(table: Any, path: Path) -> TraceOverlay:
@@ -446,6 +483,67 @@ def test_docs_writes_what_generate_writes(
     assert sorted(out.splitlines()) == sorted(str(path) for path in written)
 
 
+def written_names(out_dir: Path) -> set[str]:
+    return {path.name for path in (out_dir / "charts").iterdir()}
+
+
+USER_CHART = """\"\"\"Refunds: an agent that looks an order up before refunding it.\"\"\"
+
+from helikon import Agent, tool
+
+
+@tool(read_only=True)
+def order(number: str) -> str:
+    \"\"\"The order with this number.
+
+    Args:
+        number: e.g. "A-1".
+    \"\"\"
+    return "A-1: one mug"
+
+
+def agent(model):
+    return Agent(name="refunds", model=model, instructions="Refund politely.", tools=[order])
+"""
+
+
+@needs_dot
+def test_docs_of_a_users_own_charts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    charts = tmp_path / "agents"
+    charts.mkdir()
+    write(charts / "refunds.py", USER_CHART)
+    write(charts / "_helpers.py", "raise RuntimeError('not a chart: never imported')\n")
+    out_dir = tmp_path / "site-docs"
+    code, out, _ = cli(capsys, "docs", "--charts", str(charts), "--out", str(out_dir))
+    assert code == 0
+    assert {Path(line).name for line in out.splitlines()} == written_names(out_dir)
+    written = written_names(out_dir)
+    assert written == {
+        "index.md",
+        *(f"{name}{suffix}" for name in ("default", "refunds") for suffix in (".md", ".svg")),
+        "default-detailed.svg",
+        "refunds-detailed.svg",
+    }
+    page = (out_dir / "charts" / "refunds.md").read_text()
+    assert page.startswith("# refunds\n")
+    assert "Refunds: an agent that looks an order up before refunding it." in page
+    assert f"helikon diagram {charts.as_posix()}/refunds.py --layout overview" in page
+    assert "| `order` | The order with this number. |" in page
+    index = (out_dir / "charts" / "index.md").read_text()
+    assert "each chart file documented here" in index and "[refunds](refunds.md)" in index
+    # helikon's own contract page is not in the user's docs, so it is not linked.
+    assert "semantics.md" not in (out_dir / "charts" / "default.md").read_text()
+    assert not (tmp_path / "docs").exists()
+
+
+def test_docs_of_a_folder_without_charts_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    message = fails(capsys, "docs", "--charts", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert "nowhere is not a folder" in message
+    assert "holds no chart file" in fails(capsys, "docs", "--charts", str(tmp_path))
+
+
 def test_docs_into_a_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = write(tmp_path / "not_a_folder", "")
     assert "cannot write" in fails(capsys, "docs", "--out", out)
@@ -549,7 +647,7 @@ def test_a_trace_from_another_chart(
 ) -> None:
     trace = str(recorded["plan_act"])
     line = fails(capsys, "diagram", "default", "-f", "dot", "--trace", trace)
-    assert line.startswith(f"helikon: {trace} was recorded on chart PlanActChart (")
+    assert line.startswith(f"helikon: {trace}: the trace was recorded on chart PlanActChart (")
     assert DEFAULT_TABLE.digest[:12] in line
 
 

@@ -79,7 +79,7 @@ def test_the_default_page_shows_the_table_and_the_diagram() -> None:
     page = page_markdown(default_page())
     assert page.startswith("# The default loop\n")
     assert "[![AgentLoopChart as a diagram](default.svg)](default.svg)" in page
-    assert "| `ExecutingTools` | `tool_results` | #1 `turn_limit_reached` | `Failed` |" in page
+    assert "| 13 | `ExecutingTools` | `tool_results` | `turn_limit_reached` | `Failed` |" in page
     assert "[the contract](../semantics.md)" in page
 
 
@@ -95,5 +95,11 @@ def test_the_docs_build_without_warnings(tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     warnings = [line for line in output.splitlines() if "WARNING" in line or "ERROR" in line]
     assert done.returncode == 0 and not warnings, output
-    assert (tmp_path / "site" / "charts" / "default" / "index.html").exists()
+    # use_directory_urls: false, so the site works opened from disk (file://).
+    assert (tmp_path / "site" / "charts" / "default.html").exists()
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="charts/default.html"' in index
+    # The glossary explains the words the contract page uses without defining them.
+    contract = (tmp_path / "site" / "semantics.html").read_text(encoding="utf-8")
+    assert '<abbr title="Runners that keep a run in a store' in contract
     assert (tmp_path / "site" / "charts" / "default.svg").exists()

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from helikon.export import (
     chart_to_json,
     chart_to_markdown,
     chart_to_mermaid,
+    compact_ids,
     extract,
     render,
     to_dot,
@@ -87,6 +89,8 @@ EXPORTERS: dict[str, Callable[[TransitionTable], str]] = {
     "mmd": chart_to_mermaid,
     "md": chart_to_markdown,
     "json": chart_to_json,
+    "overview.dot": lambda table: chart_to_dot(table, layout="overview"),
+    "overview.mmd": lambda table: chart_to_mermaid(table, layout="overview"),
 }
 
 
@@ -150,7 +154,9 @@ def test_every_phase_and_guard_appears_in_every_format(chart: str) -> None:
     table = CHARTS[chart]
     for suffix, export in EXPORTERS.items():
         text = export(table)
-        for name in [*phase_names(table), *guard_names(table)]:
+        # An overview names the phases; its rows' guards are in the table beside it.
+        guards = guard_names(table) if "overview" not in suffix else set()
+        for name in [*phase_names(table), *guards]:
             assert name in text, f"{name} missing from the {suffix} export of {chart}"
 
 
@@ -172,12 +178,13 @@ def test_dot_marks_the_initial_phase_and_styles_custom_phases() -> None:
     assert 'shape="box", style="rounded,filled"' in dot
 
 
-def test_dot_edge_labels_carry_input_priority_guards_and_action() -> None:
+def test_dot_edge_labels_carry_row_id_input_guards_and_action() -> None:
     dot = chart_to_dot(DEFAULT_TABLE)
-    assert "model_response #4 [has_handoff] / apply_handoff\\l" in dot
-    assert "tool_results #4 / next_turn\\l" in dot
-    # A sole alternative has no priority to show.
-    assert "model_response / apply_summary\\l" in dot
+    assert "#6 model_response [has_handoff] / apply_handoff\\l" in dot
+    assert "#16 tool_results / next_turn\\l" in dot
+    assert "#35 model_response / apply_summary\\l" in dot
+    # A row every phase shares names the row of each phase.
+    assert "#11,17,21,25,29,33,36 cancel / cancel_run\\l" in dot
 
 
 def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
@@ -190,20 +197,22 @@ def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
         "Failed --> [*]",
         "class Done done",
         "class Failed failed",
-        "CallingModel --> ApplyingHandoff : model_response #4 [has_handoff] / apply_handoff",
-        "Running --> Failed : cancel / cancel_run",
+        "CallingModel --> ApplyingHandoff : #6 model_response [has_handoff] / apply_handoff",
+        "Running --> Failed : #11,17,21,25,29,33,36 cancel / cancel_run",
     ):
         assert expected in lines
     for name in ("done", "failed", "custom", "visited", "current"):
         assert any(line.startswith(f"classDef {name} ") for line in lines)
 
 
-def test_markdown_lists_rows_in_priority_order_and_documents_guards_and_actions() -> None:
+def test_markdown_lists_rows_by_id_and_documents_guards_and_actions() -> None:
     markdown = chart_to_markdown(DEFAULT_TABLE)
     table, guards = markdown.split("## Guards")
     guards, actions = guards.split("## Actions")
-    rows = [line for line in table.splitlines() if line.startswith("| `CallingModel` |")]
-    assert [row.split(" | ")[3] for row in rows[3:11]] == [
+    lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+    rows = [" | ".join(cells) for cells in lines if cells[1] == "`CallingModel`"]
+    assert [row.split(" | ")[0] for row in rows] == [f"| {i}" for i in range(11)]
+    assert [row.split(" | ")[4] for row in rows[3:11]] == [
         "`Failed`",
         "`Failed`",
         "`Failed`",
@@ -213,8 +222,11 @@ def test_markdown_lists_rows_in_priority_order_and_documents_guards_and_actions(
         "`Finalizing`",
         "`Done`",
     ]
-    assert "| `CallingModel` | `model_response` | #8 otherwise | `Done` | `complete` |" in table
-    assert "| any non-terminal phase | `cancel` | — | `Failed` | `cancel_run` |" in table
+    assert "| 10 | `CallingModel` | `model_response` | otherwise | `Done` | `complete` |" in table
+    assert (
+        "| 11, 17, 21, 25, 29, 33, 36 | any non-terminal phase | `cancel` | — | `Failed` | "
+        "`cancel_run` |"
+    ) in table
     for name, doc in DEFAULT_TABLE.guard_docs.items():
         assert f"- `{name}`: {' '.join(doc.split())}" in guards
     for name in ("complete", "next_turn", "cancel_run"):
@@ -230,16 +242,76 @@ def test_json_is_the_table_data_with_a_checkable_digest() -> None:
     assert digest == hashlib.sha256(compact.encode()).hexdigest() == DEFAULT_TABLE.digest
 
 
+# ---------------------------------------------------------------- the overview layout
+
+
+def edge_labels(dot: str) -> dict[tuple[str, str], str]:
+    """(source, target) -> label text of each labelled edge in `dot`."""
+    found = re.findall(
+        r'^  "([^"]+)" -> "([^"]+)" \[(?:ltail="[^"]*", )?label="([^"]*)"', dot, re.M
+    )
+    return {(source, target): label for source, target, label in found}
+
+
+@pytest.mark.parametrize("chart", sorted(CHARTS))
+def test_overview_draws_one_edge_per_source_and_target_labelled_with_row_ids(chart: str) -> None:
+    table = CHARTS[chart]
+    graph = extract(table)
+    labels = edge_labels(chart_to_dot(table, layout="overview"))
+    pairs = [(e.source, e.target) for e in graph.edges if e.transitions]
+    assert len(labels) == len(pairs) == len(set(pairs))
+    shown: list[int] = []
+    for edge in graph.edges[1:]:
+        source = (
+            graph.group.members[-1]
+            if graph.group and edge.source == graph.group.id
+            else edge.source
+        )
+        label = labels[(source, edge.target)]
+        assert label == "\\n".join(compact_ids(edge.rows, 5))
+        shown += edge.rows
+    # Every declared row is on exactly one edge, by its id.
+    assert sorted(shown) == [r.index for r in table.rows if not r.implicit]
+
+
+def test_overview_labels_hold_no_guard_or_action() -> None:
+    dot = chart_to_dot(DEFAULT_TABLE, layout="overview")
+    for name in [*DEFAULT_TABLE.guard_docs, *DEFAULT_TABLE.action_docs]:
+        assert name not in dot
+    assert '"CallingModel" -> "Failed" [label="0, 3-5"' in dot
+    mermaid = chart_to_mermaid(DEFAULT_TABLE, layout="overview")
+    assert "    CallingModel --> Failed : 0, 3-5\n" in mermaid
+    assert "    Running --> Failed : 11, 12, 17, 18, 21, 22, 25, 26, 29, 30, 33, 34, 36, 37\n" in (
+        mermaid
+    )
+
+
+def test_overview_overlay_counts_each_edges_visits() -> None:
+    overlay = TraceOverlay.from_rows(DEFAULT_TABLE, TOOL_RUN)
+    dot = chart_to_dot(DEFAULT_TABLE, overlay, layout="overview")
+    assert f'"CallingModel" -> "ExecutingTools" [label="{TOOL_CALLS}\\nx2"' in dot
+    assert f"CallingModel --> ExecutingTools : {TOOL_CALLS}  x2" in chart_to_mermaid(
+        DEFAULT_TABLE, overlay, layout="overview"
+    )
+
+
+def test_compact_ids_writes_runs_as_ranges_and_wraps() -> None:
+    assert compact_ids([5, 3, 4, 0]) == ("0, 3-5",)
+    assert compact_ids([1, 2]) == ("1, 2",)
+    assert compact_ids([1, 2, 3, 9, 11, 12, 20], per_line=2) == ("1-3, 9", "11, 12", "20")
+    assert compact_ids([]) == ("",)
+
+
 # ---------------------------------------------------------------- extraction
 
 
-def test_extract_ranks_rows_among_their_inputs_alternatives() -> None:
+def test_extract_labels_rows_by_id_and_ranks_them_among_alternatives() -> None:
     graph = extract(DEFAULT_TABLE)
     by_action = {t.action: t for t in graph.transitions if t.source == "CallingModel"}
     handoff = by_action["apply_handoff"]
     assert (handoff.priority, handoff.alternatives) == (4, 8)
     assert handoff.guards == ("has_handoff",)
-    assert handoff.label == "model_response #4 [has_handoff] / apply_handoff"
+    assert handoff.label == "#6 model_response [has_handoff] / apply_handoff"
     assert (by_action["complete"].priority, by_action["complete"].guards) == (8, ())
 
 
@@ -341,18 +413,18 @@ def test_overlay_marks_visited_states_with_counts_and_the_current_state() -> Non
     assert "Helvetica-Bold" not in tools
     done = next(line for line in dot.splitlines() if line.strip().startswith('"Done" ['))
     assert 'color="#a0a7b0"' in done
-    assert "model_response #6 [has_tool_calls] / execute_tools  x2\\l" in dot
+    assert "#8 model_response [has_tool_calls] / execute_tools  x2\\l" in dot
     assert "AgentLoopChart (trace overlay)" in dot
 
     mermaid = to_mermaid(graph)
     assert "        ExecutingTools : ExecutingTools x2" in mermaid
     assert "    class CallingModel current" in mermaid
     assert "    class ExecutingTools visited" in mermaid
-    assert ": tool_results #4 / next_turn  x2" in mermaid
+    assert ": #16 tool_results / next_turn  x2" in mermaid
 
     markdown = to_markdown(graph)
-    assert "| from | input | guards | to | action | fired |" in markdown
-    assert "| `ExecutingTools` | `tool_results` | #4 otherwise | `CallingModel` | " in markdown
+    assert "| row | from | input | guards | to | action | fired |" in markdown
+    assert "| 16 | `ExecutingTools` | `tool_results` | otherwise | `CallingModel` | " in markdown
     assert "`next_turn` | 2 |" in markdown
     assert "- Current phase (trace overlay): `CallingModel`" in markdown
 
@@ -429,14 +501,14 @@ def test_mermaid_of_a_hand_built_graph() -> None:
             '    state "any phase" as Any {',
             "        Plan",
             "        Act",
-            "        Plan --> Act : model_response #1 [ready] / act",
-            "        Plan --> Plan : model_response #2 [not ready] / replan",
+            "        Plan --> Act : #0 model_response [ready] / act",
+            "        Plan --> Plan : #1 model_response [not ready] / replan",
             "    }",
             "    Done",
             "    Failed",
             "    [*] --> Plan",
-            "    Act --> Done : tool_results / finish",
-            "    Any --> Failed : cancel / cancel_run",
+            "    Act --> Done : #2 tool_results / finish",
+            "    Any --> Failed : #3,4 cancel / cancel_run",
             "    Done --> [*]",
             "    Failed --> [*]",
             "    class Done done",
@@ -450,7 +522,7 @@ def test_mermaid_of_a_hand_built_graph() -> None:
 def test_mermaid_overlay_of_a_hand_built_graph() -> None:
     mermaid = to_mermaid(small_graph(overlaid=True))
     assert "        Plan : Plan x3\n" in mermaid
-    assert "        Plan --> Plan : model_response #2 [not ready] / replan  x2\n" in mermaid
+    assert "        Plan --> Plan : #1 model_response [not ready] / replan  x2\n" in mermaid
     assert mermaid.endswith(
         "    class Done done\n"
         "    class Failed failed\n"
@@ -472,15 +544,17 @@ def test_markdown_of_a_hand_built_graph() -> None:
             "",
             "## Transitions",
             "",
-            "Rows are tried top to bottom for the phase and input at hand; the first whose "
-            "guards all hold fires: it runs its action and moves to its target.",
+            "For the phase and input at hand, rows are tried in the order of their ids; the "
+            "first whose guards all hold fires: it runs its action and moves to its target. "
+            "A row's id is the number the diagrams, `helikon table`, traces, the debugger and "
+            "the studio show.",
             "",
-            "| from | input | guards | to | action |",
-            "|---|---|---|---|---|",
-            "| `Plan` | `model_response` | #1 `ready` | `Act` | `act` |",
-            "| `Plan` | `model_response` | #2 `not ready` | `Plan` | `replan` |",
-            "| `Act` | `tool_results` | — | `Done` | `finish` |",
-            "| any phase | `cancel` | — | `Failed` | `cancel_run` |",
+            "| row | from | input | guards | to | action |",
+            "|---|---|---|---|---|---|",
+            "| 0 | `Plan` | `model_response` | `ready` | `Act` | `act` |",
+            "| 1 | `Plan` | `model_response` | `not ready` | `Plan` | `replan` |",
+            "| 2 | `Act` | `tool_results` | — | `Done` | `finish` |",
+            "| 3, 4 | any phase | `cancel` | — | `Failed` | `cancel_run` |",
             "",
             "## Guards",
             "",
@@ -504,9 +578,9 @@ def test_dot_of_a_hand_built_graph() -> None:
     plan = next(line for line in lines if line.startswith('"Plan" ['))
     assert "dashed" in plan and 'label="Plan\\nx3"' in plan
     assert lines.index('subgraph "cluster_Any" {') < lines.index(plan)
-    assert '"Plan" -> "Plan" [label="model_response #2 [not ready] / replan  x2\\l"' in dot
+    assert '"Plan" -> "Plan" [label="#1 model_response [not ready] / replan  x2\\l"' in dot
     # The shared edge leaves the cluster: drawn from a member, clipped at the border.
-    assert '"Act" -> "Failed" [ltail="cluster_Any", label="cancel / cancel_run\\l"' in dot
+    assert '"Act" -> "Failed" [ltail="cluster_Any", label="#3,4 cancel / cancel_run\\l"' in dot
     done = next(line for line in lines if line.startswith('"Done" ['))
     assert "Helvetica-Bold" in done and 'label="Done\\nx1"' in done
 

@@ -11,8 +11,8 @@ from helikon.cli.loading import LoadError, load_table
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.table import TransitionTable
-from helikon.export import TraceOverlay
+from helikon.core.table import Row, TransitionTable
+from helikon.export import LAYOUTS, Layout, TraceOverlay
 
 DIAGRAM_FORMATS = ("dot", "svg", "png", "mermaid", "md", "json")
 
@@ -21,6 +21,16 @@ def add_diagram_parser(commands: Any) -> None:
     diagram = commands.add_parser("diagram", help="draw a chart (DOT, SVG, PNG, Mermaid, ...)")
     diagram.add_argument("chart", help="default, a chart file, or module:attr")
     diagram.add_argument("-f", "--format", choices=DIAGRAM_FORMATS, default="svg")
+    diagram.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="detailed",
+        help=(
+            "detailed (default): every row's input, guards and action on its edge; "
+            "overview: one edge per source and target labelled with row ids, legible at a "
+            "page's width (the rows: -f md). Applies to dot, svg, png and mermaid"
+        ),
+    )
     diagram.add_argument("--trace", help="overlay the path a recorded run took")
     diagram.add_argument("-o", "--output", help="file to write (default: stdout)")
     diagram.set_defaults(handler=command_diagram)
@@ -33,16 +43,27 @@ def add_validate_parser(commands: Any) -> None:
 
 
 def add_table_parser(commands: Any) -> None:
-    table = commands.add_parser("table", help="print the default chart's compiled table")
+    table = commands.add_parser(
+        "table",
+        help="print the default chart's compiled table",
+        description=(
+            "Print the default chart's rows by id. Without --implicit only the declared rows "
+            "(the chart's own transitions); --implicit adds the rows compile_chart adds to make "
+            "the table total (a terminal phase absorbing an input, a phase refusing one)."
+        ),
+    )
     table.add_argument("--implicit", action="store_true", help="include implicit rows")
     table.set_defaults(handler=command_table)
 
 
 def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
-    """The table's rows as aligned text, one row a line, in priority order."""
-    header = ("from", "input", "guards", "to", "action")
+    """The table's rows as aligned text, one row a line by id, then what was counted.
+
+    The ids are `Row.index`, the numbers diagrams, traces, the debugger and the studio show.
+    """
+    header = ("row", "from", "input", "guards", "to", "action")
     lines = [
-        (r.source, r.input_kind, " and ".join(map(str, r.guards)) or "-", r.target, r.action)
+        (str(r.index), r.source, r.input_kind, _guards(r), r.target, r.action)
         for r in table.rows
         if implicit or not r.implicit
     ]
@@ -50,17 +71,32 @@ def format_table(table: TransitionTable, *, implicit: bool = False) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip()]
     out += [fmt.format(*cells).rstrip() for cells in lines]
-    return "\n".join(out)
+    return "\n".join([*out, "", row_count(table, implicit=implicit)])
 
 
-def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
+def _guards(row: Row) -> str:
+    return " and ".join(map(str, row.guards)) or "-"
+
+
+def row_count(table: TransitionTable, *, implicit: bool = False) -> str:
+    """What a table's rows count: `38 declared rows (79 with the 41 implicit ones)`."""
+    declared = sum(1 for row in table.rows if not row.implicit)
+    added = len(table.rows) - declared
+    if implicit:
+        return f"{len(table.rows)} rows: {declared} declared, {added} implicit"
+    return (
+        f"{declared} declared rows ({len(table.rows)} with the {added} implicit ones: --implicit)"
+    )
+
+
+def diagram_bytes(table: Any, fmt: str, overlay: Any = None, layout: Layout = "detailed") -> bytes:
     if fmt == "json":
         return encoded(export.chart_to_json(table))
     if fmt == "mermaid":
-        return encoded(export.chart_to_mermaid(table, overlay))
+        return encoded(export.chart_to_mermaid(table, overlay, layout=layout))
     if fmt == "md":
         return encoded(export.chart_to_markdown(table, overlay))
-    dot = export.chart_to_dot(table, overlay)
+    dot = export.chart_to_dot(table, overlay, layout=layout)
     if fmt == "dot":
         return encoded(dot)
     try:
@@ -70,20 +106,16 @@ def diagram_bytes(table: Any, fmt: str, overlay: Any = None) -> bytes:
 
 
 def overlay_of(table: Any, trace_path: str) -> TraceOverlay:
-    trace = trace_at(trace_path)
-    if trace.header.chart_digest != table.digest:
-        raise UsageError(
-            f"{trace_path} was recorded on chart {trace.header.chart} "
-            f"({trace.header.chart_digest[:12]}), not on this chart ({table.digest[:12]})"
-        )
-    rows = [line.row.index for line in trace.transitions(trace.header.run_id)]
-    return TraceOverlay.from_rows(table, rows)
+    try:
+        return TraceOverlay.from_trace(table, trace_at(trace_path))
+    except ValueError as exc:
+        raise UsageError(f"{trace_path}: {exc}") from None
 
 
 def command_diagram(args: argparse.Namespace) -> int:
     table = table_of(args.chart)
     overlay = overlay_of(table, args.trace) if args.trace else None
-    data = diagram_bytes(table, args.format, overlay)
+    data = diagram_bytes(table, args.format, overlay, args.layout)
     write_output(data, args.output)
     return 0
 

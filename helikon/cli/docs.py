@@ -3,8 +3,16 @@
 `generate(out_dir)` writes into `out_dir/charts/`:
 
     index.md                the list of chart pages
-    default.md, default.svg helikon's default loop (`AGENT_LOOP`, compiled as `DEFAULT_TABLE`)
-    <name>.md, <name>.svg   one pair per `charts/<name>.py`
+    default.md              helikon's default loop (`AGENT_LOOP`, compiled as `DEFAULT_TABLE`)
+    <name>.md               one page per `charts/<name>.py`
+    <name>.svg              each page's diagram in the overview layout (one numbered edge per
+                            source and target), legible at the page's width
+    <name>-detailed.svg     the same chart with every row on its edge, linked from the page
+
+`generate(out_dir, charts_dir)` documents the chart files of another folder instead (a
+user's own, `helikon docs --charts DIR`): the same pages, plus the default loop's, which
+their agents run on unless given another chart. Loading a chart file imports it, running
+its module code, as `helikon run` does.
 
 A chart file's table is its agent's chart (`agent(model).chart`, the default loop when None);
 a file without an agent gives the table or chart class it defines. Diagrams and transition
@@ -31,7 +39,7 @@ from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.dsl import AgentLoopChart
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import TransitionTable
-from helikon.export import RenderError, chart_to_dot, chart_to_markdown, render
+from helikon.export import Layout, RenderError, chart_to_dot, chart_to_markdown, render
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.spec import HandoffTo
@@ -78,24 +86,38 @@ def generate(out_dir: Path, charts_dir: Path | None = None) -> list[Path]:
 
     Args:
         out_dir: the documentation directory (docs/).
-        charts_dir: where the chart files are; the checkout's charts/ when None.
+        charts_dir: where the chart files are; helikon's own charts/ when None. Each file
+            is imported.
 
     Returns:
-        The files written, in order: the index, then each page's `.md` and `.svg`.
+        The files written, in order: the index, then each page's `.md`, `.svg` and
+        `-detailed.svg`.
 
     Raises:
         RenderError: Graphviz's `dot` (or the `graphviz` package) is missing.
         LoadError: a chart file does not import.
         ChartDefinitionError: a chart does not compile.
     """
+    own = charts_dir is None
+    files = chart_files(charts_dir)
+    pages = [
+        default_page(contract=own),
+        *(chart_page(path, _source(path, charts_dir)) for path in files),
+    ]
     target = out_dir / "charts"
     target.mkdir(parents=True, exist_ok=True)
-    pages = [default_page(), *(chart_page(path) for path in chart_files(charts_dir))]
-    written = [_write(target / "index.md", index_markdown(pages).encode())]
+    written = [_write(target / "index.md", index_markdown(pages, own=own).encode())]
     for page in pages:
         written.append(_write(target / f"{page.name}.md", page_markdown(page).encode()))
         written.append(_write(target / f"{page.name}.svg", diagram(page.table)))
+        detailed = diagram(page.table, "detailed")
+        written.append(_write(target / f"{page.name}-detailed.svg", detailed))
     return written
+
+
+def _source(path: Path, charts_dir: Path | None) -> str:
+    """The chart file as a command line would name it."""
+    return f"charts/{path.name}" if charts_dir is None else (charts_dir / path.name).as_posix()
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -109,30 +131,40 @@ def chart_files(charts_dir: Path | None = None) -> list[Path]:
     return sorted(path for path in where.glob("*.py") if not path.name.startswith("_"))
 
 
-def diagram(table: TransitionTable) -> bytes:
-    """The chart drawn as SVG by Graphviz's `dot`."""
-    return render(chart_to_dot(table), "svg")
+def diagram(table: TransitionTable, layout: Layout = "overview") -> bytes:
+    """The chart drawn as SVG by Graphviz's `dot`, in the overview layout unless told."""
+    return render(chart_to_dot(table, layout=layout), "svg")
 
 
 # ---------------------------------------------------------------- pages
 
 
-def default_page() -> ChartPage:
-    """The page of helikon's default loop."""
+def default_page(*, contract: bool = True) -> ChartPage:
+    """The page of helikon's default loop; `contract` links helikon's contract page
+    (../semantics.md), which only helikon's own docs have."""
 
+    rules = (
+        "its rules are written out in [the contract](../semantics.md)"
+        if contract
+        else "its rules are written out in helikon's documentation (the contract)"
+    )
     summary = "\n\n".join(
         [
             _docstring(AgentLoopChart),
             "Every agent runs on it unless it is given another chart (`Agent(chart=...)`). "
             "It is `AGENT_LOOP` (the chart class) compiled once at import as "
-            "`DEFAULT_TABLE`; its rules are written out in [the contract](../semantics.md).",
+            f"`DEFAULT_TABLE`; {rules}.",
         ]
     )
     return ChartPage(DEFAULT_NAME, "The default loop", summary, DEFAULT_TABLE)
 
 
-def chart_page(path: Path) -> ChartPage:
-    """The page of one chart file: its agent (if any), its table, its docstring."""
+def chart_page(path: Path, source: str | None = None) -> ChartPage:
+    """The page of one chart file: its agent (if any), its table, its docstring.
+
+    `source` is how the page names the file in its commands (`charts/<file>` when None).
+    The file is imported.
+    """
 
     module = load_module(str(path))
     agent = module.agent(ScriptedModel([])) if hasattr(module, "agent") else None
@@ -143,7 +175,7 @@ def chart_page(path: Path) -> ChartPage:
         title=path.stem,
         summary=_docstring(module),
         table=table,
-        source=f"charts/{path.name}",
+        source=source or f"charts/{path.name}",
         agent=agent,
         example=example if isinstance(example, str) else None,
         offline=hasattr(module, "script"),
@@ -167,14 +199,16 @@ def _docstring(obj: Any) -> str:
     return inspect.getdoc(obj) or ""
 
 
-def index_markdown(pages: Sequence[ChartPage]) -> str:
+def index_markdown(pages: Sequence[ChartPage], *, own: bool = True) -> str:
     """The index of chart pages: name, chart and the summary's first line."""
+    where = "each reference agent in `charts/`" if own else "each chart file documented here"
+    command = "`helikon docs`" if own else "`helikon docs --charts`"
     lines = [
         "# Charts",
         "",
-        "One page per chart: the default loop, and each reference agent in `charts/`, with "
-        "its diagram (drawn by Graphviz from the compiled table) and its transition table. "
-        "These pages are generated by `helikon.cli.docs.generate`; do not edit them by hand.",
+        f"One page per chart: the default loop, and {where}, with its diagram (drawn by "
+        "Graphviz from the compiled table) and its transition table. "
+        f"These pages are generated by {command}; do not edit them by hand.",
         "",
         "| page | chart | what it is |",
         "|---|---|---|",
@@ -205,9 +239,10 @@ def _how_to_run(page: ChartPage) -> list[str]:
             "## See it yourself",
             "",
             "```bash",
-            "helikon table                          # the compiled rows, in priority order",
+            "helikon table                          # the declared rows, by id",
             "helikon table --implicit               # with the implicit rows",
-            "helikon diagram default -o loop.svg    # this diagram",
+            "helikon diagram default --layout overview -o loop.svg   # this diagram",
+            "helikon diagram default -o loop.svg    # every row on its edge",
             "helikon diagram default -f mermaid     # as Mermaid text",
             "```",
             "",
@@ -217,7 +252,12 @@ def _how_to_run(page: ChartPage) -> list[str]:
         lines.append(f"helikon run {page.source} --offline   # the scripted model plays script()")
     if page.agent is not None:
         lines.append(f"helikon run {page.source}             # a real model, when one is set up")
-    lines += [f"helikon diagram {page.source} -o {page.name}.svg", "```", ""]
+    lines += [
+        f"helikon diagram {page.source} --layout overview -o {page.name}.svg",
+        f"helikon diagram {page.source} -o {page.name}-detailed.svg   # every row on its edge",
+        "```",
+        "",
+    ]
     if page.agent is not None:
         lines += [_REAL_MODEL_NOTE, ""]
     if page.example is not None:
@@ -324,7 +364,8 @@ def _chart_section(page: ChartPage) -> list[str]:
         "",
         f"[![{alt}]({page.name}.svg)]({page.name}.svg)",
         "",
-        "Click the diagram to open it at full size.",
+        "Each edge is labelled with the ids of its rows, listed in the table below; the "
+        f"[detailed diagram]({page.name}-detailed.svg) writes every row out on its edge.",
         "",
         *_demoted(chart_to_markdown(table)),
     ]
@@ -343,14 +384,28 @@ def _demoted(markdown: str) -> Iterator[str]:
 
 
 def add_parser(commands: Any) -> None:
-    docs = commands.add_parser("docs", help="generate the chart pages of the documentation")
+    docs = commands.add_parser(
+        "docs",
+        help="generate a page per chart for the documentation",
+        description=(
+            "Write a page, an overview diagram and a detailed diagram per chart into "
+            "OUT/charts/. Without --charts, helikon's own reference charts; with it, every "
+            "chart file in DIR (files starting with _ are skipped). Each file is imported, "
+            "running its code, as `helikon run` does."
+        ),
+    )
     docs.add_argument("--out", default="docs", help="the docs folder (default: docs)")
+    docs.add_argument("--charts", metavar="DIR", help="document the chart files in DIR")
     docs.set_defaults(handler=command_docs)
 
 
 def command_docs(args: argparse.Namespace) -> int:
+    charts = Path(args.charts) if args.charts else None
+    if charts is not None and not chart_files(charts):
+        found = "is not a folder" if not charts.is_dir() else "holds no chart file (*.py)"
+        raise UsageError(f"{args.charts} {found}")
     try:
-        written = generate(Path(args.out))
+        written = generate(Path(args.out), charts)
     except (LoadError, ChartDefinitionError, RenderError) as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

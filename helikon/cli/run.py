@@ -71,8 +71,11 @@ def command_demo(args: argparse.Namespace) -> int:
     args.approve, args.trace = "all", None
     print(f"helikon demo: {DEMO_CHART} offline, with a scripted model\n")
     code = command_run(args)
+    declared = sum(1 for row in DEFAULT_TABLE.rows if not row.implicit)
+    implicit = len(DEFAULT_TABLE.rows) - declared
     print(
-        f"\nThe loop that ran: {len(DEFAULT_TABLE.rows)} rows compiled from the default chart "
-        "(`helikon table` prints them)."
+        f"\nThe loop that ran: the default chart, {declared} declared rows "
+        f"(`helikon table` prints them), and {implicit} implicit ones that make the table "
+        f"total, {len(DEFAULT_TABLE.rows)} in all (`helikon table --implicit`)."
     )
     return code

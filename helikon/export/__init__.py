@@ -17,13 +17,16 @@ from html import escape
 from helikon.core.table import TransitionTable
 from helikon.export.dot import to_dot
 from helikon.export.ir import (
+    LAYOUTS,
     ChartEdge,
     ChartGraph,
     ChartGroup,
     ChartNode,
     ChartTransition,
     Doc,
+    Layout,
     TraceOverlay,
+    compact_ids,
     extract,
 )
 from helikon.export.json import to_json
@@ -37,6 +40,7 @@ from helikon.export.trace_view import TraceView
 from helikon.trace import Trace
 
 __all__ = [
+    "LAYOUTS",
     "ChartEdge",
     "ChartGraph",
     "ChartGroup",
@@ -45,6 +49,7 @@ __all__ = [
     "ChartView",
     "Doc",
     "ImageFormat",
+    "Layout",
     "RenderError",
     "TraceOverlay",
     "TraceView",
@@ -52,6 +57,7 @@ __all__ = [
     "chart_to_json",
     "chart_to_markdown",
     "chart_to_mermaid",
+    "compact_ids",
     "extract",
     "extract_trace",
     "render",
@@ -66,17 +72,34 @@ __all__ = [
 
 
 def chart_to_dot(
-    table: TransitionTable, overlay: TraceOverlay | None = None, *, implicit: bool = False
+    table: TransitionTable,
+    overlay: TraceOverlay | None = None,
+    *,
+    implicit: bool = False,
+    layout: Layout = "detailed",
 ) -> str:
-    """The chart as Graphviz DOT text; `implicit` adds the implicit rows."""
-    return to_dot(extract(table, overlay, implicit=implicit))
+    """The chart as Graphviz DOT text.
+
+    Args:
+        table: the compiled chart.
+        overlay: a run's visits to draw over it.
+        implicit: add the implicit rows.
+        layout: `detailed` (every row's input, guards and action on its edge) or `overview`
+            (one edge per source and target, labelled with row ids: legible at a page's
+            width, beside `chart_to_markdown`'s table of the rows).
+    """
+    return to_dot(extract(table, overlay, implicit=implicit), layout)
 
 
 def chart_to_mermaid(
-    table: TransitionTable, overlay: TraceOverlay | None = None, *, implicit: bool = False
+    table: TransitionTable,
+    overlay: TraceOverlay | None = None,
+    *,
+    implicit: bool = False,
+    layout: Layout = "detailed",
 ) -> str:
-    """The chart as a Mermaid `stateDiagram-v2`; `implicit` adds the implicit rows."""
-    return to_mermaid(extract(table, overlay, implicit=implicit))
+    """The chart as a Mermaid `stateDiagram-v2`; the arguments as for `chart_to_dot`."""
+    return to_mermaid(extract(table, overlay, implicit=implicit), layout)
 
 
 def chart_to_markdown(
@@ -130,11 +153,19 @@ class ChartView:
 
     Jupyter calls `_repr_html_` (the SVG inline) or `_repr_svg_`; both need Graphviz's
     `dot`. Without it the HTML view falls back to the DOT text and `_repr_svg_` to None.
+    `layout` is `detailed` or `overview`, as for `chart_to_dot`.
     """
 
-    def __init__(self, table: TransitionTable, overlay: TraceOverlay | None = None) -> None:
+    def __init__(
+        self,
+        table: TransitionTable,
+        overlay: TraceOverlay | None = None,
+        *,
+        layout: Layout = "detailed",
+    ) -> None:
         self.table = table
         self.overlay = overlay
+        self.layout: Layout = layout
 
     def __repr__(self) -> str:
         overlay = ", overlay" if self.overlay else ""
@@ -142,11 +173,11 @@ class ChartView:
 
     @property
     def dot(self) -> str:
-        return chart_to_dot(self.table, self.overlay)
+        return chart_to_dot(self.table, self.overlay, layout=self.layout)
 
     @property
     def mermaid(self) -> str:
-        return chart_to_mermaid(self.table, self.overlay)
+        return chart_to_mermaid(self.table, self.overlay, layout=self.layout)
 
     @property
     def markdown(self) -> str:

@@ -2,17 +2,30 @@
 
 The picture: phases are rounded boxes, custom phases dashed and amber; `Done` and `Failed`
 are double circles, green and red, and so are the edges into them; a black dot points at
-the initial phase. Each edge lists its rows, one line each, as `input #priority [guards] /
-action`. Phases that share rows (cancel, fail) sit in a dashed cluster with one edge from it.
-With a trace overlay, visited phases and edges turn blue with their counts (`x3`), the rest
-turn grey, and the current phase is drawn bold.
+the initial phase. Each edge lists its rows, one line each, as `#id input [guards] / action`
+(the id is the row's `Row.index`). Phases that share rows (cancel, fail) sit in a dashed
+cluster with one edge from it. With a trace overlay, visited phases and edges turn blue
+with their counts (`x3`), the rest turn grey, and the current phase is drawn bold.
+
+That is the `detailed` layout. The `overview` layout draws the same phases with one edge
+per source and target, labelled only with its row ids (`0, 3-5`), in larger type and closer
+together, so the picture stays legible at a documentation page's width; the rows go into a
+table beside it (`to_markdown`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from helikon.export.ir import ChartEdge, ChartGraph, ChartNode, ChartTransition
+from helikon.export.ir import (
+    ChartEdge,
+    ChartGraph,
+    ChartNode,
+    ChartTransition,
+    Layout,
+    compact_ids,
+)
 
 FONT = "Helvetica"
 INK = "#3c4a5c"
@@ -29,18 +42,43 @@ NODE_STYLE: dict[str, dict[str, str]] = {
 EDGE_COLOR = {"done": "#2e7d32", "failed": "#c62828"}
 
 
-def to_dot(graph: ChartGraph) -> str:
-    """The graph as a DOT `digraph`, top to bottom, ending in a newline."""
-    lines = [f"digraph {quote(graph.name)} {{", *_defaults(graph)]
+@dataclass(frozen=True, slots=True)
+class Look:
+    """The sizes a layout draws with (points, and inches for the gaps)."""
+
+    node_font: str
+    edge_font: str
+    group_font: str
+    nodesep: str
+    ranksep: str
+
+
+LOOKS: dict[Layout, Look] = {
+    "detailed": Look("12", "9", "10", "0.5", "0.7"),
+    "overview": Look("14", "14", "12", "0.3", "0.45"),
+}
+# An overview label holds at most this many ids a line, so a shared edge stays narrow.
+IDS_PER_LINE = 5
+
+
+def to_dot(graph: ChartGraph, layout: Layout = "detailed") -> str:
+    """The graph as a DOT `digraph`, top to bottom, ending in a newline.
+
+    Args:
+        graph: what `extract` returned.
+        layout: `detailed` (every row on its edge) or `overview` (row ids only).
+    """
+    look = LOOKS[layout]
+    lines = [f"digraph {quote(graph.name)} {{", *_defaults(graph, look)]
     members = set(graph.group.members) if graph.group else set()
     lines += [_node(node, graph) for node in graph.nodes if node.id not in members]
     if graph.group:
-        lines += _cluster(graph)
+        lines += _cluster(graph, look)
     terminals = [n.id for n in graph.nodes if n.kind in ("done", "failed")]
     if terminals:
         # Outcomes sit on the bottom rank, so the picture reads as a flow down to them.
         lines.append("  { rank=sink; " + " ".join(f"{quote(t)};" for t in terminals) + " }")
-    lines += [_edge(edge, graph) for edge in graph.edges]
+    lines += [_edge(edge, graph, layout) for edge in graph.edges]
     return "\n".join([*lines, "}"]) + "\n"
 
 
@@ -63,7 +101,7 @@ def _attrs(attrs: dict[str, str]) -> str:
     return "[" + ", ".join(f"{key}={quote(value)}" for key, value in attrs.items()) + "]"
 
 
-def _defaults(graph: ChartGraph) -> Iterator[str]:
+def _defaults(graph: ChartGraph, look: Look) -> Iterator[str]:
     title = graph.name + (" (trace overlay)" if graph.overlaid else "")
     yield (
         "  graph "
@@ -75,8 +113,8 @@ def _defaults(graph: ChartGraph) -> Iterator[str]:
                 "fontsize": "16",
                 "rankdir": "TB",
                 "compound": "true",
-                "nodesep": "0.5",
-                "ranksep": "0.7",
+                "nodesep": look.nodesep,
+                "ranksep": look.ranksep,
                 "newrank": "true",
             }
         )
@@ -84,13 +122,26 @@ def _defaults(graph: ChartGraph) -> Iterator[str]:
     )
     yield (
         "  node "
-        + _attrs({"fontname": FONT, "fontsize": "12", "shape": "box", "style": "rounded,filled"})
+        + _attrs(
+            {
+                "fontname": FONT,
+                "fontsize": look.node_font,
+                "shape": "box",
+                "style": "rounded,filled",
+            }
+        )
         + ";"
     )
     yield (
         "  edge "
         + _attrs(
-            {"fontname": FONT, "fontsize": "9", "color": INK, "fontcolor": INK, "arrowsize": "0.7"}
+            {
+                "fontname": FONT,
+                "fontsize": look.edge_font,
+                "color": INK,
+                "fontcolor": INK,
+                "arrowsize": "0.7",
+            }
         )
         + ";"
     )
@@ -117,7 +168,7 @@ def _node_overlay(node: ChartNode, attrs: dict[str, str]) -> dict[str, str]:
     return extra
 
 
-def _cluster(graph: ChartGraph) -> Iterator[str]:
+def _cluster(graph: ChartGraph, look: Look) -> Iterator[str]:
     assert graph.group is not None
     yield f"  subgraph {quote('cluster_' + graph.group.id)} {{"
     yield (
@@ -129,7 +180,7 @@ def _cluster(graph: ChartGraph) -> Iterator[str]:
                 "style": "rounded,dashed",
                 "color": UNVISITED,
                 "fontcolor": "#5a6470",
-                "fontsize": "10",
+                "fontsize": look.group_font,
             }
         )
         + ";"
@@ -139,13 +190,15 @@ def _cluster(graph: ChartGraph) -> Iterator[str]:
     yield "  }"
 
 
-def _edge(edge: ChartEdge, graph: ChartGraph) -> str:
+def _edge(edge: ChartEdge, graph: ChartGraph, layout: Layout) -> str:
     source, attrs = edge.source, {}
     if graph.group and source == graph.group.id:
         # An edge leaves a cluster from one of its nodes, clipped at the cluster's border.
         source = graph.group.members[-1]
         attrs["ltail"] = "cluster_" + graph.group.id
-    if edge.transitions:
+    if edge.transitions and layout == "overview":
+        attrs["label"] = _ids_label(edge, graph.overlaid)
+    elif edge.transitions:
         attrs["label"] = _label(edge.transitions, graph.overlaid)
     color = _edge_color(edge, graph)
     if color:
@@ -168,3 +221,10 @@ def _label(transitions: tuple[ChartTransition, ...], overlaid: bool) -> Escaped:
     # `\l` ends a left-justified line, so the lines are escaped here, not by `quote`.
     lines = [t.label + (f"  x{t.visits}" if overlaid and t.visits else "") for t in transitions]
     return Escaped("".join(escape(line) + "\\l" for line in lines))
+
+
+def _ids_label(edge: ChartEdge, overlaid: bool) -> str:
+    lines = list(compact_ids(edge.rows, IDS_PER_LINE))
+    if overlaid and edge.visits:
+        lines.append(f"x{edge.visits}")
+    return "\n".join(lines)

@@ -7,11 +7,13 @@ tested from a graph built by hand and none of them can drift from the table. The
 - `nodes`: an `initial` pseudo-node (the arrow into the first phase), then one node per phase,
   in the chart's order, of kind `normal`, `custom` (a phase helikon does not define), `done`
   or `failed`.
-- `transitions`: one per row shown, in priority order, each with its row's priority among
-  the alternatives for its (phase, input). Rows that every non-terminal phase has alike
-  (cancel, fail) become one transition from `group`, a stand-in for "any non-terminal
-  phase", so a diagram draws them once. Implicit rows (a terminal absorbing an input, a
-  phase refusing one) are left out unless asked for, or unless the overlay visited them.
+- `transitions`: one per row shown, in table order, each labelled with its row's id
+  (`Row.index`, the number `helikon table`, traces, the debugger and the studio show too)
+  and knowing its priority among the alternatives for its (phase, input). Rows that every
+  non-terminal phase has alike (cancel, fail) become one transition from `group`, a
+  stand-in for "any non-terminal phase", so a diagram draws them once. Implicit rows (a
+  terminal absorbing an input, a phase refusing one) are left out unless asked for, or
+  unless the overlay visited them.
 - `edges`: the transitions grouped by (source, target), for diagrams.
 - an optional trace overlay: visit counts on nodes and transitions, and the current phase.
 
@@ -22,11 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from helikon.core.table import Phase, Row, TransitionTable
 
+if TYPE_CHECKING:
+    from helikon.trace import Trace
+
 NodeKind = Literal["initial", "normal", "custom", "done", "failed"]
+Layout = Literal["overview", "detailed"]
+"""How a diagram draws its edges: `detailed` lists every row on its edge (input, guards,
+action); `overview` draws one edge per source and target labelled with its row ids, the
+rows themselves going into a table beside the picture (`to_markdown`)."""
+LAYOUTS: tuple[Layout, ...] = ("overview", "detailed")
 
 INITIAL_ID = "__initial__"
 GROUP_ID = "Running"
@@ -67,6 +77,21 @@ class TraceOverlay:
             current = target
         return cls(phases, rows, current)
 
+    @classmethod
+    def from_trace(cls, table: TransitionTable, trace: Trace) -> TraceOverlay:
+        """The overlay of the root run a trace recorded, on the chart it ran on.
+
+        Raises:
+            ValueError: the trace was recorded on another chart (its digest differs).
+        """
+        header = trace.header
+        if header.chart_digest != table.digest:
+            raise ValueError(
+                f"the trace was recorded on chart {header.chart} ({header.chart_digest[:12]}), "
+                f"not on this chart ({table.digest[:12]})"
+            )
+        return cls.from_rows(table, [line.row.index for line in trace.transitions(header.run_id)])
+
 
 @dataclass(frozen=True, slots=True)
 class ChartNode:
@@ -83,7 +108,9 @@ class ChartNode:
 class ChartTransition:
     """One row as a diagram shows it (or one row shared by every member of the group).
 
-    `priority` is 1-based among the `alternatives` rows tried for the same (phase, input).
+    `rows` are the ids (`Row.index`) of the rows it stands for: one, or one per group member.
+    `priority` is 1-based among the `alternatives` rows tried for the same (phase, input);
+    within a phase and input, a lower row id is tried first.
     """
 
     rows: tuple[int, ...]
@@ -98,11 +125,15 @@ class ChartTransition:
     visits: int = 0
 
     @property
+    def ids(self) -> str:
+        """The row ids, `#7` for one row, `#11,17,21` for a row every group member has."""
+        return "#" + ",".join(map(str, self.rows))
+
+    @property
     def label(self) -> str:
-        """`input #priority [guards] / action`; the priority only where alternatives compete."""
-        rank = f" #{self.priority}" if self.alternatives > 1 else ""
+        """`#id input [guards] / action`."""
         guards = f" [{' and '.join(self.guards)}]" if self.guards else ""
-        return f"{self.input_kind}{rank}{guards} / {self.action}"
+        return f"{self.ids} {self.input_kind}{guards} / {self.action}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +148,11 @@ class ChartEdge:
     @property
     def visits(self) -> int:
         return sum(t.visits for t in self.transitions)
+
+    @property
+    def rows(self) -> tuple[int, ...]:
+        """The ids of every row the edge stands for, in order."""
+        return tuple(sorted(i for t in self.transitions for i in t.rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +240,34 @@ def extract(
         digest=table.digest,
         overlaid=overlay is not None,
     )
+
+
+def compact_ids(ids: Iterable[int], per_line: int = 0) -> tuple[str, ...]:
+    """Row ids as short text, runs of three or more as ranges: `0, 3-5, 9`.
+
+    With `per_line`, the text is split into lines of at most that many items.
+    """
+    items: list[str] = []
+    for start, end in _runs(sorted(set(ids))):
+        if end - start >= 2:
+            items.append(f"{start}-{end}")
+        else:
+            items += [str(i) for i in range(start, end + 1)]
+    size = per_line or max(len(items), 1)
+    return tuple(", ".join(items[i : i + size]) for i in range(0, len(items), size)) or ("",)
+
+
+def _runs(ids: list[int]) -> Iterable[tuple[int, int]]:
+    start = previous = None
+    for index in ids:
+        if previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None and previous is not None:
+            yield start, previous
+        start = previous = index
+    if start is not None and previous is not None:
+        yield start, previous
 
 
 def group_edges(transitions: Iterable[ChartTransition]) -> tuple[ChartEdge, ...]:

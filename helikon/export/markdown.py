@@ -1,5 +1,5 @@
-"""Render a `ChartGraph` as Markdown: the transition table in priority order, then what each
-guard and action does (their docstrings), so a chart documents itself."""
+"""Render a `ChartGraph` as Markdown: the transition table by row id, then what each guard and
+action does (their docstrings), so a chart documents itself."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from helikon.export.ir import ChartGraph, ChartTransition, Doc
 
 PREAMBLE = (
-    "Rows are tried top to bottom for the phase and input at hand; the first whose guards all "
-    "hold fires: it runs its action and moves to its target."
+    "For the phase and input at hand, rows are tried in the order of their ids; the first whose "
+    "guards all hold fires: it runs its action and moves to its target. A row's id is the "
+    "number the diagrams, `helikon table`, traces, the debugger and the studio show."
 )
 
 
@@ -42,10 +43,25 @@ def _summary(graph: ChartGraph) -> Iterator[str]:
         yield f"- Current phase (trace overlay): {_code(current)}"
 
 
+def rows_table(graph: ChartGraph) -> str:
+    """Just the transition table: one line per row shown, by id (no heading, no docs)."""
+    return "\n".join(_table(graph)) + "\n"
+
+
+def row_cells(transition: ChartTransition, graph: ChartGraph) -> list[str]:
+    """A table line's cells as plain text: row ids, from, input, guards, to, action[, fired]."""
+    return [cell.replace("`", "") for cell in _cells(transition, graph)]
+
+
+def headers(graph: ChartGraph) -> list[str]:
+    """The table's column names."""
+    return ["row", "from", "input", "guards", "to", "action"] + (
+        ["fired"] if graph.overlaid else []
+    )
+
+
 def _table(graph: ChartGraph) -> Iterator[str]:
-    header = ["from", "input", "guards", "to", "action"]
-    if graph.overlaid:
-        header.append("fired")
+    header = headers(graph)
     yield "| " + " | ".join(header) + " |"
     yield "|" + "---|" * len(header)
     for transition in graph.transitions:
@@ -56,9 +72,10 @@ def _cells(transition: ChartTransition, graph: ChartGraph) -> list[str]:
     grouped = graph.group is not None and transition.source == graph.group.id
     source = graph.group.label if graph.group and grouped else _code(transition.source)
     guards = " and ".join(map(_code, transition.guards))
-    if transition.alternatives > 1:
-        guards = f"#{transition.priority} {guards or 'otherwise'}"
-    cells = [source, _code(transition.input_kind), guards or "—", _code(transition.target)]
+    if not guards and transition.alternatives > 1:
+        guards = "otherwise"
+    ids = ", ".join(map(str, transition.rows))
+    cells = [ids, source, _code(transition.input_kind), guards or "—", _code(transition.target)]
     cells.append(_code(transition.action) + (" (implicit)" if transition.implicit else ""))
     if graph.overlaid:
         cells.append(str(transition.visits) if transition.visits else "")

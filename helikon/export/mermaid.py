@@ -1,17 +1,18 @@
 """Render a `ChartGraph` as a Mermaid `stateDiagram-v2` (for Markdown docs that render it).
 
-One arrow per row, labelled `input #priority [guards] / action`; `[*] --> <initial>` marks the
-start and `Done --> [*]`, `Failed --> [*]` the ends. Phases that share rows (cancel, fail)
-are drawn inside a composite state, with the shared rows leaving it once. classDefs style
-done, failed and custom phases, and, with a trace overlay, visited phases (a count in their
-description, `x3`) and the current one.
+One arrow per row, labelled `#id input [guards] / action` (the id is `Row.index`);
+`[*] --> <initial>` marks the start and `Done --> [*]`, `Failed --> [*]` the ends. Phases
+that share rows (cancel, fail) are drawn inside a composite state, with the shared rows
+leaving it once. classDefs style done, failed and custom phases, and, with a trace overlay,
+visited phases (a count in their description, `x3`) and the current one. The `overview`
+layout draws one arrow per source and target instead, labelled with its row ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from helikon.export.ir import ChartEdge, ChartGraph, ChartNode, ChartTransition
+from helikon.export.ir import ChartEdge, ChartGraph, ChartNode, ChartTransition, Layout, compact_ids
 
 CLASS_DEFS = (
     ("done", "fill:#d4f1d4,stroke:#2e7d32,stroke-width:2px"),
@@ -23,8 +24,8 @@ CLASS_DEFS = (
 INDENT = "    "
 
 
-def to_mermaid(graph: ChartGraph) -> str:
-    """The graph as Mermaid text, ending in a newline."""
+def to_mermaid(graph: ChartGraph, layout: Layout = "detailed") -> str:
+    """The graph as Mermaid text, ending in a newline; `layout` as for `to_dot`."""
     lines = ["---", f"title: {graph.name}", "---", "stateDiagram-v2"]
     lines += [f"{INDENT}classDef {name} {style}" for name, style in CLASS_DEFS]
     members = set(graph.group.members) if graph.group else set()
@@ -33,11 +34,11 @@ def to_mermaid(graph: ChartGraph) -> str:
     if graph.group:
         lines.append(f'{INDENT}state "{graph.group.label}" as {graph.group.id} {{')
         lines += [INDENT + line for line in _states(graph, graph.group.members)]
-        lines += [INDENT + line for edge in inner for line in _arrows(edge, graph)]
+        lines += [INDENT + line for edge in inner for line in _arrows(edge, graph, layout)]
         lines.append(f"{INDENT}}}")
     others = tuple(n.id for n in graph.nodes if n.id not in members and n.kind != "initial")
     lines += _states(graph, others)
-    lines += [line for edge in outer for line in _arrows(edge, graph)]
+    lines += [line for edge in outer for line in _arrows(edge, graph, layout)]
     lines += [f"{INDENT}{n.id} --> [*]" for n in graph.nodes if n.kind in ("done", "failed")]
     lines += _classes(graph)
     return "\n".join(lines) + "\n"
@@ -55,10 +56,14 @@ def _endpoint(node_id: str, graph: ChartGraph) -> str:
     return "[*]" if graph.kind_of(node_id) == "initial" else node_id
 
 
-def _arrows(edge: ChartEdge, graph: ChartGraph) -> Iterator[str]:
+def _arrows(edge: ChartEdge, graph: ChartGraph, layout: Layout) -> Iterator[str]:
     source, target = _endpoint(edge.source, graph), edge.target
     if not edge.transitions:
         yield f"{INDENT}{source} --> {target}"
+    elif layout == "overview":
+        count = f"  x{edge.visits}" if graph.overlaid and edge.visits else ""
+        yield f"{INDENT}{source} --> {target} : {compact_ids(edge.rows)[0]}{count}"
+        return
     for transition in edge.transitions:
         yield f"{INDENT}{source} --> {target} : {_label(transition, graph.overlaid)}"
 

@@ -30,8 +30,8 @@ class LoopChart(StateChart[Any]):
 
 
 class AgentLoopChart(LoopChart):
-    """helikon's default agent loop (SEMANTICS.md): model, tools, approvals, handoffs,
-    structured output with one repair, compaction, and cancellation from any phase."""
+    """helikon's default agent loop: model, tools, approvals, handoffs, structured output
+    with one repair, compaction, and cancellation from any phase."""
 
     calling_model = State("CallingModel", initial=True)
     executing_tools = State("ExecutingTools")
