@@ -11,7 +11,8 @@ limits, probe tools, a synthetic handoff target) where its own setup cannot reac
 and the stops, and checks each step took its planned row; a path the driver cannot deliver
 (a response its stream assembler cannot build) is checked over `transition`, and implicit
 rows by table tests over `transition`. `Coverage` gathers what was hit, from these runs or
-from recorded traces; `format_coverage` prints it.
+from recorded traces; `format_coverage` prints it; `emit_pytest` writes the paths as a pytest
+module.
 
     from helikon.charttest import ChartTests, Subject, format_coverage
     coverage = ChartTests(Subject.of_module(my_chart_module)).run_sync()
@@ -29,6 +30,7 @@ from helikon.charttest.coverage import (
     trace_hits,
 )
 from helikon.charttest.draft import Builder, Draft, Witness
+from helikon.charttest.emit import emit_pytest
 from helikon.charttest.paths import ChartPath, PathStep, Plan, Unwitnessed
 from helikon.charttest.report import format_coverage
 from helikon.charttest.setup import ProbeAnswer, Setup
@@ -57,6 +59,7 @@ __all__ = [
     "Unwitnessed",
     "Witness",
     "coverage_of_traces",
+    "emit_pytest",
     "format_coverage",
     "targets_of",
     "trace_hits",
