@@ -1,5 +1,5 @@
-"""`helikon test` and `helikon coverage`, through `main(argv)` and as real subprocesses; the
-module `--emit-pytest` writes, run under pytest."""
+"""`helikon test`, `helikon coverage` and `helikon diagram --coverage`, through `main(argv)`
+and as real subprocesses; the module `--emit-pytest` writes, run under pytest."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from helikon.charttest import emit
 from helikon.cli import main
 from helikon.cli.chart_tests import subject_for
 from helikon.cli.loading import load_module
+from helikon.export import TraceOverlay, chart_to_dot, chart_to_mermaid
 
 ROOT = Path(__file__).resolve().parent.parent
 CHARTS = ("default", "charts/budget_assistant.py", "charts/triage.py", "charts/plan_act.py")
@@ -261,6 +262,46 @@ def test_coverage_of_a_chart_file_counts_its_own_rows(
     assert code == 1
     assert "start_planning" not in out  # rows are shown by their guards, not their actions
     assert rows_of(out)["0"][1] == "Planning"
+
+
+# ---------------------------------------------------------------- helikon diagram --coverage
+
+
+def test_diagram_draws_the_rows_no_trace_took_as_uncovered(
+    capsys: pytest.CaptureFixture[str], traces: dict[str, str]
+) -> None:
+    argv = ["diagram", "default", "--coverage", traces["text"], traces["tools"]]
+    code, dot, _ = cli(capsys, *argv, "-f", "dot")
+    assert code == 0
+    overlay = TraceOverlay.for_coverage(DEFAULT_TABLE, {2: 2, 8: 1, 10: 2, 16: 1})
+    assert dot == chart_to_dot(DEFAULT_TABLE, overlay)
+    assert "AgentLoopChart (coverage)" in dot
+    assert "model_response #1 [truncated] / fail_truncated  (uncovered)" in dot
+    assert "model_response #8 / complete  x2\\l" in dot
+    assert 'style="dashed"' in dot
+    _, mermaid, _ = cli(capsys, *argv, "-f", "mermaid")
+    assert mermaid == chart_to_mermaid(DEFAULT_TABLE, overlay)
+    assert (
+        "CallingModel --> Failed : model_response #1 [truncated] / fail_truncated  (uncovered)"
+        in mermaid
+    )
+
+
+def test_diagram_takes_a_trace_or_a_coverage_not_both(
+    capsys: pytest.CaptureFixture[str], traces: dict[str, str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["diagram", "default", "--trace", traces["text"], "--coverage", traces["tools"]])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_diagram_coverage_refuses_a_trace_of_another_chart(
+    capsys: pytest.CaptureFixture[str], traces: dict[str, str]
+) -> None:
+    code, _, err = cli(capsys, "diagram", "default", "-f", "dot", "--coverage", traces["plan_act"])
+    assert code == 2
+    assert "was recorded on chart PlanActChart" in error_line(err)
 
 
 # ---------------------------------------------------------------- as a subprocess

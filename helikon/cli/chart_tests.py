@@ -1,5 +1,5 @@
 """`helikon test` and `helikon coverage`: chart tests generated from a chart, and the coverage
-of recorded runs.
+of recorded runs; `coverage_overlay` is what `helikon diagram --coverage` draws.
 
 `test` exits 1 when a target is not covered, a target has no witness, or a path failed; so
 does `coverage` when the traces leave a declared row's target uncovered.
@@ -21,6 +21,7 @@ from helikon.charttest import (
     coverage_of_traces,
     emit_pytest,
     format_coverage,
+    trace_hits,
 )
 from helikon.charttest.bench import SetupRefused
 from helikon.charttest.subject import witnesses_in
@@ -30,6 +31,7 @@ from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.dsl import LoopChart
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import TransitionTable
+from helikon.export import TraceOverlay
 from helikon.export.console import safe_text
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
@@ -76,6 +78,19 @@ def command_coverage(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(safe_text(format_coverage(coverage), multiline=True))
     return 1 if coverage.gaps else 0
+
+
+def coverage_overlay(table: TransitionTable, paths: list[str]) -> TraceOverlay:
+    """The rows the traces at `paths` took, merged, as a coverage overlay of `table`."""
+    traces = [trace_at(path) for path in paths]
+    try:
+        hits = trace_hits(table, traces, paths)
+    except ChartMismatch as exc:
+        raise UsageError(str(exc)) from None
+    rows: dict[int, int] = {}
+    for (row, _), count in hits.items():
+        rows[row] = rows.get(row, 0) + count
+    return TraceOverlay.for_coverage(table, rows)
 
 
 # ---------------------------------------------------------------- what is tested

@@ -5,7 +5,8 @@ are double circles, green and red, and so are the edges into them; a black dot p
 the initial phase. Each edge lists its rows, one line each, as `input #priority [guards] /
 action`. Phases that share rows (cancel, fail) sit in a dashed cluster with one edge from it.
 With a trace overlay, visited phases and edges turn blue with their counts (`x3`), the rest
-turn grey, and the current phase is drawn bold.
+turn grey, and the current phase is drawn bold. With a coverage overlay, an edge with a row
+no run took is dashed and orange, and that row's line says so.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ FONT = "Helvetica"
 INK = "#3c4a5c"
 VISITED = "#1565c0"
 UNVISITED = "#a0a7b0"
+UNCOVERED = "#e65100"
 
 NODE_STYLE: dict[str, dict[str, str]] = {
     "initial": {"shape": "point", "width": "0.18", "color": "black", "label": ""},
@@ -64,7 +66,8 @@ def _attrs(attrs: dict[str, str]) -> str:
 
 
 def _defaults(graph: ChartGraph) -> Iterator[str]:
-    title = graph.name + (" (trace overlay)" if graph.overlaid else "")
+    overlay = " (coverage)" if graph.coverage else " (trace overlay)"
+    title = graph.name + (overlay if graph.overlaid else "")
     yield (
         "  graph "
         + _attrs(
@@ -152,6 +155,8 @@ def _edge(edge: ChartEdge, graph: ChartGraph) -> str:
         attrs.update({"color": color, "fontcolor": color})
     if graph.overlaid and edge.visits:
         attrs["penwidth"] = "2"
+    if any(t.uncovered for t in edge.transitions):
+        attrs.update({"color": UNCOVERED, "fontcolor": UNCOVERED, "style": "dashed"})
     body = f"  {quote(source)} -> {quote(edge.target)}"
     return f"{body} {_attrs(attrs)};" if attrs else f"{body};"
 
@@ -166,5 +171,8 @@ def _edge_color(edge: ChartEdge, graph: ChartGraph) -> str | None:
 
 def _label(transitions: tuple[ChartTransition, ...], overlaid: bool) -> Escaped:
     # `\l` ends a left-justified line, so the lines are escaped here, not by `quote`.
-    lines = [t.label + (f"  x{t.visits}" if overlaid and t.visits else "") for t in transitions]
+    lines = [
+        t.label + (f"  x{t.visits}" if overlaid and t.visits else "") + t.coverage_note
+        for t in transitions
+    ]
     return Escaped("".join(escape(line) + "\\l" for line in lines))
