@@ -322,3 +322,40 @@ def test_subprocess_test_and_coverage(tmp_path: Path, traces: dict[str, str]) ->
     done = helikon("coverage", traces["text"], "--chart", "default")
     assert (done.returncode, done.stderr) == (1, "")
     assert "declared rows: 2 of 38 covered (2 in traces)" in done.stdout
+
+
+# ---------------------------------------------------------------- the how-to page
+
+PAGE = ROOT / "docs" / "howto" / "chart-tests.md"
+
+
+def blocks(fence: str) -> list[str]:
+    """The page's code blocks fenced as ```fence, in order."""
+    text = PAGE.read_text(encoding="utf-8")
+    return [part.split("\n```", 1)[0] for part in text.split(f"```{fence}\n")[1:]]
+
+
+def test_the_pages_example_runs_as_shown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chart = next(block for block in blocks("python") if "WITNESSES = {" in block)
+    shown = next(block for block in blocks("text") if block.startswith("$ helikon test polite"))
+    without = next(block for block in blocks("text") if "no witness makes rude" in block)
+    (tmp_path / "polite.py").write_text(chart + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli(capsys, "test", "polite.py")
+    assert code == 0
+    assert shown == "$ helikon test polite.py\n" + out.rstrip("\n")
+    rude = chart.split("# How `helikon test`")[0] + chart.split("\n}\n", 1)[1]
+    (tmp_path / "polite.py").write_text(rude, encoding="utf-8")
+    code, out, _ = cli(capsys, "test", "polite.py")
+    assert code == 1
+    assert out.rstrip("\n").endswith(without)
+
+
+def test_the_pages_table_is_what_helikon_test_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = next(block for block in blocks("text") if block.startswith("charts/triage.py: "))
+    _, out, _ = cli(capsys, "test", "charts/triage.py")
+    printed = out.splitlines()
+    for line in shown.splitlines():
+        assert line.strip() == "..." or line in printed, line
