@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from helikon.cli import charts, debug, docs, run, studio, trace
+from helikon.cli import chart_tests, charts, debug, docs, run, studio, trace
 from helikon.cli.usage import UsageError
 from helikon.export.console import safe_text
 
@@ -27,6 +27,8 @@ def parser() -> argparse.ArgumentParser:
     studio.add_parser(commands)
     docs.add_parser(commands)
     charts.add_table_parser(commands)
+    chart_tests.add_test_parser(commands)
+    chart_tests.add_coverage_parser(commands)
     return top
 
 

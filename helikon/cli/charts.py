@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from helikon import export
+from helikon.cli.chart_tests import coverage_overlay
 from helikon.cli.loading import LoadError, load_table
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
@@ -31,7 +32,14 @@ def add_diagram_parser(commands: Any) -> None:
             "page's width (the rows: -f md). Applies to dot, svg, png and mermaid"
         ),
     )
-    diagram.add_argument("--trace", help="overlay the path a recorded run took")
+    overlays = diagram.add_mutually_exclusive_group()
+    overlays.add_argument("--trace", help="overlay the path a recorded run took")
+    overlays.add_argument(
+        "--coverage",
+        nargs="+",
+        metavar="TRACE",
+        help="overlay the rows these recorded runs took, merged; uncovered rows stand out",
+    )
     diagram.add_argument("-o", "--output", help="file to write (default: stdout)")
     diagram.set_defaults(handler=command_diagram)
 
@@ -115,6 +123,8 @@ def overlay_of(table: Any, trace_path: str) -> TraceOverlay:
 def command_diagram(args: argparse.Namespace) -> int:
     table = table_of(args.chart)
     overlay = overlay_of(table, args.trace) if args.trace else None
+    if args.coverage:
+        overlay = coverage_overlay(table, args.coverage)
     data = diagram_bytes(table, args.format, overlay, args.layout)
     write_output(data, args.output)
     return 0

@@ -5,7 +5,9 @@ are double circles, green and red, and so are the edges into them; a black dot p
 the initial phase. Each edge lists its rows, one line each, as `#id input [guards] / action`
 (the id is the row's `Row.index`). Phases that share rows (cancel, fail) sit in a dashed
 cluster with one edge from it. With a trace overlay, visited phases and edges turn blue
-with their counts (`x3`), the rest turn grey, and the current phase is drawn bold.
+with their counts (`x3`), the rest turn grey, and the current phase is drawn bold. With a
+coverage overlay, an edge with a row no run took is dashed and orange, and that row's line
+says so.
 
 That is the `detailed` layout. The `overview` layout draws the same phases with one edge
 per source and target, labelled only with its row ids (`0, 3-5`), in larger type and closer
@@ -31,6 +33,7 @@ FONT = "Helvetica"
 INK = "#3c4a5c"
 VISITED = "#1565c0"
 UNVISITED = "#a0a7b0"
+UNCOVERED = "#e65100"
 
 NODE_STYLE: dict[str, dict[str, str]] = {
     "initial": {"shape": "point", "width": "0.18", "color": "black", "label": ""},
@@ -102,7 +105,8 @@ def _attrs(attrs: dict[str, str]) -> str:
 
 
 def _defaults(graph: ChartGraph, look: Look) -> Iterator[str]:
-    title = graph.name + (" (trace overlay)" if graph.overlaid else "")
+    overlay = " (coverage)" if graph.coverage else " (trace overlay)"
+    title = graph.name + (overlay if graph.overlaid else "")
     yield (
         "  graph "
         + _attrs(
@@ -205,6 +209,8 @@ def _edge(edge: ChartEdge, graph: ChartGraph, layout: Layout) -> str:
         attrs.update({"color": color, "fontcolor": color})
     if graph.overlaid and edge.visits:
         attrs["penwidth"] = "2"
+    if any(t.uncovered for t in edge.transitions):
+        attrs.update({"color": UNCOVERED, "fontcolor": UNCOVERED, "style": "dashed"})
     body = f"  {quote(source)} -> {quote(edge.target)}"
     return f"{body} {_attrs(attrs)};" if attrs else f"{body};"
 
@@ -219,7 +225,10 @@ def _edge_color(edge: ChartEdge, graph: ChartGraph) -> str | None:
 
 def _label(transitions: tuple[ChartTransition, ...], overlaid: bool) -> Escaped:
     # `\l` ends a left-justified line, so the lines are escaped here, not by `quote`.
-    lines = [t.label + (f"  x{t.visits}" if overlaid and t.visits else "") for t in transitions]
+    lines = [
+        t.label + (f"  x{t.visits}" if overlaid and t.visits else "") + t.coverage_note
+        for t in transitions
+    ]
     return Escaped("".join(escape(line) + "\\l" for line in lines))
 
 

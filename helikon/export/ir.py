@@ -15,7 +15,8 @@ tested from a graph built by hand and none of them can drift from the table. The
   terminal absorbing an input, a phase refusing one) are left out unless asked for, or
   unless the overlay visited them.
 - `edges`: the transitions grouped by (source, target), for diagrams.
-- an optional trace overlay: visit counts on nodes and transitions, and the current phase.
+- an optional trace overlay: visit counts on nodes and transitions, and the current phase;
+  a coverage overlay (many runs merged) also counts each transition's rows no run took.
 
 Pure: no IO, no graphviz, no jinja2. Ordering follows the table, so output is byte-stable.
 """
@@ -51,11 +52,24 @@ class TraceOverlay:
         phases: phase name -> times the run was in that phase.
         rows: row index (`Row.index`) -> times that row fired.
         current: the phase the run is in now, if any.
+        coverage: the rows of many runs merged (`for_coverage`): rows none took are drawn
+            as uncovered.
     """
 
     phases: Mapping[str, int] = field(default_factory=dict)
     rows: Mapping[int, int] = field(default_factory=dict)
     current: str | None = None
+    coverage: bool = False
+
+    @classmethod
+    def for_coverage(cls, table: TransitionTable, rows: Mapping[int, int]) -> TraceOverlay:
+        """The coverage of runs that took `rows` (row index -> times, over all runs): a
+        phase counts once for each row into it, the initial phase also once per run start."""
+        phases: dict[str, int] = {table.initial: 1}
+        for index, times in rows.items():
+            target = table.rows[index].target
+            phases[target] = phases.get(target, 0) + times
+        return cls(phases, dict(rows), None, coverage=True)
 
     @classmethod
     def from_rows(cls, table: TransitionTable, fired: Iterable[int]) -> TraceOverlay:
@@ -123,6 +137,7 @@ class ChartTransition:
     alternatives: int = 1
     implicit: bool = False
     visits: int = 0
+    uncovered: int = 0
 
     @property
     def ids(self) -> str:
@@ -134,6 +149,15 @@ class ChartTransition:
         """`#id input [guards] / action`."""
         guards = f" [{' and '.join(self.guards)}]" if self.guards else ""
         return f"{self.ids} {self.input_kind}{guards} / {self.action}"
+
+    @property
+    def coverage_note(self) -> str:
+        """What a coverage overlay says of this transition's rows: "" when all were taken."""
+        if not self.uncovered:
+            return ""
+        if self.uncovered == len(self.rows):
+            return "  (uncovered)"
+        return f"  ({self.uncovered} of {len(self.rows)} uncovered)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +208,7 @@ class ChartGraph:
     actions: tuple[Doc, ...] = ()
     digest: str = ""
     overlaid: bool = False
+    coverage: bool = False
 
     def node(self, node_id: str) -> ChartNode:
         for node in self.nodes:
@@ -239,6 +264,7 @@ def extract(
         actions=tuple(Doc(n, table.action_docs.get(n, "")) for n in used_actions),
         digest=table.digest,
         overlaid=overlay is not None,
+        coverage=hits.coverage,
     )
 
 
@@ -344,6 +370,7 @@ def _transitions(
             action=key[3],
             implicit=key[4],
             visits=sum(hits.rows.get(i, 0) for i in indices),
+            uncovered=_uncovered(indices, hits),
         )
         for key, indices in shared.items()
         if group is not None
@@ -368,4 +395,10 @@ def _transition(table: TransitionTable, row: Row, hits: TraceOverlay) -> ChartTr
         alternatives=len(rivals),
         implicit=row.implicit,
         visits=hits.rows.get(row.index, 0),
+        uncovered=_uncovered((row.index,), hits),
     )
+
+
+def _uncovered(indices: tuple[int, ...], hits: TraceOverlay) -> int:
+    """How many of `indices` a coverage overlay says no run took (0 for any other overlay)."""
+    return sum(1 for i in indices if not hits.rows.get(i)) if hits.coverage else 0

@@ -4,8 +4,9 @@ One arrow per row, labelled `#id input [guards] / action` (the id is `Row.index`
 `[*] --> <initial>` marks the start and `Done --> [*]`, `Failed --> [*]` the ends. Phases
 that share rows (cancel, fail) are drawn inside a composite state, with the shared rows
 leaving it once. classDefs style done, failed and custom phases, and, with a trace overlay,
-visited phases (a count in their description, `x3`) and the current one. The `overview`
-layout draws one arrow per source and target instead, labelled with its row ids.
+visited phases (a count in their description, `x3`) and the current one; with a coverage
+overlay, a row no run took says `(uncovered)` on its arrow. The `overview` layout draws one
+arrow per source and target instead, labelled with its row ids.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def _arrows(edge: ChartEdge, graph: ChartGraph, layout: Layout) -> Iterator[str]
 def _label(transition: ChartTransition, overlaid: bool) -> str:
     # Mermaid reads `;` as the end of a statement and `#...;` as an entity: keep both out.
     text = transition.label.replace(";", ",")
-    return text + (f"  x{transition.visits}" if overlaid and transition.visits else "")
+    visits = f"  x{transition.visits}" if overlaid and transition.visits else ""
+    return text + visits + transition.coverage_note
 
 
 def _classes(graph: ChartGraph) -> Iterator[str]:

@@ -1,0 +1,158 @@
+"""`Bench`: a subject's agent under a setup, with its probe tools, and the context it runs in.
+
+The probe tools and the synthetic handoff target do what the path being run asks of them
+(`Effects`): a probe returns the result the path planned for its call, or fails the run; the
+target's blocking tool arms the root run's deadline and waits for it. While planning, nothing
+runs (`NO_EFFECTS`). The context of a setup is the one the driver itself derives, read off a
+`Run` that is built and never started, so the planner and the driver cannot disagree on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any, Protocol
+
+from helikon.charttest.setup import (
+    PROBE_ASK_TOOL,
+    PROBE_BLOCK_TOOL,
+    PROBE_OUTPUT,
+    PROBE_TARGET,
+    PROBE_TOOL,
+    ProbeAnswer,
+    Setup,
+)
+from helikon.charttest.subject import Subject
+from helikon.core.approvals import ApprovalRequest
+from helikon.core.context import TransitionCtx
+from helikon.core.table import TransitionTable
+from helikon.models.scripted import ScriptedModel
+from helikon.run.agent import Agent
+from helikon.run.config import RunContext
+from helikon.run.driver import Run
+from helikon.tools import Tool, ToolContext, tool
+
+
+class Effects(Protocol):
+    """What the probes ask of the path being run."""
+
+    def tool_output(self, call_id: str) -> str:
+        """The planned result of probe call `call_id`; raises `FatalToolError` to fail."""
+        ...
+
+    def block(self) -> None:
+        """Arm the root run's deadline (the synthetic target then waits for it)."""
+        ...
+
+    def approve(self, request: ApprovalRequest, context: RunContext[Any]) -> bool:
+        """The planned decision on `request`; raises to fail the run."""
+        ...
+
+
+class _Planning:
+    def tool_output(self, call_id: str) -> str:
+        return PROBE_OUTPUT
+
+    def block(self) -> None:
+        return None
+
+    def approve(self, request: ApprovalRequest, context: RunContext[Any]) -> bool:
+        return True
+
+
+NO_EFFECTS: Effects = _Planning()
+
+
+def probe_tools(effects: Effects) -> dict[str, Tool]:
+    """The probe tools, by setup name (`allow`, `ask`), doing what `effects` says."""
+
+    async def probe(context: ToolContext[Any]) -> str:
+        """A probe of `helikon test`: it returns what the test planned for this call."""
+        return effects.tool_output(context.call_id)
+
+    return {
+        "allow": tool(name=PROBE_TOOL, read_only=True)(probe),
+        "ask": tool(name=PROBE_ASK_TOOL, needs_approval=True)(probe),
+    }
+
+
+def probe_target(model: Any, effects: Effects) -> Agent:
+    """The synthetic handoff target: it answers, fails or blocks as the path scripts it."""
+
+    async def block(context: ToolContext[Any]) -> str:
+        """Wait until the run that handed off is stopped."""
+        effects.block()
+        await asyncio.Event().wait()
+        return ""
+
+    return Agent(
+        name=PROBE_TARGET,
+        model=model,
+        instructions="A handoff target of `helikon test`.",
+        tools=[tool(name=PROBE_BLOCK_TOOL)(block)],
+        description="A handoff target of helikon test.",
+    )
+
+
+def variant(
+    agent: Agent, setup: Setup, effects: Effects = NO_EFFECTS, *, approvals: bool = False
+) -> Agent:
+    """`agent` (built around the path's model) changed as `setup` says.
+
+    Args:
+        approvals: decide approvals in process with `effects.approve` (else the run
+            suspends for them).
+    """
+    probes = probe_tools(effects)
+    tools = [*(() if setup.bare else agent.tools), *(probes[name] for name in setup.probes)]
+    handoffs = [*(() if setup.bare else agent.handoffs)]
+    if setup.handoff:
+        handoffs.append(probe_target(agent.model, effects))
+    output = {"own": agent.output_type, "none": None, "probe": ProbeAnswer}[setup.output]
+    config = replace(
+        agent.config,
+        max_turns=setup.max_turns,
+        token_budget=setup.token_budget,
+        compaction_threshold=setup.compaction_threshold,
+    )
+    handler = effects.approve if approvals else None
+    return replace(
+        agent,
+        tools=tuple(tools),
+        handoffs=tuple(handoffs),
+        output_type=output,
+        config=config,
+        on_approval=handler,
+    )
+
+
+class SetupRefused(Exception):
+    """A setup makes an agent the driver refuses (two tools of one name, ...)."""
+
+
+class Bench:
+    """A subject's agent as written (`agent`, `base`) and the context of each setup."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+        self.agent = subject.agent(ScriptedModel([]))
+        self.base = Setup.of(self.agent)
+        self._contexts: dict[Setup, TransitionCtx | SetupRefused] = {}
+        self.table: TransitionTable = self.ctx(self.base).table
+
+    def ctx(self, setup: Setup) -> TransitionCtx:
+        """The context the driver gives a run under `setup`.
+
+        Raises:
+            SetupRefused: the driver refuses the agent `setup` makes.
+        """
+        found = self._contexts.get(setup)
+        if found is None:
+            try:
+                found = Run(variant(self.agent, setup)).ctx
+            except ValueError as exc:
+                found = SetupRefused(f"{self.subject.name}: {exc}")
+            self._contexts[setup] = found
+        if isinstance(found, SetupRefused):
+            raise found
+        return found
