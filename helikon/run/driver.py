@@ -29,6 +29,7 @@ from helikon.core.errors import (
     ModelError,
     TimedOut,
     ToolFailed,
+    ToolsUnavailable,
 )
 from helikon.core.events import (
     TERMINAL_EVENTS,
@@ -71,10 +72,18 @@ from helikon.run.approvals import ask_handler
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import checked_output, tripped_input
-from helikon.run.prepare import as_items, tool_specs, tools_and_handoffs, transition_ctx
+from helikon.run.prepare import (
+    as_items,
+    listed_source_tools,
+    source_tools,
+    tool_specs,
+    tools_and_handoffs,
+    transition_ctx,
+)
 from helikon.run.snapshot import (
     ApprovalMismatch,
     RunSnapshot,
+    SnapshotMismatch,
     check_derivable,
     check_signature,
     claim,
@@ -82,7 +91,7 @@ from helikon.run.snapshot import (
     snapshot_key,
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
-from helikon.tools import ToolContext, execute_batch
+from helikon.tools import Tool, ToolContext, execute_batch
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
@@ -150,6 +159,7 @@ class Run:
         self._deadline: asyncio.TimerHandle | None = None
         self._guarded_input = False
         self._specs: tuple[ToolSpec, ...] | None = None
+        self._prepared = False
 
     @classmethod
     def from_snapshot(
@@ -181,6 +191,11 @@ class Run:
             depth=snapshot.depth,
             trace=trace,
         )
+        if agent.mcp_servers:  # checked against the tools its sources listed for it
+            try:
+                run._use_tools(listed_source_tools(agent))
+            except ValueError as exc:
+                raise SnapshotMismatch(f"snapshot of run {snapshot.run_id}: {exc}") from None
         key = snapshot_key(run.config.snapshot_key)
         signed = check_signature(snapshot, key, trust_unsigned=trust_unsigned)
         snapshot.check(agent.name, run.ctx.table.digest)
@@ -194,6 +209,7 @@ class Run:
                 )
             snapshot.check_decisions(decisions)
         claim(snapshot)
+        run._prepared = True
         run.state = snapshot.state
         run.conversation = Conversation(snapshot.conversation)
         run.seq = snapshot.seq
@@ -285,6 +301,8 @@ class Run:
         """
         if self.next_input is None:
             raise RuntimeError("no input to apply: perform() the pending action first")
+        if not self._prepared:
+            await self.prepare()
         inp, self.next_input = self.next_input, None
         outcome = transition(self.state, inp, self.ctx)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
@@ -298,6 +316,39 @@ class Run:
         self._apply(inp, outcome)
         self.pending = None if self.finished else outcome.next_action
         return outcome.events
+
+    async def prepare(self) -> None:
+        """Get the tools of the agent's tool sources (`mcp_servers`), once, before the run's
+        first transition (`apply()` awaits it): list them and take them into the run's
+        tools, its transition context's permissions and its `tool_specs`, fixed from then on.
+
+        Nothing to do without sources, for a resumed run (it takes the listings its sources
+        hold), or a second time. A source that cannot list, or a name two tools share, makes
+        the first input `Fail(ToolsUnavailable)`, so the run fails before any model call;
+        `cancel()` and the deadline stop a listing as they stop any effect.
+        """
+        if self._prepared:
+            return
+        self._prepared = True
+        if not self.agent.mcp_servers:
+            return
+        try:
+            listed = await self._wait(source_tools(self.agent))
+        except _Stopped:
+            self.next_input = self._stop
+            return
+        if isinstance(listed, ToolsUnavailable):
+            self.next_input = Fail(listed)
+            return
+        try:
+            self._use_tools(listed)
+        except ValueError as exc:  # what source_tools checked, caught again in the driver
+            self.next_input = Fail(ToolsUnavailable("", str(exc)))
+
+    def _use_tools(self, listed: Sequence[Tool]) -> None:
+        self.tools, self.handoffs = tools_and_handoffs(self.agent, self.agents, listed)
+        self.ctx = transition_ctx(self.agent, self.config, self.tools, self.handoffs)
+        self._specs = None
 
     async def perform(self) -> AsyncIterator[AgentEvent]:
         """Perform the pending action (call the model, run tools, ...); its result becomes
@@ -401,7 +452,7 @@ class Run:
         request = ModelInput(
             self.agent.instructions,
             self.conversation.window(),
-            self._tool_specs() if action.request.tools else (),
+            self.tool_specs if action.request.tools else (),
             action.request,
             self.config.model_settings,
         )
@@ -448,8 +499,12 @@ class Run:
         if tripped is not None:
             self.next_input = Fail(tripped)
 
-    def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        if self._specs is None:  # built once per run, on the first call that offers tools
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """What the run offers the model: its tools (its tool sources' too, once it has
+        prepared), then its handoffs. Fixed from the first transition on: the place a trace
+        or a run store reads the run's tools from."""
+        if self._specs is None:  # built once per run, on first use
             self._specs = tool_specs(self.tools, self.handoffs)
         return self._specs
 
