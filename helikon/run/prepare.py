@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.context import OutputSpec, TransitionCtx
-from helikon.core.errors import ToolsUnavailable
+from helikon.core.errors import HelikonError, ToolsUnavailable
 from helikon.core.items import Item, UserMessage
 from helikon.core.tool_spec import ToolSpec
 from helikon.run.config import RunConfig
@@ -99,6 +99,8 @@ async def source_tools(agent: AgentSpec) -> tuple[Tool, ...] | ToolsUnavailable:
     for source, listing in zip(sources, listings, strict=True):
         if isinstance(listing, asyncio.CancelledError):
             raise listing
+        if isinstance(listing, HelikonError):  # ours: written to be read as it is
+            return ToolsUnavailable(source.name, str(listing))
         if isinstance(listing, BaseException):
             message = f"{type(listing).__name__}: {listing}"
             return ToolsUnavailable(source.name, f"listing its tools failed: {message}")
