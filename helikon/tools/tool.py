@@ -141,7 +141,10 @@ class Tool:
             description: what the model is told the tool does.
             schema: a JSON schema of an object; a schema without `type` is taken as one.
             call: called with the arguments dict.
-            needs_approval, read_only, permission, timeout: as for `Tool`.
+            needs_approval: as for `Tool`; a callable sees the arguments dict.
+            read_only: as for `Tool`.
+            permission: as for `Tool`.
+            timeout: as for `Tool`.
 
         Raises:
             ValueError: a name the model APIs refuse, an unknown permission, a timeout <= 0,
