@@ -42,13 +42,13 @@ async def test_servers_that_fail_are_dropped_and_the_rest_connect() -> None:
 
 
 async def test_servers_connect_in_parallel() -> None:
-    servers = [mute(f"mute{i}") for i in range(3)]
+    servers = [mute(f"mute{i}") for i in range(4)]
     started = time.monotonic()
     async with MCPServers(servers, connect_timeout=1.0) as group:
         assert group.active == []
     # Each gives up after a second, then its process gets the SDK's 2 s to exit: 3 s each,
-    # 9 s one after the other.
-    assert time.monotonic() - started < 6
+    # 12 s one after the other.
+    assert time.monotonic() - started < 7.5
 
 
 async def test_strict_raises_the_first_failure_and_closes_the_others() -> None:

@@ -157,8 +157,11 @@ async def test_a_stdio_server_that_dies_mid_call_fails_the_run_in_one_event() ->
     model = ScriptedModel([calls, "never"])
     async with hostile(needs_approval=False) as server:
         events = await drain(Agent("a", model, mcp_servers=[server]).run("go"))
-        with pytest.raises(MCPServerError):  # listing again needs a live connection
+        assert not server.connected
+        with pytest.raises(MCPServerError, match="closed during a call of 'die'"):
             await server.refresh()
+        await server.connect()  # a dead connection is replaced by a new one
+        assert (await invoke(server, "echo", '{"text": "back"}')).content == '{"text": "back"}'
     failed = ends_once(events, RunFailed)
     assert failed.error == ToolFailed(
         "die", "c1", f"MCP server {server.name!r} closed the connection during a call of 'die'"

@@ -119,6 +119,7 @@ class MCPServer:
         self._listed: tuple[Tool, ...] | None = None
         self._listing: tuple[types.Tool, ...] = ()
         self._skipped: dict[str, str] = {}
+        self._lost: str | None = None  # how the open connection was seen to close, if it was
 
     def __repr__(self) -> str:
         return f"MCPServer({self._name!r})"
@@ -131,7 +132,9 @@ class MCPServer:
 
     @property
     def connected(self) -> bool:
-        return self._connection.client is not None
+        """Connected, and the connection not seen to close since (a call that found it
+        closed makes this False until the next `connect()`)."""
+        return self._connection.client is not None and self._lost is None
 
     @property
     def listed(self) -> tuple[Tool, ...] | None:
@@ -173,6 +176,9 @@ class MCPServer:
                 the cause).
         """
         limit = self.connect_timeout if timeout is None else timeout
+        if self._lost is not None:  # the old connection is dead: start afresh
+            await self._connection.stop(self.close_timeout)
+            self._lost = None
         try:
             await self._connection.start(limit)
         except TimeoutError:
@@ -238,11 +244,15 @@ class MCPServer:
 
     def _client(self) -> Client:
         client: Client | None = self._connection.client
-        if client is None:
-            ended = self._connection.ended
-            why = f" (its connection ended: {_described(ended)})" if ended is not None else ""
-            raise MCPServerError(self._name, f"is not connected{why}")
-        return client
+        ended = self._connection.ended
+        if client is not None and self._lost is None:
+            return client
+        why = ""
+        if self._lost is not None:
+            why = f" (its connection closed {self._lost})"
+        elif ended is not None:
+            why = f" (its connection ended: {_described(ended)})"
+        raise MCPServerError(self._name, f"is not connected{why}")
 
     # ------------------------------------------------------------ calling
 
@@ -275,6 +285,7 @@ class MCPServer:
         return result_text(result, self.max_result_chars)
 
     def _died(self, name: str) -> str:
+        self._lost = f"during a call of {name!r}"
         return f"MCP server {self._name!r} closed the connection during a call of {name!r}"
 
 
