@@ -317,3 +317,54 @@ async def test_the_runs_deadline_stops_a_slow_mcp_call(transport: str, url: str)
         after = await invoke(server, "add", '{"a": 1, "b": 1}')
     assert ends_once(events, RunFailed).error.kind == "timed_out"
     assert after.content == "2"  # the cancelled call left the connection usable
+
+
+def changing_server() -> Any:
+    """A low-level in-process server whose tool list grows at each listing, over pages."""
+    from mcp.server import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+
+    listings = {"count": 0}
+
+    async def list_tools(context: Any, params: Any) -> ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        if page == 0:
+            listings["count"] += 1
+        names = [f"v{listings['count']}_p{page}"]
+        cursor = str(page + 1) if page < 2 else None
+        tools = [Tool(name=n, input_schema={"type": "object"}) for n in names]
+        return ListToolsResult(tools=tools, next_cursor=cursor)
+
+    async def call_tool(context: Any, params: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(text=f"called {params.name}")])
+
+    return Server("changing", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def test_a_run_keeps_its_tools_when_the_server_is_refreshed_during_it() -> None:
+    from helikon import tool
+
+    server = MCPServer(server=changing_server(), needs_approval=False)
+
+    @tool
+    async def relist() -> str:
+        """List the server's tools again."""
+        return ", ".join(t.name for t in await server.refresh())
+
+    model = ScriptedModel(
+        [calls(("relist", "{}"), ("v1_p1", "{}")), calls(("v1_p2", "{}")), "done"]
+    )
+    async with server:
+        agent = Agent("a", model, tools=[relist], mcp_servers=[server])
+        events = await drain(agent.run("go"))
+        later = ScriptedModel(["fine"])
+        await Agent("a", later, tools=[relist], mcp_servers=[server]).run("go").collect()
+    ends_once(events, RunCompleted)
+    offered = [[spec.name for spec in request.tools] for request in model.requests]
+    assert offered == [["relist", "v1_p0", "v1_p1", "v1_p2"]] * 3  # one listing, three pages
+    assert [e.item.content for e in events if e.type == "tool_output_item"] == [
+        "v2_p0, v2_p1, v2_p2",
+        "called v1_p1",
+        "called v1_p2",
+    ]
+    assert [spec.name for spec in later.requests[0].tools] == ["relist", "v2_p0", "v2_p1", "v2_p2"]
