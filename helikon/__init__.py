@@ -50,6 +50,7 @@ from helikon.core.errors import (
     RunError,
     TimedOut,
     ToolFailed,
+    ToolsUnavailable,
     UnexpectedInput,
 )
 from helikon.core.events import (
@@ -186,6 +187,7 @@ from helikon.tools import (
     Tool,
     ToolContext,
     ToolPolicy,
+    ToolSource,
     tool,
 )
 from helikon.trace import (
@@ -319,7 +321,9 @@ __all__ = [
     "ToolPolicy",
     "ToolResult",
     "ToolResults",
+    "ToolSource",
     "ToolSpec",
+    "ToolsUnavailable",
     "Trace",
     "TraceError",
     "TraceWriter",

@@ -103,3 +103,28 @@ def test_the_docs_build_without_warnings(tmp_path: Path) -> None:
     contract = (tmp_path / "site" / "semantics.html").read_text(encoding="utf-8")
     assert '<abbr title="Runners that keep a run in a store' in contract
     assert (tmp_path / "site" / "charts" / "default.svg").exists()
+
+
+def test_the_mcp_how_tos_complete_example_runs_as_written(tmp_path: Path) -> None:
+    """docs/howto/mcp.md's "A complete example" is a program: run it, check what it prints."""
+    pytest.importorskip("mcp")
+    page = (DOCS / "howto" / "mcp.md").read_text(encoding="utf-8")
+    section = page.split("## A complete example", 1)[1]
+    program = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(program, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        'approve? delete_note {"title": "groceries"}',
+        "You need coffee and oat milk; I deleted the note.",
+        "['read_note', 'delete_note']",
+    ], done.stdout + done.stderr

@@ -149,12 +149,10 @@ def defined_in_package(name: str) -> bool:
 
 
 def test_importing_helikon_needs_no_optional_extra() -> None:
-    """`openai` (extra "openai"), `graphviz` and `jinja2` (extra "render") are optional:
-    a bare `import helikon` must not import them."""
-    code = (
-        "import sys, helikon; "
-        "print(sorted(m for m in ('openai', 'graphviz', 'jinja2') if m in sys.modules))"
-    )
+    """`openai` (extra "openai"), `graphviz` and `jinja2` (extra "render"), `mcp` and
+    `jsonschema` (extra "mcp") are optional: a bare `import helikon` must not import them."""
+    optional = ("openai", "graphviz", "jinja2", "mcp", "jsonschema")
+    code = f"import sys, helikon; print(sorted(m for m in {optional!r} if m in sys.modules))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )

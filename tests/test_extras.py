@@ -106,3 +106,38 @@ def test_a_diagram_without_dot_says_how_to_install_it(tmp_path: Path) -> None:
         "rendering a diagram needs Graphviz's `dot` executable on PATH "
         "(e.g. apt-get install graphviz, brew install graphviz)",
     )
+
+
+def test_a_schema_tool_without_jsonschema_names_the_mcp_extra() -> None:
+    code = (
+        "import sys; sys.modules['jsonschema'] = None\n"
+        "from helikon import Tool\n"
+        "try:\n"
+        "    Tool.from_schema('t', '', {'type': 'object'}, lambda arguments: None)\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc.name, exc, sep='|')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.stdout == (
+        "ModuleNotFoundError|jsonschema|a tool built from a JSON schema needs the jsonschema "
+        "package: pip install 'helikon[mcp]'\n"
+    ), done.stderr
+
+
+def test_helikon_mcp_without_the_mcp_package_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "import helikon\n"
+        "try:\n"
+        "    from helikon.mcp import MCPServer\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc.name, exc, sep='|')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.stdout == (
+        "ModuleNotFoundError|mcp|helikon.mcp needs the mcp package: pip install 'helikon[mcp]'\n"
+    ), done.stderr

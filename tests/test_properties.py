@@ -70,6 +70,7 @@ from helikon import (
     ToolFailed,
     ToolResult,
     ToolResults,
+    ToolsUnavailable,
     TransitionCtx,
     TransitionInput,
     TransitionOutcome,
@@ -156,6 +157,7 @@ agent_errors = st.one_of(
     st.builds(MaxAgentDepthExceeded, st.integers(0, 8), st.just("sub")),
     st.builds(ModelCallFailed, st.sampled_from(["rate_limited", "unavailable", "exhausted"])),
     st.builds(ToolFailed, st.just("search"), st.just("call_0"), st.text(max_size=5)),
+    st.builds(ToolsUnavailable, st.just("files"), st.text(max_size=5)),
     st.builds(TimedOut, st.floats(0, 60)),
     st.builds(UnexpectedInput, st.just("CallingModel"), st.just("tool_results")),
 )

@@ -163,6 +163,17 @@ class ToolFailed:
 
 
 @value
+class ToolsUnavailable:
+    """The run could not get its tools when it started: tool source `source` (an MCP server)
+    could not list them, or two of the run's tools share a name. The run fails before its
+    first model call."""
+
+    source: str
+    message: str
+    kind: Literal["tools_unavailable"] = field(default="tools_unavailable", init=False)
+
+
+@value
 class TimedOut:
     """The run outlived `RunConfig.timeout` (`seconds`)."""
 
@@ -194,6 +205,7 @@ AgentError = Annotated[
     | MaxAgentDepthExceeded
     | ModelCallFailed
     | ToolFailed
+    | ToolsUnavailable
     | TimedOut
     | UnexpectedInput,
     Field(discriminator="kind"),

@@ -41,6 +41,9 @@ class Agent(AgentSpec):
         on_approval: decides calls that need approval in process; without it the run
             suspends with `RunSuspended` and resumes with `agent.resume(...)`.
         description: one line about the agent, offered to agents that hand off to it.
+        mcp_servers: tool sources, such as connected `helikon.mcp.MCPServer`s: a run lists
+            their tools once, before its first transition, and keeps them to its end (a
+            source that cannot list them fails the run with `ToolsUnavailable`).
     """
 
     def run(

@@ -25,7 +25,7 @@ from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps
-from helikon.core.errors import TimedOut
+from helikon.core.errors import TimedOut, ToolsUnavailable
 from helikon.core.events import AgentEvent, RunFailed, RunStarted
 from helikon.core.items import ZERO_USAGE, Item, Usage
 from helikon.core.state import (
@@ -54,10 +54,17 @@ from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
 from helikon.run.journal import Journal, owner_id, status_of, toolset_digest
-from helikon.run.prepare import as_items, tools_and_handoffs, transition_ctx
+from helikon.run.prepare import (
+    as_items,
+    listed_source_tools,
+    source_tools,
+    tools_and_handoffs,
+    transition_ctx,
+)
 from helikon.run.snapshot import (
     ApprovalMismatch,
     RunSnapshot,
+    SnapshotMismatch,
     check_derivable,
     check_signature,
     claim,
@@ -66,6 +73,7 @@ from helikon.run.snapshot import (
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.run.stored import check_identity, fold
+from helikon.tools import Tool
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
@@ -133,6 +141,7 @@ class Run(RunEffects):
         self._deadline: asyncio.TimerHandle | None = None
         self._guarded_input = False
         self._specs = None
+        self._prepared = False
 
     @classmethod
     def from_snapshot(
@@ -164,6 +173,7 @@ class Run(RunEffects):
             depth=snapshot.depth,
             trace=trace,
         )
+        run._take_listed_tools(f"snapshot of run {snapshot.run_id}")
         key = snapshot_key(run.config.snapshot_key)
         signed = check_signature(snapshot, key, trust_unsigned=trust_unsigned)
         snapshot.check(agent.name, run.ctx.table.digest)
@@ -177,6 +187,7 @@ class Run(RunEffects):
                 )
             snapshot.check_decisions(decisions)
         claim(snapshot)
+        run._prepared = True
         run.state = snapshot.state
         run.conversation = Conversation(snapshot.conversation)
         run.seq = snapshot.seq
@@ -225,7 +236,9 @@ class Run(RunEffects):
             parent_run_id=header.parent_run_id,
         )
         run.session, run.session_items = session, header.session_items
-        check_identity(stored, agent.name, run.ctx.table.digest, toolset_digest(run._tool_specs()))
+        run._take_listed_tools(f"run {header.run_id!r}")
+        run._prepared = True
+        check_identity(stored, agent.name, run.ctx.table.digest, toolset_digest(run.tool_specs))
         folded = fold(stored, run.ctx, decisions)
         run.state, run.seq = folded.state, folded.seq
         run.conversation = Conversation(folded.conversation)
@@ -328,6 +341,8 @@ class Run(RunEffects):
         """
         if self.next_input is None:
             raise RuntimeError("no input to apply: perform() the pending action first")
+        if not self._prepared:
+            await self.prepare()
         inp, self.next_input = self.next_input, None
         match, outcome = self._transition(inp)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
@@ -343,6 +358,48 @@ class Run(RunEffects):
         if self.journal is not None and match is not None:
             return await self._commit(inp, match, outcome)
         return outcome.events
+
+    async def prepare(self) -> None:
+        """Get the tools of the agent's tool sources (`mcp_servers`), once, before the run's
+        first transition (`advance()` and `apply()` await it): list them and take them into
+        the run's tools, its transition context's permissions and its `tool_specs`, fixed
+        from then on.
+
+        Nothing to do without sources, for a resumed run (it takes the listings its sources
+        hold), or a second time. A source that cannot list, or a name two tools share, makes
+        the first input `Fail(ToolsUnavailable)`, so the run fails before any model call;
+        `cancel()` and the deadline stop a listing as they stop any effect.
+        """
+        if self._prepared:
+            return
+        self._prepared = True
+        if not self.agent.mcp_servers:
+            return
+        try:
+            listed = await self._wait(source_tools(self.agent))
+        except Stopped:
+            self.next_input = self._stop
+            return
+        if isinstance(listed, ToolsUnavailable):
+            self.next_input = Fail(listed)
+            return
+        try:
+            self._use_tools(listed)
+        except ValueError as exc:  # what source_tools checked, caught again in the driver
+            self.next_input = Fail(ToolsUnavailable("", str(exc)))
+
+    def _use_tools(self, listed: Sequence[Tool]) -> None:
+        self.tools, self.handoffs = tools_and_handoffs(self.agent, self.agents, listed)
+        self.ctx = transition_ctx(self.agent, self.config, self.tools, self.handoffs)
+        self._specs = None
+
+    def _take_listed_tools(self, what: str) -> None:
+        """A resumed run of an agent with tool sources takes the listings they hold."""
+        if self.agent.mcp_servers:
+            try:
+                self._use_tools(listed_source_tools(self.agent))
+            except ValueError as exc:
+                raise SnapshotMismatch(f"{what}: {exc}") from None
 
     def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         if self.trace is None and self.journal is None:  # nothing records the row
@@ -398,20 +455,26 @@ class Run(RunEffects):
             if decisions:
                 await self.journal.decide(self.seq, decisions)
         else:
-            table = self.ctx.table
-            header = RunHeader(
-                self.run_id,
-                self.agent.name,
-                table.name,
-                table.digest,
-                toolset_digest(self._tool_specs()),
-                self.parent_run_id,
-                self.session.session_id if self.session is not None else None,
-                session_items=self.session_items,
+            chart = dumps(self.ctx.table.data())
+            self.journal = Journal.new(
+                store, self.run_id, self._header, chart, redact=redact, ttl=ttl
             )
-            chart = dumps(table.data())
-            self.journal = Journal.new(store, header, chart, redact=redact, ttl=ttl)
         self.journal.keep_alive(self._lease_lost)
+
+    def _header(self) -> RunHeader:
+        """The run's identity as its store keeps it (asked for at its first record, once
+        its tool sources have listed)."""
+        table = self.ctx.table
+        return RunHeader(
+            self.run_id,
+            self.agent.name,
+            table.name,
+            table.digest,
+            toolset_digest(self.tool_specs),
+            self.parent_run_id,
+            self.session.session_id if self.session is not None else None,
+            session_items=self.session_items,
+        )
 
     def _lease_lost(self, error: Exception) -> None:
         if isinstance(error, StoreError):

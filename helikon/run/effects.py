@@ -167,7 +167,7 @@ class RunEffects:
         request = ModelInput(
             self.agent.instructions,
             self.conversation.window(),
-            self._tool_specs() if action.request.tools else (),
+            self.tool_specs if action.request.tools else (),
             action.request,
             self.config.model_settings,
             calls_before=self.model_calls,
@@ -216,8 +216,12 @@ class RunEffects:
         if tripped is not None:
             self.next_input = Fail(tripped)
 
-    def _tool_specs(self) -> tuple[ToolSpec, ...]:
-        if self._specs is None:  # built once per run, on the first call that offers tools
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """What the run offers the model: its tools (its tool sources' too, once it has
+        prepared), then its handoffs. Fixed from the first transition on: what a trace or a
+        run store records of the run's tools (the store's tool-set digest)."""
+        if self._specs is None:  # built once per run, on first use
             self._specs = tool_specs(self.tools, self.handoffs)
         return self._specs
 

@@ -103,7 +103,7 @@ class Journal:
         redact: Redact | None = None,
         calls: Mapping[tuple[int, str], CallRecord] | None = None,
         ttl: float = LEASE_SECONDS,
-        create: tuple[RunHeader, str, str] | None = None,
+        create: tuple[Callable[[], RunHeader], str, str] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -122,22 +122,18 @@ class Journal:
     def new(
         cls,
         store: RunStore,
-        header: RunHeader,
+        run_id: str,
+        header: Callable[[], RunHeader],
         chart_data: str,
         *,
         redact: Redact | None,
         ttl: float,
     ) -> Journal:
         """The journal of a run not in the store yet: it is added with its first record, in
-        one transaction, so a stored run always holds the input it started from."""
-        return cls(
-            store,
-            header.run_id,
-            None,
-            redact=redact,
-            ttl=ttl,
-            create=(header, chart_data, owner_id()),
-        )
+        one transaction, so a stored run always holds the input it started from. `header`
+        is asked for then (the run's tools are known by its first transition)."""
+        create = (header, chart_data, owner_id())
+        return cls(store, run_id, None, redact=redact, ttl=ttl, create=create)
 
     @classmethod
     def resumed(
@@ -224,7 +220,7 @@ class Journal:
             assert self._create is not None
             header, chart_data, owner = self._create
             self.lease, self.head_mac = await self.store.create(
-                header, chart_data, owner, self.ttl, record, effects
+                header(), chart_data, owner, self.ttl, record, effects
             )
             if self._on_lost is not None:
                 self.keep_alive(self._on_lost)

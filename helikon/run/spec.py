@@ -1,5 +1,5 @@
 """`AgentSpec`: an agent's parts (model, instructions, tools, handoffs, output type, chart,
-guardrails, approval handler), and `HandoffTo`, a handoff target.
+guardrails, approval handler, tool sources), and `HandoffTo`, a handoff target.
 
 The driver reads these; `helikon.run.agent.Agent` extends `AgentSpec` with `run`, `resume` and
 `as_tool`, which build runs. Keeping the parts here, below the driver, is what lets the
@@ -18,7 +18,7 @@ from helikon.core.table import TransitionTable
 from helikon.models.base import Model
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.guardrails import InputGuardrail, OutputGuardrail
-from helikon.tools import Tool
+from helikon.tools import Tool, ToolSource
 
 ApprovalHandler = Callable[
     [ApprovalRequest, RunContext[Any]],
@@ -101,6 +101,7 @@ class AgentSpec:
     output_guardrails: Sequence[OutputGuardrail] = ()
     on_approval: ApprovalHandler | None = None
     description: str = ""
+    mcp_servers: Sequence[ToolSource] = ()
 
     def handoff_targets(self) -> tuple[HandoffTo, ...]:
         """The handoffs as `HandoffTo`s; a target given by name stays a name until a run

@@ -26,6 +26,15 @@ _DATA_KEYS = frozenset({"default", "enum", "const", "examples"})
 _NAMED_SCHEMAS = frozenset({"properties", "$defs", "patternProperties"})
 
 
+class InvalidArguments(ValueError):
+    """The model's arguments do not fit the tool's schema; `lines` says why, one line each
+    (`field.path: message`, `(root)` for the whole value)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+
 @dataclass(frozen=True, slots=True)
 class Arguments:
     """How a function's parameters map to a validating model.
@@ -43,8 +52,11 @@ class Arguments:
     signature: tuple[inspect.Parameter, ...]
 
     def parse(self, arguments: str) -> dict[str, Any]:
-        """The validated arguments by parameter name; raises `ValidationError`."""
-        parsed = self.model.model_validate_json(arguments)
+        """The validated arguments by parameter name; raises `InvalidArguments`."""
+        try:
+            parsed = self.model.model_validate_json(arguments)
+        except ValidationError as exc:
+            raise InvalidArguments(describe_errors(exc)) from None
         return {param.name: getattr(parsed, field) for field, param in self.params}
 
     def bind(

@@ -1,8 +1,9 @@
 """`Tool` and `@tool`: a Python function the model can call, with its schema and its rules.
 
 A tool validates the model's argument JSON against a pydantic model built from the function's
-signature, so bad input becomes an error result the model can fix rather than a crash
-(SEMANTICS.md, "Bad tool input is the model's to fix"). Sync functions run off the event
+signature (or, for `Tool.from_schema`, against the JSON schema it was given), so bad input
+becomes an error result the model can fix rather than a crash (SEMANTICS.md, "Bad tool
+input is the model's to fix"). Sync functions run off the event
 loop, each call in a daemon thread of its own that nothing waits for once the call is over
 (see `Tool`'s `timeout`). Only `FatalToolError` and cancellation leave `invoke`.
 
@@ -22,10 +23,9 @@ import inspect
 import re
 import threading
 from collections.abc import Callable
-from typing import Any, get_args, overload
+from typing import Any, Protocol, get_args, overload
 
 import pydantic_core
-from pydantic import ValidationError
 
 from helikon.core.context import Permission, strictest
 from helikon.core.errors import FatalToolError
@@ -33,13 +33,25 @@ from helikon.core.items import ToolCall, ToolResult
 from helikon.core.tool_spec import ToolSpec
 from helikon.tools.context import ToolContext
 from helikon.tools.docstrings import parse_docstring
-from helikon.tools.schema import arguments_of, describe_errors
+from helikon.tools.json_schema import schema_arguments
+from helikon.tools.schema import InvalidArguments, arguments_of
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """`True` always asks; a callable asks when it returns True for the call's parsed arguments."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PERMISSIONS = frozenset(get_args(Permission))
+
+
+class _ArgumentsParser(Protocol):
+    """How a tool reads its arguments: from a signature (`schema.Arguments`) or from a
+    given JSON schema (`json_schema.SchemaArguments`)."""
+
+    def parse(self, arguments: str) -> dict[str, Any]: ...
+    def bind(
+        self, values: dict[str, Any], context: ToolContext[Any]
+    ) -> tuple[list[Any], dict[str, Any]]: ...
+    def json_schema(self) -> dict[str, Any]: ...
 
 
 class _Expired(Exception):
@@ -100,16 +112,66 @@ class Tool:
         name = name if name is not None else getattr(fn, "__name__", "")
         _check_options(name, permission, timeout)
         doc = parse_docstring(fn.__doc__)
-        self._arguments = arguments_of(fn, name, doc.params)
+        arguments = arguments_of(fn, name, doc.params)
         described = description if description is not None else doc.description
-        self._spec = ToolSpec(name, described, self._arguments.json_schema())
-        self._fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self._setup(fn, ToolSpec(name, described, arguments.json_schema()), arguments)
         self._needs_approval = needs_approval
         self._read_only = read_only
         self._idempotent = idempotent
         self._permission: Permission = permission
         self._timeout = timeout
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        call: Callable[[dict[str, Any]], Any],
+        *,
+        needs_approval: ApprovalRule = False,
+        read_only: bool = False,
+        permission: Permission = "allow",
+        timeout: float | None = None,
+    ) -> Tool:
+        """A tool described by a JSON schema rather than a signature (an MCP server's tools).
+
+        The model is offered `schema`; each call's arguments are checked against it (with
+        the `jsonschema` package, which the `mcp` extra brings), and arguments that are not
+        a JSON object or break the schema are an error result the model sees. `call`
+        receives the checked arguments as one dict; it may be sync or async, and what it
+        returns is the result, as for any tool.
+
+        Args:
+            name: the name the model calls it by.
+            description: what the model is told the tool does.
+            schema: a JSON schema of an object; a schema without `type` is taken as one.
+            call: called with the arguments dict.
+            needs_approval: as for `Tool`; a callable sees the arguments dict.
+            read_only: as for `Tool`.
+            permission: as for `Tool`.
+            timeout: as for `Tool`.
+
+        Raises:
+            ValueError: a name the model APIs refuse, an unknown permission, a timeout <= 0,
+                or a schema that is not valid JSON Schema of an object.
+            ModuleNotFoundError: the `jsonschema` package is not installed.
+        """
+        _check_options(name, permission, timeout)
+        arguments = schema_arguments(name, schema)
+        made = cls.__new__(cls)
+        made._setup(call, ToolSpec(name, description, arguments.json_schema()), arguments)
+        made._needs_approval = needs_approval
+        made._read_only = read_only
+        made._permission = permission
+        made._timeout = timeout
+        return made
+
+    def _setup(self, fn: Callable[..., Any], spec: ToolSpec, arguments: _ArgumentsParser) -> None:
+        self._arguments: _ArgumentsParser = arguments
+        self._spec = spec
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
 
     @property
     def name(self) -> str:
@@ -187,8 +249,8 @@ class Tool:
         """
         try:
             values = self._arguments.parse(call.arguments)
-        except ValidationError as exc:
-            lines = "\n".join(f"- {line}" for line in describe_errors(exc))
+        except InvalidArguments as exc:
+            lines = "\n".join(f"- {line}" for line in exc.lines)
             return _error(call, f"error: invalid arguments for tool {self.name!r}:\n{lines}")
         args, kwargs = self._arguments.bind(values, context)
         try:
