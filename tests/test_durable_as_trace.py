@@ -180,6 +180,25 @@ async def test_an_open_file_is_written_and_left_open(store: SqliteRunStore, tmp_
     assert read_trace(out.getvalue().splitlines()).lines == exported(store, tmp_path).lines
 
 
+async def test_a_run_resumed_after_its_suspension_replays_through_it(
+    store: SqliteRunStore, tmp_path: Path
+) -> None:
+    await traced_run(payments_agent(), PAYMENTS.EXAMPLE_INPUT, store, tmp_path)
+    decisions = [request.approve() for request in store.pending("r1")]
+    await payments_agent().resume("r1", decisions, store=store).collect()
+    trace = exported(store, tmp_path)
+    types = [event.type for event in trace.events()]
+    assert types.index("run_suspended") < types.index("run_completed") == len(types) - 1
+
+    debugger = Debugger.replay(trace, PAYMENTS.agent(ScriptedModel([])))
+    while await debugger.step() is not None:
+        pass
+
+    assert debugger.state == store.get("r1").records[-1].state_after
+    assert debugger.state.phase == "Done"
+    assert all(step.divergence is None for step in debugger.history)
+
+
 # ---------------------------------------------------------------- a store that does not check
 
 
