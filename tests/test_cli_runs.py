@@ -225,6 +225,15 @@ def test_show_names_the_nested_runs_and_prints_the_last_events(
     assert out.splitlines()[-1].startswith("✓ completed")
 
 
+def test_a_run_whose_rows_do_not_check_out_can_be_deleted(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> None:
+    suspended_payment(capsys, db)
+    edit(db, "UPDATE records SET data = replace(data, 'checking', 'savings') WHERE seq = 2")
+
+    assert runs(capsys, db, "delete", "r1")[:2] == (0, "deleted run r1\n")
+
+
 def test_delete_counts_the_nested_runs_and_prune_deletes_old_runs(
     capsys: pytest.CaptureFixture[str], db: Path
 ) -> None:
@@ -363,6 +372,25 @@ def test_an_edited_record_is_refused(capsys: pytest.CaptureFixture[str], db: Pat
             "helikon: run 'r1': record 2 does not match its signature: the record was edited, "
             "or one before it"
         )
+
+
+@pytest.mark.parametrize(
+    ("statement", "argv"),
+    [
+        ("UPDATE runs SET agent = CAST(x'ff00' AS TEXT)", ["list"]),
+        ("UPDATE records SET data = CAST(x'ff00' AS TEXT) WHERE seq = 2", ["show", "r1"]),
+        ("UPDATE charts SET data = CAST(x'ff00' AS TEXT)", ["export", "r1"]),
+    ],
+)
+def test_a_damaged_store_is_one_line(
+    capsys: pytest.CaptureFixture[str], db: Path, statement: str, argv: list[str]
+) -> None:
+    suspended_payment(capsys, db)
+    edit(db, statement)
+
+    line = fails(capsys, "runs", *argv, "--store", url(db))
+
+    assert line.startswith("helikon: the run store cannot be read (damaged?): Could not decode")
 
 
 @pytest.mark.parametrize(
@@ -596,6 +624,11 @@ def test_subprocess_a_run_another_driver_holds_is_refused_unless_forced(
             "nothing to recover: no running run of stuck lost its owner "
             "(1 still leased by a live owner)\n"
         )
+        delete = helikon("runs", "delete", "s1", *store)
+        assert (delete.returncode, delete.stdout) == (2, "")
+        assert error_line(delete.stderr).endswith(
+            "(its lease): delete it after that, or with --force"
+        )
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
@@ -603,3 +636,4 @@ def test_subprocess_a_run_another_driver_holds_is_refused_unless_forced(
     forced = helikon("runs", "resume", "s1", "--chart", chart, "--offline", "--force", *store)
     assert (forced.returncode, forced.stderr) == (0, "")
     assert stored(db, "s1").info.status == "completed"
+    assert helikon("runs", "delete", "s1", *store).stdout == "deleted run s1\n"

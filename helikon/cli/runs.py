@@ -22,6 +22,7 @@ import io
 import os
 import re
 import shlex
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -89,6 +90,10 @@ def store_errors() -> Iterator[None]:
         ) from None
     except (StoreError, SnapshotMismatch, ApprovalMismatch) as exc:
         raise UsageError(str(exc)) from None
+    except sqlite3.Error as exc:  # a damaged file the SQLite store read without translating
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        short = first if len(first) <= 160 else first[:159] + "…"
+        raise UsageError(f"the run store cannot be read (damaged?): {short}") from None
 
 
 def with_store(args: argparse.Namespace) -> str:
@@ -130,6 +135,9 @@ def add_parser(commands: Any) -> None:
 
     delete = _command(sub, "delete", "delete a run and the runs nested in it", command_delete)
     delete.add_argument("run_id", metavar="RUN_ID")
+    delete.add_argument(
+        "--force", action="store_true", help="delete it even while a live owner drives it"
+    )
 
     prune = _command(sub, "prune", "delete runs not updated for a while", command_prune)
     prune.add_argument(
@@ -295,6 +303,18 @@ def _terminal_safe_json(text: str) -> str:
 def command_delete(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
     with store_errors():
+        # The listing, not `get`: a run whose rows do not check out can still be deleted.
+        held = [
+            run
+            for run in store.runs(include_nested=True)
+            if run.run_id == args.run_id and run.lease_owner is not None and not lease_expired(run)
+        ]
+        if held and not args.force:
+            raise UsageError(
+                f"run {args.run_id!r} is driven by {held[0].lease_owner} until "
+                f"{when(held[0].lease_expires_at)} (its lease): delete it after that, or "
+                "with --force"
+            )
         gone = store.delete(args.run_id)
     nested = f" and {gone - 1} nested run{'s' if gone > 2 else ''}" if gone > 1 else ""
     print(f"deleted run {safe_text(args.run_id)}{nested}")
