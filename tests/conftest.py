@@ -1,4 +1,6 @@
-"""Suite-wide setup: values are immutable at run time under test (see helikon.core.values)."""
+"""Suite-wide setup: values are immutable at run time under test (see helikon.core.values),
+and `helikon run` keeps no run unless a test names a store (the CLI's default store is a
+file under the current directory, which is the repository in these tests)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import os
 import pytest
 
 os.environ.setdefault("HELIKON_STRICT_VALUES", "1")
+os.environ.setdefault("HELIKON_STORE", "none")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -329,8 +329,10 @@ class Debugger:
             self.run.next_input = self.recorded.get(position)
             self.run.pending = None
             effect = self.produced.get(position, _NOTHING)
-            if any(e.type == "run_suspended" for e in effect.events):
-                self.run.suspended = True  # the recording suspended here: so does the replay
+            if self.run.next_input is None and any(
+                e.type == "run_suspended" for e in effect.events
+            ):  # the recording suspended here, and was not resumed: so does the replay
+                self.run.suspended = True
             return effect.events
         return await self._perform(position)
 

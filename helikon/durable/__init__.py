@@ -4,11 +4,13 @@ conversation across runs.
 
 `RunStore` is the protocol (`store.py`); `SqliteRunStore` the embedded default
 (`sqlite.py`), `PostgresRunStore` the one for many workers (`postgres.py`, the `postgres`
-extra); `open_store(url)` opens either. The driver writes through `helikon.run.journal`.
+extra); `open_store(url)` opens either. The driver writes through `helikon.run.journal`;
+`export_trace` writes a stored run as a trace file (`as_trace.py`).
 """
 
 from __future__ import annotations
 
+from helikon.durable.as_trace import export_trace
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -48,5 +50,6 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoredRun",
+    "export_trace",
     "open_store",
 ]
