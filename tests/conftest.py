@@ -2,4 +2,7 @@
 
 import os
 
+# Fixtures: a throwaway PostgreSQL cluster.
+from postgres_support import postgres_url  # noqa: F401
+
 os.environ.setdefault("HELIKON_STRICT_VALUES", "1")
