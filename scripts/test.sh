@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: Graphviz's `dot` renders diagrams; Chromium opens the HTML pages.
+# System packages: Graphviz's `dot` renders diagrams; Chromium opens the HTML pages;
+# PostgreSQL's initdb and pg_ctl start the throwaway cluster the run store tests use.
 missing=()
 command -v dot >/dev/null || missing+=(graphviz)
 command -v chromium >/dev/null || missing+=(chromium)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null \
+    || missing+=(postgresql)
 if ((${#missing[@]})); then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -8,6 +8,10 @@ import os
 
 import pytest
 
+# Fixtures: a throwaway PostgreSQL cluster, and each run store backend in turn.
+from postgres_support import postgres_url  # noqa: F401
+from store_support import backend, store  # noqa: F401
+
 os.environ.setdefault("HELIKON_STRICT_VALUES", "1")
 os.environ.setdefault("HELIKON_STORE", "none")
 

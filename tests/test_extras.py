@@ -86,6 +86,27 @@ def test_importing_openai_model_without_openai_names_the_extra() -> None:
     assert (done.returncode, done.stdout) == (0, "Agent\n"), done.stderr
 
 
+def test_a_postgres_store_without_psycopg_names_the_postgres_extra() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "import helikon\n"
+        "from helikon.durable import StoreError, open_store\n"
+        "try:\n"
+        "    open_store('postgresql://nobody@127.0.0.1:1/none')\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+        "try:\n"
+        "    from helikon.durable import PostgresRunStore\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc.name, exc, sep='|')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    hint = "PostgresRunStore needs the psycopg package: pip install 'helikon[postgres]'"
+    assert done.stdout == f"{hint}\nModuleNotFoundError|psycopg|{hint}\n", done.stderr
+
+
 @pytest.mark.parametrize("fmt", ["svg", "png"])
 def test_a_diagram_without_graphviz_names_the_render_extra(fmt: str, tmp_path: Path) -> None:
     done = without(["graphviz"], ["diagram", "default", "-f", fmt, "-o", str(tmp_path / "d")])

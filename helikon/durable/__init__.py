@@ -31,6 +31,16 @@ from helikon.durable.sqlite import SqliteRunStore
 from helikon.durable.store import RunStore, open_store
 from helikon.durable.views import EventStream, Session
 
+
+def __getattr__(name: str) -> object:
+    # PostgresRunStore needs the `postgres` extra (psycopg); import it only when asked for.
+    if name == "PostgresRunStore":
+        from helikon.durable.postgres import PostgresRunStore
+
+        return PostgresRunStore
+    raise AttributeError(f"module 'helikon.durable' has no attribute {name!r}")
+
+
 __all__ = [
     "CallRecord",
     "DecisionSpent",
@@ -38,6 +48,7 @@ __all__ = [
     "EventStream",
     "Lease",
     "LeaseLost",
+    "PostgresRunStore",
     "RunExists",
     "RunHeader",
     "RunInfo",

@@ -87,12 +87,21 @@ class RunStore(Protocol):
 
 def open_store(url: str, **options: Any) -> RunStore:
     """The store a URL names: `sqlite:///path/to/runs.db` (`sqlite:///:memory:`), or
-    `postgresql://user@host/db` (the `postgres` extra).
+    `postgresql://user@host/db` (also `postgres://`; the `postgres` extra).
 
     Raises:
-        StoreError: an unknown scheme, or the store cannot be opened.
+        StoreError: an unknown scheme, a PostgreSQL URL without the `postgres` extra
+            installed, or the store cannot be opened.
     """
     parsed = urlparse(url)
+    if parsed.scheme in ("postgresql", "postgres"):
+        try:
+            from helikon.durable.postgres import PostgresRunStore
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("psycopg", "psycopg_pool"):
+                raise
+            raise StoreError(str(exc)) from None
+        return PostgresRunStore(url, **options)
     if parsed.scheme == "sqlite":
         path = url[len("sqlite://") :]
         path = path[1:] if path.startswith("/") else path

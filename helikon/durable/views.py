@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Protocol
 
 from helikon.core.approvals import ApprovalRequest
@@ -49,26 +49,35 @@ class EventStream:
     """A stored run's events after the first `after`, to iterate with `for` or `async for`.
 
     With `follow`, it waits for events still to come until the run's stream has ended (a
-    terminal event), looking at the store every `FOLLOW_POLL` seconds.
+    terminal event), looking at the store every `FOLLOW_POLL` seconds. `async for` reads
+    through `aget` when the store has one (a store whose reads are IO of their own).
     """
 
     def __init__(
-        self, get: Callable[[str], StoredRun], run_id: str, after: int, follow: bool
+        self,
+        get: Callable[[str], StoredRun],
+        run_id: str,
+        after: int,
+        follow: bool,
+        *,
+        aget: Callable[[str], Awaitable[StoredRun]] | None = None,
     ) -> None:
         self._get = get
+        self._aget = aget
         self.run_id = run_id
         self.after = after
         self.follow = follow
 
-    def _batch(self, seen: int) -> tuple[list[AgentEvent], bool]:
-        events = events_of(self._get(self.run_id))
+    @staticmethod
+    def _batch(stored: StoredRun, seen: int) -> tuple[list[AgentEvent], bool]:
+        events = events_of(stored)
         ended = bool(events) and events[-1].type in TERMINAL_EVENTS
         return events[seen:], ended
 
     def __iter__(self) -> Iterator[AgentEvent]:
         seen = self.after
         while True:
-            fresh, ended = self._batch(seen)
+            fresh, ended = self._batch(self._get(self.run_id), seen)
             yield from fresh
             seen += len(fresh)
             if ended or not self.follow:
@@ -78,7 +87,8 @@ class EventStream:
     async def __aiter__(self) -> AsyncIterator[AgentEvent]:
         seen = self.after
         while True:
-            fresh, ended = self._batch(seen)
+            stored = self._get(self.run_id) if self._aget is None else await self._aget(self.run_id)
+            fresh, ended = self._batch(stored, seen)
             for event in fresh:
                 yield event
             seen += len(fresh)

@@ -1,0 +1,709 @@
+"""`PostgresRunStore`: runs kept in a PostgreSQL database, for many workers on many hosts.
+
+Theory of operation: one async engine, psycopg 3 on a `psycopg_pool.AsyncConnectionPool`,
+run on an event loop of the store's own (a daemon thread). An async pool belongs to the loop
+it was opened in (psycopg/psycopg#737: used from a second `asyncio.run` it hangs), and a
+store outlives its callers' loops: `Runner.run_sync` opens one per run, a test one per test,
+a thread one of its own. So every operation is a coroutine on the store's loop; the async
+methods the driver awaits hand it over and await the answer (the caller's loop never
+blocks), and the sync ones (`get`, `runs`, `pending`, `events`, sessions, `delete`,
+`prune`, charts) wait for it, so a sync caller needs no event loop, inside one or not.
+
+Every write is one transaction conditioned on the writer's lease (owner and epoch), which
+it locks, so a claim waits until the write is committed; a record is written only if the
+run's head is the record before (compare and swap). What a row means and whether it checks
+out is decided in `helikon.durable.rows`, as for SQLite; SQL text is in
+`helikon.durable.postgres_sql`. psycopg's errors come out as `StoreError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+try:
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+except ModuleNotFoundError as exc:  # say which extra, not just which module
+    if exc.name not in ("psycopg", "psycopg_pool"):
+        raise
+    raise ModuleNotFoundError(
+        "PostgresRunStore needs the psycopg package: pip install 'helikon[postgres]'",
+        name=exc.name,
+    ) from exc
+
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.codec import ITEM, dumps
+from helikon.core.items import Item
+from helikon.durable import postgres_sql as sql
+from helikon.durable import rows
+from helikon.durable.records import (
+    CallRecord,
+    DecisionSpent,
+    EffectRecord,
+    Lease,
+    LeaseLost,
+    RunExists,
+    RunHeader,
+    RunInfo,
+    RunLeased,
+    RunNotFound,
+    RunStatus,
+    StepRecord,
+    StoreCorrupt,
+    StoredRun,
+    StoreError,
+)
+from helikon.durable.signing import KEY_VARIABLE, resolve_key
+from helikon.durable.views import EventStream, Session, pending_of
+
+T = TypeVar("T")
+Cursor = psycopg.AsyncCursor[Any]
+Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds opening the store waits for the database before it gives up."""
+
+
+class PostgresRunStore:
+    """Runs kept in a PostgreSQL database (`open_store("postgresql://...")`).
+
+    Args:
+        url: a libpq URL, `postgresql://user:password@host:port/database`; its `options`
+            may set a `search_path`, whose first schema then holds the tables.
+        key: the key rows are signed with; default $HELIKON_STORE_KEY. Without either, a
+            random key is made on first use and kept in the database's `meta` table: rows
+            are then still checked against accidental corruption (an edited or truncated
+            row, a restore of another database), but not against an attacker who can
+            write to the database, since the key is beside the rows. Give a key (from your
+            secret store) to have forged rows and approvals refused.
+        min_size, max_size: connections the pool keeps open, and may open at most.
+
+    Raises:
+        StoreError: the database cannot be reached, or its schema cannot be migrated.
+        StoreCorrupt: the database has a schema from a newer helikon.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key: bytes | str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+    ) -> None:
+        self._url = url
+        self._where = _without_password(url)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=_serve, args=(self._loop,), name="helikon-postgres", daemon=True
+        )
+        self._thread.start()
+        self._pools: list[Pool] = []  # the one pool, once open (the finalizer closes it)
+        # Closes the pool and stops the loop on close(), when the store is collected, or
+        # at exit, whichever comes first: a store never closed leaks no connection.
+        self._closing = weakref.finalize(self, _shut_down, self._loop, self._thread, self._pools)
+        try:
+            self._key = self._wait(self._open(key, min_size, max_size))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def __repr__(self) -> str:
+        return f"PostgresRunStore({self._where!r})"
+
+    def close(self) -> None:
+        """Close the pool's connections and stop the store's loop (safe to call twice)."""
+        self._closing()
+
+    def __enter__(self) -> PostgresRunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ the engine
+
+    def _wait(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the store's loop and wait for it (the sync methods)."""
+        return self._submit(work).result()
+
+    async def _await(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the store's loop; the caller's loop goes on meanwhile."""
+        return await asyncio.wrap_future(self._submit(work))
+
+    def _submit(self, work: Coroutine[Any, Any, T]) -> Future[T]:
+        if not self._closing.alive:
+            work.close()
+            raise StoreError(f"the run store {self._where} is closed")
+        if threading.current_thread() is self._thread:  # it would wait for itself forever
+            work.close()
+            raise RuntimeError("a run store's own loop cannot wait on the store")
+        return asyncio.run_coroutine_threadsafe(work, self._loop)
+
+    async def _open(self, key: bytes | str | None, min_size: int, max_size: int) -> bytes:
+        """Migrate the schema and find the key on a connection of their own (a wrong URL
+        fails here at once, with libpq's reason), then open the pool."""
+        keyless = key is None and not os.environ.get(KEY_VARIABLE)
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the run store {self._where}: {exc}") from exc
+        async with connection:
+            kept = await self._migrate(connection, keyless)
+        pool: Pool = AsyncConnectionPool(
+            self._url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=False,
+            name="helikon-runs",
+        )
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise StoreError(f"cannot open the run store {self._where}: {exc}") from exc
+        self._pools.append(pool)
+        if kept is None:
+            return resolve_key(key, None)  # given, or $HELIKON_STORE_KEY
+        try:
+            return bytes.fromhex(kept)
+        except ValueError:
+            raise StoreCorrupt(
+                f"the run store {self._where} keeps a key that is not 64 hex digits"
+            ) from None
+
+    async def _migrate(self, connection: psycopg.AsyncConnection[Any], keyless: bool) -> str | None:
+        """Bring the schema to `SCHEMA_VERSION` in one transaction, under an advisory lock
+        (a second worker waits, then finds it done); the key kept in `meta` when `keyless`."""
+        try:
+            async with connection.transaction(), connection.cursor() as cur:
+                await cur.execute(sql.LOCK_SCHEMA, (sql.MIGRATION_LOCK,))
+                await cur.execute(sql.META)
+                await cur.execute(sql.SCHEMA)
+                row = await cur.fetchone()
+                version = self._version(row[0] if row else "0")
+                if version > sql.SCHEMA_VERSION:
+                    raise StoreCorrupt(
+                        f"the run store {self._where} has schema version {version}, newer "
+                        f"than this helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon "
+                        "to open it"
+                    )
+                for step in range(version, sql.SCHEMA_VERSION):
+                    await cur.execute(sql.MIGRATIONS[step].encode())
+                if version < sql.SCHEMA_VERSION:
+                    await cur.execute(sql.SET_SCHEMA, (str(sql.SCHEMA_VERSION),))
+                if not keyless:
+                    return None
+                await cur.execute(sql.PUT_KEY, (secrets.token_bytes(32).hex(),))
+                await cur.execute(sql.KEY)
+                stored = await cur.fetchone()
+                assert stored is not None
+                return str(stored[0])
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot migrate the run store {self._where}: {exc}") from exc
+
+    def _version(self, text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise StoreCorrupt(
+                f"the run store {self._where} has schema version {text!r}, not a number"
+            ) from None
+
+    @asynccontextmanager
+    async def _transaction(self, *, read_only: bool = False) -> AsyncIterator[Cursor]:
+        """One transaction on a connection of the pool, committed or rolled back; with
+        `read_only`, every read sees one snapshot (a record appended meanwhile is not half
+        seen)."""
+        try:
+            async with (
+                self._pools[0].connection() as connection,
+                connection.transaction(),
+                connection.cursor() as cur,
+            ):
+                if read_only:
+                    await cur.execute(sql.READ_ONLY)
+                yield cur
+        except psycopg.Error as exc:
+            raise StoreError(f"the run store {self._where} failed: {exc}") from exc
+
+    # ------------------------------------------------------------ driving a run
+
+    async def create(
+        self,
+        header: RunHeader,
+        chart_data: str,
+        owner: str,
+        ttl: float,
+        record: StepRecord,
+        effects: Sequence[EffectRecord] = (),
+    ) -> tuple[Lease, str]:
+        """Add a new run with its first record, leased to `owner`: one transaction, so a
+        run is never stored without the input it started from. (The lease, the first
+        record's signature.)
+
+        Raises:
+            RunExists: a run of that id is in the store.
+        """
+        return await self._await(self._create(header, chart_data, owner, ttl, record, effects))
+
+    async def _create(
+        self,
+        header: RunHeader,
+        chart_data: str,
+        owner: str,
+        ttl: float,
+        record: StepRecord,
+        effects: Sequence[EffectRecord],
+    ) -> tuple[Lease, str]:
+        data, mac = rows.header_row(self._key, header)
+        record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
+        async with self._transaction() as cur:
+            await cur.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
+            await cur.execute(
+                sql.CREATE_RUN,
+                (
+                    header.run_id,
+                    data,
+                    mac,
+                    header.agent,
+                    header.parent_run_id,
+                    header.session_id,
+                    record.state_after.phase,
+                    record.seq,
+                    record_mac,
+                    rows.turns_of(record),
+                    owner,
+                    ttl,
+                    header.forked_from,
+                    header.forked_at,
+                ),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise RunExists(f"a run {header.run_id!r} is already in the store")
+            await self._insert_effects(cur, header.run_id, effects)
+            await cur.execute(
+                sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac)
+            )
+        return Lease(owner, 1, row[0]), record_mac
+
+    async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease:
+        """Take the run's lease: free, expired, or (`force`) from an owner known dead.
+
+        Raises:
+            RunNotFound: no such run.
+            RunLeased: another owner holds an unexpired lease.
+        """
+        return await self._await(self._claim(run_id, owner, ttl, force))
+
+    async def _claim(self, run_id: str, owner: str, ttl: float, force: bool) -> Lease:
+        async with self._transaction() as cur:
+            await cur.execute(sql.LEASE, (run_id,))
+            held = await cur.fetchone()
+            if held is None:
+                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            await cur.execute(sql.CLAIM, (owner, ttl, run_id, force))
+            taken = await cur.fetchone()
+            if taken is None:
+                raise RunLeased(
+                    f"run {run_id!r} is driven by {held[0]} until "
+                    f"{time.strftime('%H:%M:%S', time.localtime(held[2]))} (its lease); "
+                    "resume it after that, or with force=True if that owner is known dead",
+                    owner=held[0],
+                    expires_at=held[2],
+                )
+        return Lease(owner, int(taken[0]), taken[1])
+
+    async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
+        """Extend the lease by `ttl` seconds from now.
+
+        Raises:
+            LeaseLost: the lease was taken over.
+        """
+        return await self._await(self._renew(run_id, lease, ttl))
+
+    async def _renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
+        async with self._transaction() as cur:
+            await cur.execute(sql.RENEW, (ttl, run_id, lease.owner, lease.epoch))
+            row = await cur.fetchone()
+            if row is None:
+                raise await self._lost(cur, run_id, lease)
+        return Lease(lease.owner, lease.epoch, row[0])
+
+    async def append(
+        self,
+        run_id: str,
+        lease: Lease,
+        record: StepRecord,
+        previous_mac: str,
+        effects: Sequence[EffectRecord],
+        status: RunStatus,
+    ) -> str:
+        """Write one record (and the effects before it), if `lease` still holds and the run's
+        head is the record before; the new head's signature.
+
+        Raises:
+            LeaseLost: another driver took the run, or wrote this seq first.
+        """
+        return await self._await(self._append(run_id, lease, record, previous_mac, effects, status))
+
+    async def _append(
+        self,
+        run_id: str,
+        lease: Lease,
+        record: StepRecord,
+        previous_mac: str,
+        effects: Sequence[EffectRecord],
+        status: RunStatus,
+    ) -> str:
+        data, mac = rows.record_row(self._key, run_id, record, previous_mac)
+        head = (record.seq, mac, status, record.state_after.phase, rows.turns_of(record))
+        async with self._transaction() as cur:
+            await cur.execute(
+                sql.ADVANCE, (*head, run_id, lease.owner, lease.epoch, record.seq - 1)
+            )
+            if not cur.rowcount:
+                raise await self._lost(cur, run_id, lease)
+            await self._insert_effects(cur, run_id, effects)
+            await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
+        return mac
+
+    async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
+        """Write effects that no record follows yet (when a run stops).
+
+        Raises:
+            LeaseLost: the lease was taken over.
+        """
+        if effects:
+            await self._await(self._add_effects(run_id, lease, effects))
+
+    async def _add_effects(
+        self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]
+    ) -> None:
+        async with self._transaction() as cur:
+            await self._check_lease(cur, run_id, lease, sql.HOLDS_EXCLUSIVE)
+            await self._insert_effects(cur, run_id, effects)
+
+    async def _insert_effects(
+        self, cur: Cursor, run_id: str, effects: Sequence[EffectRecord]
+    ) -> None:
+        if not effects:
+            return
+        await cur.execute(sql.NEXT_EFFECT, (run_id,))
+        row = await cur.fetchone()
+        assert row is not None
+        n = int(row[0])
+        await cur.executemany(
+            sql.INSERT_EFFECT,
+            [
+                (
+                    run_id,
+                    n + i,
+                    effect.after_seq,
+                    *rows.effect_row(self._key, run_id, n + i, effect),
+                )
+                for i, effect in enumerate(effects)
+            ],
+        )
+
+    async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
+        """Record that a call starts (a call already recorded keeps its row).
+
+        Raises:
+            LeaseLost: the lease was taken over.
+        """
+        await self._await(self._start_call(run_id, lease, call))
+
+    async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
+        _, mac = rows.call_row(self._key, run_id, call)
+        async with self._transaction() as cur:
+            await self._check_lease(cur, run_id, lease, sql.HOLDS)
+            await cur.execute(
+                sql.START_CALL,
+                (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac),
+            )
+
+    async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
+        """Record a call's result; the first result written wins.
+
+        Raises:
+            LeaseLost: the lease was taken over.
+        """
+        await self._await(self._finish_call(run_id, lease, call))
+
+    async def _finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
+        result, mac = rows.call_row(self._key, run_id, call)
+        async with self._transaction() as cur:
+            await self._check_lease(cur, run_id, lease, sql.HOLDS)
+            await cur.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+
+    async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
+        """Spend approval decisions for suspension `seq`: each call is decided once (all
+        of them, or none).
+
+        Raises:
+            DecisionSpent: a call of these was decided already.
+        """
+        await self._await(self._decide(run_id, seq, decisions))
+
+    async def _decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
+        async with self._transaction() as cur:
+            for decision in decisions:
+                data, mac = rows.decision_row(self._key, run_id, seq, decision)
+                await cur.execute(sql.INSERT_DECISION, (run_id, seq, decision.call_id, data, mac))
+                if await cur.fetchone() is None:
+                    raise DecisionSpent(
+                        f"call {decision.call_id!r} of run {run_id!r} was already decided at "
+                        f"suspension {seq}: a decision is spent once"
+                    )
+
+    async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
+        """Give the lease up, leaving the run `status` (nothing, when the lease is gone)."""
+        await self._await(self._release(run_id, lease, status))
+
+    async def _release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
+        async with self._transaction() as cur:
+            await cur.execute(sql.RELEASE, (status, run_id, lease.owner, lease.epoch))
+
+    async def _check_lease(self, cur: Cursor, run_id: str, lease: Lease, query: str) -> None:
+        await cur.execute(query, (run_id, lease.owner, lease.epoch))
+        if await cur.fetchone() is None:
+            raise await self._lost(cur, run_id, lease)
+
+    async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
+        await cur.execute(sql.HOLDER, (run_id,))
+        row = await cur.fetchone()
+        holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
+        return LeaseLost(
+            f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
+            f"held by {holder}: stopping without writing"
+        )
+
+    # ------------------------------------------------------------ reading
+
+    async def load(self, run_id: str) -> StoredRun:
+        """`get`, awaited."""
+        return await self._await(self._get(run_id))
+
+    def get(self, run_id: str) -> StoredRun:
+        """Everything the store holds for `run_id`, every signature checked.
+
+        Raises:
+            RunNotFound: no such run.
+            StoreCorrupt: a row does not check out.
+        """
+        return self._wait(self._get(run_id))
+
+    async def _get(self, run_id: str) -> StoredRun:
+        async with self._transaction(read_only=True) as cur:
+            await cur.execute(sql.RUN_ROW, (run_id,))
+            row = await cur.fetchone()
+            if row is None:
+                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            info, (header_data, header_mac, head_mac) = RunInfo(*row[:13]), row[13:]
+            header = rows.read_header(self._key, run_id, header_data, header_mac)
+            found = [await self._all(cur, query, run_id) for query in _PARTS]
+            await cur.execute(sql.CHART, (header.chart_digest,))
+            chart = await cur.fetchone()
+        records, effects, calls, decisions = found
+        return StoredRun(
+            header,
+            info,
+            rows.read_records(self._key, run_id, records, info.seq, head_mac),
+            rows.read_effects(self._key, run_id, effects),
+            rows.read_calls(self._key, run_id, calls),
+            rows.read_decisions(self._key, run_id, decisions),
+            chart[0] if chart else None,
+            head_mac,
+        )
+
+    @staticmethod
+    async def _all(cur: Cursor, query: str, *args: Any) -> list[Any]:
+        await cur.execute(query, args)
+        return await cur.fetchall()
+
+    def runs(
+        self, status: RunStatus | None = None, *, include_nested: bool = False
+    ) -> list[RunInfo]:
+        """The runs in the store, newest first: id, agent, phase, seq, status, turns, times."""
+        return self._wait(self._runs(status, include_nested))
+
+    async def aruns(
+        self, status: RunStatus | None = None, *, include_nested: bool = False
+    ) -> list[RunInfo]:
+        return await self._await(self._runs(status, include_nested))
+
+    async def _runs(self, status: RunStatus | None, include_nested: bool) -> list[RunInfo]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if status is not None:
+            clauses.append("status = %s")
+            args.append(status)
+        if not include_nested:
+            clauses.append("parent_run_id IS NULL")
+        query = sql.RUN_LIST + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        async with self._transaction() as cur:
+            found = await self._all(cur, query + sql.RUN_ORDER, *args)
+        return [RunInfo(*row) for row in found]
+
+    def pending(self, run_id: str) -> tuple[ApprovalRequest, ...]:
+        """The `ApprovalRequest`s a suspended run waits on (stamped: decide on these)."""
+        return pending_of(self.get(run_id))
+
+    async def apending(self, run_id: str) -> tuple[ApprovalRequest, ...]:
+        return pending_of(await self.load(run_id))
+
+    def events(self, run_id: str, after: int = 0, *, follow: bool = False) -> EventStream:
+        """The run's events after the first `after` (`for` or `async for` them); with
+        `follow`, wait for more until the run ends or suspends. Deltas are not stored."""
+        return EventStream(self.get, run_id, after, follow, aget=self.load)
+
+    aevents = events
+
+    def session(self, session_id: str) -> Session:
+        """Conversation memory across runs (`agent.run(..., session=...)`)."""
+        return Session(self, session_id)
+
+    async def asession(self, session_id: str) -> Session:
+        return self.session(session_id)
+
+    # ------------------------------------------------------------ sessions
+
+    def session_items(self, session_id: str) -> tuple[Item, ...]:
+        return self._wait(self._session_items(session_id))
+
+    async def _session_items(self, session_id: str) -> tuple[Item, ...]:
+        async with self._transaction() as cur:
+            found = await self._all(cur, sql.SESSION_ITEMS, session_id)
+        return tuple(ITEM.validate_json(row[0]) for row in found)
+
+    def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
+        if items:
+            self._wait(self._add_session_items(session_id, items, run_id))
+
+    async def _add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
+        async with self._transaction() as cur:
+            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
+            await cur.execute(sql.SESSION_NEXT, (session_id,))
+            row = await cur.fetchone()
+            assert row is not None
+            n = int(row[0])
+            await cur.executemany(
+                sql.SESSION_ADD,
+                [(session_id, n + i, dumps(item, Item), run_id) for i, item in enumerate(items)],
+            )
+
+    def clear_session(self, session_id: str) -> None:
+        self._wait(self._execute(sql.SESSION_CLEAR, session_id))
+
+    async def _execute(self, query: str, *args: Any) -> None:
+        async with self._transaction() as cur:
+            await cur.execute(query, args)
+
+    # ------------------------------------------------------------ retention
+
+    def delete(self, run_id: str) -> int:
+        """Delete a run with the runs nested in it; how many runs went.
+
+        Raises:
+            RunNotFound: no such run.
+        """
+        return self._wait(self._delete(sql.TREE, run_id, missing=run_id))
+
+    async def adelete(self, run_id: str) -> int:
+        return await self._await(self._delete(sql.TREE, run_id, missing=run_id))
+
+    def prune(self, older_than: float) -> int:
+        """Delete runs (with their nested runs) and session items not updated for
+        `older_than` seconds; how many runs went."""
+        return self._wait(self._delete(sql.OLD_TREES, older_than, sessions=older_than))
+
+    async def aprune(self, older_than: float) -> int:
+        return await self._await(self._delete(sql.OLD_TREES, older_than, sessions=older_than))
+
+    async def _delete(
+        self,
+        tree: str,
+        arg: Any,
+        *,
+        missing: str | None = None,
+        sessions: float | None = None,
+    ) -> int:
+        async with self._transaction() as cur:
+            gone = [row[0] for row in await self._all(cur, tree, arg)]
+            if missing is not None and not gone:
+                raise RunNotFound(f"no run {missing!r} in the store {self._where}")
+            for statement in sql.DELETE_RUNS:
+                await cur.execute(statement, (gone,))
+            if sessions is not None:
+                await cur.execute(sql.OLD_SESSIONS, (sessions,))
+        return len(gone)
+
+    def put_chart(self, digest: str, data: str) -> None:
+        self._wait(self._execute(sql.PUT_CHART, digest, data))
+
+    def chart(self, digest: str) -> str | None:
+        return self._wait(self._chart(digest))
+
+    async def _chart(self, digest: str) -> str | None:
+        async with self._transaction() as cur:
+            found = await self._all(cur, sql.CHART, digest)
+        return found[0][0] if found else None
+
+
+_PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """The store's thread: its loop, until the store shuts it down."""
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+def _shut_down(
+    loop: asyncio.AbstractEventLoop, thread: threading.Thread, pools: list[Pool]
+) -> None:
+    """Close the pools on the store's loop, then stop the loop and its thread."""
+
+    async def close_pools() -> None:
+        for pool in pools:
+            await pool.close()
+
+    if threading.current_thread() is thread:  # collected on its own loop: cannot wait there
+        loop.create_task(close_pools()).add_done_callback(lambda _: loop.stop())
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(close_pools(), loop).result()
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+
+
+def _without_password(url: str) -> str:
+    """`url` as messages name it: the password left out."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=user + host))

@@ -1,0 +1,229 @@
+"""The PostgreSQL store's schema, its migrations and its statements, as SQL text.
+
+`MIGRATIONS[n]` takes a database from schema version n to n + 1; a database opened by this
+helikon is migrated forward to `SCHEMA_VERSION` (under an advisory lock, so two workers
+starting at once migrate it once), and one of a newer version is refused.
+
+The tables are those of the SQLite store, column for column. JSON is kept as TEXT, never
+JSONB: a row's signature is over its exact text, which JSONB would normalize. Times are
+seconds since the epoch (DOUBLE PRECISION) on the database server's clock (`NOW`), the one
+clock every worker shares, so leases never depend on a worker's clock. Tables are made
+unqualified, in the first schema of the connection's `search_path`.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+NOW = "extract(epoch FROM now())::float8"
+"""The store's clock: the database server's time at the start of the transaction."""
+
+MIGRATION_LOCK = 0x68656C696B6F6E
+"""The advisory lock a migration holds (the bytes of "helikon")."""
+SESSION_LOCK = 0x686B
+"""The advisory lock class of sessions: (SESSION_LOCK, hashtext(session_id))."""
+
+META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+LOCK_SCHEMA = "SELECT pg_advisory_xact_lock(%s)"
+SCHEMA = "SELECT value FROM meta WHERE key = 'schema'"
+SET_SCHEMA = """
+INSERT INTO meta (key, value) VALUES ('schema', %s)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+PUT_KEY = "INSERT INTO meta (key, value) VALUES ('key', %s) ON CONFLICT (key) DO NOTHING"
+KEY = "SELECT value FROM meta WHERE key = 'key'"
+
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: the first schema.
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        header TEXT NOT NULL,
+        header_mac TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        parent_run_id TEXT,
+        session_id TEXT,
+        status TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        head_seq BIGINT NOT NULL,
+        head_mac TEXT NOT NULL,
+        turns BIGINT NOT NULL,
+        lease_owner TEXT,
+        lease_epoch BIGINT NOT NULL,
+        lease_expires DOUBLE PRECISION,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        forked_from TEXT,
+        forked_at BIGINT
+    );
+    CREATE INDEX runs_by_status ON runs (status, updated_at);
+    CREATE INDEX runs_by_parent ON runs (parent_run_id);
+    CREATE TABLE records (
+        run_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE effects (
+        run_id TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        after_seq BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, n)
+    );
+    CREATE TABLE calls (
+        run_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments_hash TEXT NOT NULL,
+        result TEXT,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq, call_id)
+    );
+    CREATE TABLE decisions (
+        run_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        call_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq, call_id)
+    );
+    CREATE TABLE charts (digest TEXT PRIMARY KEY, data TEXT NOT NULL);
+    CREATE TABLE sessions (
+        session_id TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        item TEXT NOT NULL,
+        run_id TEXT,
+        created_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, n)
+    );
+    """,
+)
+
+# ---------------------------------------------------------------- driving a run
+
+PUT_CHART = "INSERT INTO charts (digest, data) VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING"
+
+CREATE_RUN = f"""
+INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
+                  head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
+                  created_at, updated_at, forked_from, forked_at)
+VALUES (%s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s, 1, {NOW} + %s, {NOW}, {NOW},
+        %s, %s)
+ON CONFLICT (run_id) DO NOTHING
+RETURNING lease_expires
+"""
+
+LEASE = "SELECT lease_owner, lease_epoch, lease_expires FROM runs WHERE run_id = %s FOR UPDATE"
+
+CLAIM = f"""
+UPDATE runs SET lease_owner = %s, lease_epoch = lease_epoch + 1, lease_expires = {NOW} + %s,
+                updated_at = {NOW}
+WHERE run_id = %s AND (lease_owner IS NULL OR lease_expires < {NOW} OR %s)
+RETURNING lease_epoch, lease_expires
+"""
+
+RENEW = f"""
+UPDATE runs SET lease_expires = {NOW} + %s
+WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s
+RETURNING lease_expires
+"""
+
+# The compare and swap: the caller's lease, and the head one before the new record.
+ADVANCE = f"""
+UPDATE runs SET head_seq = %s, head_mac = %s, status = %s, phase = %s,
+                turns = GREATEST(turns, %s), updated_at = {NOW}
+WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s AND head_seq = %s
+"""
+
+# A claim waits for these locks: a write under the lease commits before the lease moves.
+# FOR SHARE lets calls of one batch write at once; FOR UPDATE orders the effects.
+HOLDS = """
+SELECT 1 FROM runs WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR SHARE
+"""
+HOLDS_EXCLUSIVE = """
+SELECT 1 FROM runs WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR UPDATE
+"""
+HOLDER = "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = %s"
+
+RELEASE = f"""
+UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = %s, updated_at = {NOW}
+WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s
+"""
+
+INSERT_RECORD = "INSERT INTO records (run_id, seq, data, mac) VALUES (%s, %s, %s, %s)"
+NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = %s"
+INSERT_EFFECT = "INSERT INTO effects (run_id, n, after_seq, data, mac) VALUES (%s, %s, %s, %s, %s)"
+START_CALL = """
+INSERT INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac)
+VALUES (%s, %s, %s, %s, %s, NULL, %s)
+ON CONFLICT (run_id, seq, call_id) DO NOTHING
+"""
+FINISH_CALL = """
+UPDATE calls SET result = %s, mac = %s
+WHERE run_id = %s AND seq = %s AND call_id = %s AND result IS NULL
+"""
+INSERT_DECISION = """
+INSERT INTO decisions (run_id, seq, call_id, data, mac) VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (run_id, seq, call_id) DO NOTHING
+RETURNING 1
+"""
+
+# ---------------------------------------------------------------- reading
+
+# The columns of a `RunInfo`, in the order of its fields.
+INFO = """run_id, agent, phase, head_seq, status, turns, updated_at, created_at, parent_run_id,
+       lease_owner, lease_expires, forked_from, forked_at"""
+READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+RUN_ROW = f"SELECT {INFO}, header, header_mac, head_mac FROM runs WHERE run_id = %s"
+RUN_LIST = f"SELECT {INFO} FROM runs"
+RUN_ORDER = " ORDER BY updated_at DESC, run_id"
+RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq"
+EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n"
+CALLS = """
+SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s
+ORDER BY seq, call_id
+"""
+DECISIONS = """
+SELECT seq, call_id, data, mac FROM decisions WHERE run_id = %s ORDER BY seq, call_id
+"""
+CHART = "SELECT data FROM charts WHERE digest = %s"
+
+# ---------------------------------------------------------------- sessions
+
+SESSION_LOCK_TAKE = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+SESSION_ITEMS = "SELECT item FROM sessions WHERE session_id = %s ORDER BY n"
+SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = %s"
+SESSION_ADD = f"""
+INSERT INTO sessions (session_id, n, item, run_id, created_at) VALUES (%s, %s, %s, %s, {NOW})
+"""
+SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = %s"
+
+# ---------------------------------------------------------------- retention
+
+# A run with every run nested in it, at any depth (UNION: a forged cycle still ends).
+TREE = """
+WITH RECURSIVE tree (run_id) AS (
+    SELECT run_id FROM runs WHERE run_id = %s
+    UNION
+    SELECT runs.run_id FROM runs JOIN tree ON runs.parent_run_id = tree.run_id
+)
+SELECT run_id FROM tree
+"""
+# Runs not updated for %s seconds, that are not nested in another, with their nested runs.
+OLD_TREES = f"""
+WITH RECURSIVE tree (run_id) AS (
+    SELECT run_id FROM runs WHERE updated_at < {NOW} - %s AND parent_run_id IS NULL
+    UNION
+    SELECT runs.run_id FROM runs JOIN tree ON runs.parent_run_id = tree.run_id
+)
+SELECT run_id FROM tree
+"""
+DELETE_RUNS = tuple(
+    f"DELETE FROM {table} WHERE run_id = ANY(%s)"
+    for table in ("records", "effects", "calls", "decisions", "runs")
+)
+OLD_SESSIONS = f"DELETE FROM sessions WHERE created_at < {NOW} - %s"

@@ -1,0 +1,141 @@
+"""The run store tests' backends: every test that takes `backend` (or `store`) runs once on
+SQLite (a temporary file) and once on a real PostgreSQL (`postgres_url`, a schema per test).
+tests/conftest.py makes both fixtures available to every test module.
+
+A `Backend` opens stores on one database and runs raw SQL on it (to tamper with rows, to age
+them, to fake an old or a newer schema): the one place the two backends differ. `race` lets
+threads loose on a store at once, each on an event loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helikon.durable import RunStore, StoreError, open_store
+
+KEY = b"conformance-suite-key-0123456789"
+
+# ---------------------------------------------------------------- the backends
+
+
+class Backend:
+    """Stores on one database, and raw SQL on it (`?` placeholders on both backends)."""
+
+    name: str
+    url: str
+
+    def __init__(self) -> None:
+        self.opened: list[RunStore] = []
+
+    def open(self, key: bytes | str | None = KEY) -> RunStore:
+        store = open_store(self.url, key=key)
+        self.opened.append(store)
+        return store
+
+    def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+
+
+class SqliteBackend(Backend):
+    name = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.url = f"sqlite:///{path}"
+
+    def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
+        db = sqlite3.connect(self.path)
+        try:
+            with db:
+                return db.execute(query, args).fetchall()
+        finally:
+            db.close()
+
+
+class PostgresBackend(Backend):
+    name = "postgres"
+
+    def __init__(self, database_url: str) -> None:
+        super().__init__()
+        import psycopg
+
+        self.psycopg = psycopg
+        self.schema = f"t_{uuid.uuid4().hex[:12]}"
+        self.admin_url = database_url
+        self.url = f"{database_url}?options=-csearch_path%3D{self.schema}"
+        self.admin("CREATE SCHEMA {schema}")
+
+    def admin(self, statement: str) -> None:
+        with self.psycopg.connect(self.admin_url, autocommit=True) as db:
+            db.execute(statement.format(schema=self.schema).encode())
+
+    def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
+        with self.psycopg.connect(self.url, autocommit=True) as db:
+            cur = db.execute(query.replace("?", "%s").encode(), args)
+            return cur.fetchall() if cur.description else []
+
+    def close(self) -> None:
+        super().close()
+        self.admin("DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Backend]:
+    """An empty database on each backend in turn; no $HELIKON_STORE_KEY unless a test sets
+    it (stores open with `KEY` unless told otherwise)."""
+    monkeypatch.delenv("HELIKON_STORE_KEY", raising=False)
+    chosen: Backend
+    if request.param == "sqlite":
+        chosen = SqliteBackend(tmp_path / "runs.db")
+    else:
+        chosen = PostgresBackend(request.getfixturevalue("postgres_url"))
+    try:
+        yield chosen
+    finally:
+        chosen.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> RunStore:
+    """A store on `backend`'s database."""
+    return backend.open()
+
+
+def run_in_thread(work: Callable[[], Any]) -> threading.Thread:
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
+
+
+def race(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """`work(i)` in `count` threads released at once, each on an event loop of its own;
+    what each returned, or the StoreError it raised."""
+    barrier = threading.Barrier(count)
+    outcomes: list[Any] = [None] * count
+
+    def one(i: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[i] = asyncio.run(work(i))
+        except StoreError as exc:
+            outcomes[i] = exc
+
+    threads = [run_in_thread(lambda i=i: one(i)) for i in range(count)]
+    for thread in threads:
+        thread.join(30)
+    return outcomes

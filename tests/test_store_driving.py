@@ -1,0 +1,187 @@
+"""Real runs through every run store (SQLite and PostgreSQL, `store_support.backend`): what a
+run streams is what it stores; a suspended run resumes in a fresh agent, once; and of two
+drivers racing for one run, in threads or in processes, exactly one proceeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from driver_support import DELTAS
+from store_drivers import TRANSFER, resume_approved, teller
+from store_support import KEY, Backend, race, run_in_thread
+
+from helikon import Agent, RunConfig, RunError, ScriptedModel, SnapshotMismatch, ToolCall, tool
+from helikon.core.approvals import ApprovalRequest
+from helikon.durable import CallRecord, DecisionSpent, Lease, RunStore, StoreError
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUEST = ApprovalRequest.for_call(TRANSFER)
+
+
+async def test_a_stored_run_keeps_the_events_it_streamed(store: RunStore, tmp_path: Path) -> None:
+    log = tmp_path / "transfers.log"
+    agent = teller(log, on_approval=lambda request, context: True)
+    streamed = [event async for event in agent.run("pay ann 10", store=store, run_id="r1")]
+    assert streamed[-1].type == "run_completed"
+    assert list(store.events("r1")) == [e for e in streamed if e.type not in DELTAS]
+    stored = store.get("r1")
+    assert stored.info.status == "completed" and stored.info.lease_owner is None
+    assert [(c.call_id, c.result.content if c.result else None) for c in stored.calls] == [
+        ("t1", "sent 10 to ann")
+    ]
+    assert log.read_text() == "transfer 10 to ann\n"
+
+
+async def test_a_suspended_run_resumes_in_a_fresh_agent_once(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    result = await teller(log).run("pay ann 10", store=backend.open(), run_id="r1").collect()
+    assert result.suspended
+
+    store = backend.open()  # another process, as far as the store can tell
+    assert store.get("r1").info.status == "suspended"
+    assert store.pending("r1") == (REQUEST.bound("r1", 2),)
+    assert await resume_approved(store, "r1", log) == "completed"
+    assert store.get("r1").info.status == "completed"
+    assert log.read_text() == "transfer 10 to ann\n"
+
+    with pytest.raises(SnapshotMismatch, match="already ended"):
+        teller(log).resume("r1", [REQUEST.bound("r1", 2).approve()], store=store)
+    assert log.read_text() == "transfer 10 to ann\n"
+
+
+async def test_a_decision_spent_by_one_resume_is_refused_to_the_next(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await teller(log).run("pay ann 10", store=backend.open(), run_id="r1").collect()
+    store = backend.open()
+    decisions = [request.approve() for request in store.pending("r1")]
+    first = teller(log).resume("r1", decisions, store=store)
+    second = teller(log).resume("r1", decisions, store=backend.open())  # read the same head
+    await first.collect()
+    with pytest.raises(DecisionSpent):
+        await second.collect()
+    assert log.read_text() == "transfer 10 to ann\n"
+
+
+def assert_one_proceeded(outcomes: list[Any]) -> None:
+    """One driver completed the run; the other was refused before it wrote or ran anything."""
+    assert outcomes.count("completed") == 1, outcomes
+    (other,) = (outcome for outcome in outcomes if outcome != "completed")
+    assert other in ("RunLeased", "DecisionSpent", "LeaseLost"), outcomes
+
+
+async def suspend(backend: Backend, log: Path) -> None:
+    store = backend.open()
+    await teller(log).run("pay ann 10", store=store, run_id="r1").collect()
+    assert store.get("r1").info.status == "suspended"
+
+
+async def test_two_drivers_in_threads_exactly_one_proceeds(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await suspend(backend, log)
+    stores = [backend.open(), backend.open()]
+    barrier = threading.Barrier(2)
+    outcomes = race(2, lambda i: resume_approved(stores[i], "r1", log, barrier.wait))
+    assert_one_proceeded(outcomes)
+    assert log.read_text() == "transfer 10 to ann\n"
+    assert stores[0].get("r1").info.status == "completed"
+
+
+async def test_two_drivers_in_processes_exactly_one_proceeds(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await suspend(backend, log)
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    script = str(ROOT / "tests" / "store_drivers.py")
+    args = [backend.url, KEY.decode(), "r1", str(log), str(ready)]
+    drivers = [
+        subprocess.Popen(
+            [sys.executable, script, *args, name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "HELIKON_STRICT_VALUES": "1", "PATH": "/usr/bin:/bin"},
+        )
+        for name in ("d1", "d2")
+    ]
+    outcomes = []
+    for driver in drivers:
+        out, err = driver.communicate(timeout=120)
+        assert driver.returncode == 0, err
+        outcomes.append(json.loads(out)["outcome"])
+    assert_one_proceeded(outcomes)
+    assert log.read_text() == "transfer 10 to ann\n"
+    assert backend.open().get("r1").info.status == "completed"
+
+
+class Crash(BaseException):
+    """The driver's process dies (nothing is released, nothing more is written)."""
+
+
+class CrashAtSecondCall:
+    """A store whose driver dies as its second tool call starts."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store, self.started = store, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def start_call(self, run_id: str, lease: Lease, record: CallRecord) -> None:
+        self.started += 1
+        if self.started == 2:
+            raise Crash
+        await self.store.start_call(run_id, lease, record)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the driver claims a run without checking that its head is still the one it "
+    "read (Run.open_journal): a driver that read the run before another finished it runs "
+    "the tools that one ran, then fails at its first write with LeaseLost",
+)
+async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def pay(to: str) -> str:
+        """Pay someone."""
+        ran.append(to)
+        return f"paid {to}"
+
+    def payer() -> Agent:
+        calls = [ToolCall("p1", "pay", '{"to": "ann"}'), ToolCall("p2", "pay", '{"to": "bob"}')]
+        config = RunConfig(parallel_tool_call_limit=1)
+        return Agent("payer", ScriptedModel([calls, "Paid."]), tools=[pay], config=config)
+
+    def crash() -> None:
+        with pytest.raises(Crash):
+            asyncio.run(
+                payer().run("pay", store=CrashAtSecondCall(backend.open()), run_id="r1").collect()
+            )
+
+    run_in_thread(crash).join(30)
+    assert ran == ["ann"]
+    first = payer().resume("r1", store=backend.open(), force=True)  # its owner is dead
+    stale = payer().resume("r1", store=backend.open())  # reads the same head
+    assert (await first.collect()).final_output == "Paid."
+    assert ran == ["ann", "bob"]
+    with pytest.raises((StoreError, RunError)):
+        await stale.collect()
+    assert ran == ["ann", "bob"]  # fails: ["ann", "bob", "bob"]
