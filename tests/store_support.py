@@ -60,7 +60,10 @@ class SqliteBackend(Backend):
         db = sqlite3.connect(self.path)
         try:
             with db:
-                return db.execute(query, args).fetchall()
+                *before, last = [part for part in query.split("; ") if part.strip()]
+                for statement in before:
+                    db.execute(statement)
+                return db.execute(last, args).fetchall()
         finally:
             db.close()
 

@@ -17,6 +17,7 @@ from store_drivers import TRANSFER
 from store_support import KEY, Backend, race, run_in_thread
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.codec import dumps
 from helikon.core.events import MessageOutput, RunCompleted, RunStarted, RunSuspended, TurnStarted
 from helikon.core.items import AssistantMessage, FinalOutput, ToolResult, Usage, UserMessage
@@ -44,6 +45,7 @@ from helikon.durable import (
     RunStore,
     StepRecord,
     StoreCorrupt,
+    StoreError,
     rows,
 )
 from helikon.durable.views import events_of
@@ -52,14 +54,15 @@ TTL = 30.0
 
 # ---------------------------------------------------------------- what the tests write
 
-CHART = '{"name": "default", "rows": []}'
+CHART = dumps(DEFAULT_TABLE.data())  # the chart a run names, kept once per digest
+DIGEST = DEFAULT_TABLE.digest
 REQUEST = ApprovalRequest.for_call(TRANSFER)
 RESULT = ToolResult("t1", "sent 10 to ann")
 USAGE = Usage(input_tokens=3, output_tokens=2, total_tokens=5, requests=1)
 
 
 def header(run_id: str = "r1", parent: str | None = None, session: str | None = None) -> RunHeader:
-    return RunHeader(run_id, "teller", "default", "chart-digest", "toolset-digest", parent, session)
+    return RunHeader(run_id, "teller", "default", DIGEST, "toolset-digest", parent, session)
 
 
 def started(seq: int = 1) -> StepRecord:
@@ -311,8 +314,11 @@ async def test_decisions_are_spent_all_or_none(store: RunStore) -> None:
     with pytest.raises(DecisionSpent):
         await store.decide("r1", 2, [approve(call_id="t2"), approve(call_id="t1")])
     assert store.get("r1").decisions == ((2, approve(call_id="t1")),)
-    await store.decide("r1", 4, [approve(seq=4)])  # another suspension: decided afresh
-    assert store.get("r1").decisions == ((2, approve()), (4, approve(seq=4)))
+    with pytest.raises(StoreError, match="not at suspension 4"):  # not where the run waits
+        await store.decide("r1", 4, [approve(seq=4)])
+    with pytest.raises(RunNotFound):
+        await store.decide("nope", 2, [approve()])
+    assert store.get("r1").decisions == ((2, approve()),)
 
 
 async def test_release_frees_the_lease_and_leaves_the_status(store: RunStore) -> None:
@@ -371,6 +377,11 @@ TAMPERING = {
         f"VALUES ('r1', 2, 't1', '{FORGED_DECISION}', '{'0' * 64}')"
     ),
     "a decision moved to another suspension": "UPDATE decisions SET seq = 4",
+    "the last record removed and the head moved back to the one before": (
+        "DELETE FROM records WHERE seq = 2; "
+        "UPDATE runs SET head_seq = 1, head_mac = (SELECT mac FROM records WHERE seq = 1)"
+    ),
+    "an edited chart": "UPDATE charts SET data = replace(data, 'CallingModel', 'CallingMole')",
 }
 
 
@@ -423,16 +434,6 @@ async def test_the_key_may_come_from_the_environment(
 async def test_a_run_read_while_a_record_is_appended_is_read_whole(
     backend: Backend, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    if backend.name == "sqlite":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                raises=StoreCorrupt,
-                reason="SqliteRunStore.get reads the run's row and its records in separate "
-                "statements, outside one transaction: a record committed between them is "
-                "refused as a broken chain",
-            )
-        )
     writer = await create(backend.open())
     reader = backend.open()
     read_header = rows.read_header
@@ -560,9 +561,9 @@ async def test_prune_deletes_runs_and_session_items_not_updated_for_a_while(
 
 
 async def test_charts_are_kept_by_digest(store: RunStore) -> None:
-    assert store.chart("chart-digest") is None
+    assert store.chart(DIGEST) is None
     await create(store)
-    assert store.chart("chart-digest") == CHART
+    assert store.chart(DIGEST) == CHART
     store.put_chart("other", "{}")
     store.put_chart("other", '{"ignored": true}')  # a digest names one chart: first wins
     assert store.chart("other") == "{}"
@@ -662,3 +663,32 @@ async def test_of_many_spends_of_one_decision_exactly_one_succeeds(backend: Back
     assert sorted(type(outcome).__name__ for outcome in outcomes) == [
         "DecisionSpent", "DecisionSpent", "DecisionSpent", "NoneType",
     ]  # fmt: skip
+
+
+async def test_an_edited_session_item_is_refused(store: RunStore, backend: Backend) -> None:
+    store.session("s").add([UserMessage("remember the milk")], "r1")
+    backend.sql("UPDATE sessions SET item = replace(item, 'milk', 'gold')")
+    with pytest.raises(StoreCorrupt, match="session 's': item 1 does not match its signature"):
+        store.session("s").items()
+
+
+async def test_prune_keeps_a_run_a_live_driver_holds(store: RunStore, backend: Backend) -> None:
+    """A run in a long tool call is not updated for a while, but its lease is live."""
+    await create(store, "busy")
+    await suspended_run(store, "idle")
+    backend.sql("UPDATE runs SET updated_at = updated_at - 1000")
+    assert store.prune(500) == 1
+    assert [info.run_id for info in store.runs()] == ["busy"]
+
+
+async def test_a_lost_compare_and_swap_says_another_write_came_first(store: RunStore) -> None:
+    writer = await create(store)
+    await writer.append(suspended(), status="suspended")
+    with pytest.raises(LeaseLost, match="another write of this step came first"):
+        await store.append("r1", writer.lease, suspended(), "", (), "suspended")
+
+
+async def test_a_run_id_no_store_can_keep_is_refused(store: RunStore) -> None:
+    for bad in ("", "a\x00b", "x" * 513):
+        with pytest.raises(StoreError, match="cannot be stored"):
+            await store.create(header(bad), CHART, "a", TTL, started())

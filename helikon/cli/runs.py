@@ -22,7 +22,6 @@ import io
 import os
 import re
 import shlex
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -89,11 +88,8 @@ def store_errors() -> Iterator[None]:
             f"{held} (its lease): resume it after that, or with --force if that owner is known dead"
         ) from None
     except (StoreError, SnapshotMismatch, ApprovalMismatch) as exc:
-        raise UsageError(str(exc)) from None
-    except sqlite3.Error as exc:  # a damaged file the SQLite store read without translating
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        short = first if len(first) <= 160 else first[:159] + "…"
-        raise UsageError(f"the run store cannot be read (damaged?): {short}") from None
+        raise UsageError(first if len(first) <= 300 else first[:299] + "…") from None
 
 
 def with_store(args: argparse.Namespace) -> str:

@@ -42,7 +42,6 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
     ) from exc
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.core.codec import ITEM, dumps
 from helikon.core.items import Item
 from helikon.durable import postgres_sql as sql
 from helikon.durable import rows
@@ -273,8 +272,10 @@ class PostgresRunStore:
         record: StepRecord,
         effects: Sequence[EffectRecord],
     ) -> tuple[Lease, str]:
+        rows.check_run_id(header.run_id)
         data, mac = rows.header_row(self._key, header)
         record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
+        head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
         async with self._transaction() as cur:
             await cur.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             await cur.execute(
@@ -294,6 +295,7 @@ class PostgresRunStore:
                     ttl,
                     header.forked_from,
                     header.forked_at,
+                    head,
                 ),
             )
             row = await cur.fetchone()
@@ -375,11 +377,11 @@ class PostgresRunStore:
         status: RunStatus,
     ) -> str:
         data, mac = rows.record_row(self._key, run_id, record, previous_mac)
-        head = (record.seq, mac, status, record.state_after.phase, rows.turns_of(record))
+        signature = rows.head_sig(self._key, run_id, record.seq, mac)
+        head = (record.seq, mac, signature, status, record.state_after.phase)
+        where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
-            await cur.execute(
-                sql.ADVANCE, (*head, run_id, lease.owner, lease.epoch, record.seq - 1)
-            )
+            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), *where))
             if not cur.rowcount:
                 raise await self._lost(cur, run_id, lease)
             await self._insert_effects(cur, run_id, effects)
@@ -466,6 +468,15 @@ class PostgresRunStore:
 
     async def _decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         async with self._transaction() as cur:
+            await cur.execute(sql.HEAD, (run_id,))
+            head = await cur.fetchone()
+            if head is None:
+                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            if head[0] != seq:
+                raise StoreError(
+                    f"run {run_id!r} is at step {head[0]}, not at suspension {seq}: "
+                    "decisions for that suspension cannot be spent"
+                )
             for decision in decisions:
                 data, mac = rows.decision_row(self._key, run_id, seq, decision)
                 await cur.execute(sql.INSERT_DECISION, (run_id, seq, decision.call_id, data, mac))
@@ -491,6 +502,11 @@ class PostgresRunStore:
     async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
         await cur.execute(sql.HOLDER, (run_id,))
         row = await cur.fetchone()
+        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
+            return LeaseLost(
+                f"run {run_id!r}: another write of this step came first (the run's head is "
+                "not the one this driver wrote after): stopping without writing"
+            )
         holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
         return LeaseLost(
             f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
@@ -518,8 +534,9 @@ class PostgresRunStore:
             row = await cur.fetchone()
             if row is None:
                 raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
-            info, (header_data, header_mac, head_mac) = RunInfo(*row[:13]), row[13:]
+            info, (header_data, header_mac, head_mac, signature) = RunInfo(*row[:13]), row[13:]
             header = rows.read_header(self._key, run_id, header_data, header_mac)
+            rows.check_head(self._key, run_id, info.seq, head_mac, signature)
             found = [await self._all(cur, query, run_id) for query in _PARTS]
             await cur.execute(sql.CHART, (header.chart_digest,))
             chart = await cur.fetchone()
@@ -531,7 +548,7 @@ class PostgresRunStore:
             rows.read_effects(self._key, run_id, effects),
             rows.read_calls(self._key, run_id, calls),
             rows.read_decisions(self._key, run_id, decisions),
-            chart[0] if chart else None,
+            rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
             head_mac,
         )
 
@@ -593,7 +610,7 @@ class PostgresRunStore:
     async def _session_items(self, session_id: str) -> tuple[Item, ...]:
         async with self._transaction() as cur:
             found = await self._all(cur, sql.SESSION_ITEMS, session_id)
-        return tuple(ITEM.validate_json(row[0]) for row in found)
+        return rows.read_session(self._key, session_id, found)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if items:
@@ -606,10 +623,11 @@ class PostgresRunStore:
             row = await cur.fetchone()
             assert row is not None
             n = int(row[0])
-            await cur.executemany(
-                sql.SESSION_ADD,
-                [(session_id, n + i, dumps(item, Item), run_id) for i, item in enumerate(items)],
-            )
+            added = []
+            for i, item in enumerate(items):
+                data, mac = rows.session_row(self._key, session_id, n + i, item)
+                added.append((session_id, n + i, data, mac, run_id))
+            await cur.executemany(sql.SESSION_ADD, added)
 
     def clear_session(self, session_id: str) -> None:
         self._wait(self._execute(sql.SESSION_CLEAR, session_id))

@@ -54,7 +54,8 @@ MIGRATIONS: tuple[str, ...] = (
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL,
         forked_from TEXT,
-        forked_at BIGINT
+        forked_at BIGINT,
+        head_sig TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX runs_by_status ON runs (status, updated_at);
     CREATE INDEX runs_by_parent ON runs (parent_run_id);
@@ -96,6 +97,7 @@ MIGRATIONS: tuple[str, ...] = (
         session_id TEXT NOT NULL,
         n BIGINT NOT NULL,
         item TEXT NOT NULL,
+        mac TEXT NOT NULL,
         run_id TEXT,
         created_at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (session_id, n)
@@ -110,9 +112,9 @@ PUT_CHART = "INSERT INTO charts (digest, data) VALUES (%s, %s) ON CONFLICT (dige
 CREATE_RUN = f"""
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
-                  created_at, updated_at, forked_from, forked_at)
+                  created_at, updated_at, forked_from, forked_at, head_sig)
 VALUES (%s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s, 1, {NOW} + %s, {NOW}, {NOW},
-        %s, %s)
+        %s, %s, %s)
 ON CONFLICT (run_id) DO NOTHING
 RETURNING lease_expires
 """
@@ -134,9 +136,10 @@ RETURNING lease_expires
 
 # The compare and swap: the caller's lease, and the head one before the new record.
 ADVANCE = f"""
-UPDATE runs SET head_seq = %s, head_mac = %s, status = %s, phase = %s,
+UPDATE runs SET head_seq = %s, head_mac = %s, head_sig = %s, status = %s, phase = %s,
                 turns = GREATEST(turns, %s), updated_at = {NOW}
 WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s AND head_seq = %s
+AND head_mac = %s
 """
 
 # A claim waits for these locks: a write under the lease commits before the lease moves.
@@ -178,7 +181,8 @@ RETURNING 1
 INFO = """run_id, agent, phase, head_seq, status, turns, updated_at, created_at, parent_run_id,
        lease_owner, lease_expires, forked_from, forked_at"""
 READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-RUN_ROW = f"SELECT {INFO}, header, header_mac, head_mac FROM runs WHERE run_id = %s"
+RUN_ROW = f"SELECT {INFO}, header, header_mac, head_mac, head_sig FROM runs WHERE run_id = %s"
+HEAD = "SELECT head_seq FROM runs WHERE run_id = %s FOR SHARE"
 RUN_LIST = f"SELECT {INFO} FROM runs"
 RUN_ORDER = " ORDER BY updated_at DESC, run_id"
 RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq"
@@ -195,10 +199,11 @@ CHART = "SELECT data FROM charts WHERE digest = %s"
 # ---------------------------------------------------------------- sessions
 
 SESSION_LOCK_TAKE = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
-SESSION_ITEMS = "SELECT item FROM sessions WHERE session_id = %s ORDER BY n"
+SESSION_ITEMS = "SELECT n, item, mac FROM sessions WHERE session_id = %s ORDER BY n"
 SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = %s"
 SESSION_ADD = f"""
-INSERT INTO sessions (session_id, n, item, run_id, created_at) VALUES (%s, %s, %s, %s, {NOW})
+INSERT INTO sessions (session_id, n, item, mac, run_id, created_at)
+VALUES (%s, %s, %s, %s, %s, {NOW})
 """
 SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = %s"
 
@@ -217,6 +222,7 @@ SELECT run_id FROM tree
 OLD_TREES = f"""
 WITH RECURSIVE tree (run_id) AS (
     SELECT run_id FROM runs WHERE updated_at < {NOW} - %s AND parent_run_id IS NULL
+    AND (lease_owner IS NULL OR lease_expires < {NOW})
     UNION
     SELECT runs.run_id FROM runs JOIN tree ON runs.parent_run_id = tree.run_id
 )

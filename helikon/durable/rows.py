@@ -15,13 +15,15 @@ from pydantic import ValidationError
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps, loads
-from helikon.core.items import ToolResult
+from helikon.core.items import Item, ToolResult
+from helikon.core.table import ChartData
 from helikon.durable.records import (
     CallRecord,
     EffectRecord,
     RunHeader,
     StepRecord,
     StoreCorrupt,
+    StoreError,
 )
 from helikon.durable.signing import matches, sign
 
@@ -158,3 +160,60 @@ def turns_of(record: StepRecord) -> int:
 
 def dumps_json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+def head_sig(key: bytes, run_id: str, seq: int, mac: str) -> str:
+    """The signature of a run's head: which record is its last, so removing the last
+    records and moving the head back to an earlier one is refused too."""
+    return sign(key, "head", run_id, seq, mac)
+
+
+def check_head(key: bytes, run_id: str, seq: int, mac: str, signature: str) -> None:
+    if not matches(signature, key, "head", run_id, seq, mac):
+        raise StoreCorrupt(
+            f"run {run_id!r}: its head (record {seq}) does not match its signature: records "
+            "were removed, or the head was moved"
+        )
+
+
+def session_row(key: bytes, session_id: str, n: int, item: Item) -> tuple[str, str]:
+    data = dumps(item, Item)
+    return data, sign(key, "session", session_id, n, data)
+
+
+def read_session(
+    key: bytes, session_id: str, rows: Iterable[tuple[int, str, str]]
+) -> tuple[Item, ...]:
+    items: list[Item] = []
+    for n, data, mac in rows:
+        if not matches(mac, key, "session", session_id, n, data):
+            raise StoreCorrupt(
+                f"session {session_id!r}: item {n} does not match its signature (edited)"
+            )
+        items.append(_load(Item, data, f"session {session_id!r}: item {n}"))
+    return tuple(items)
+
+
+def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
+    """The chart a run names, checked against its digest (the charts table is shared and
+    unsigned: a chart is its digest)."""
+    if data is None:
+        return None
+    chart: ChartData = _load(ChartData, data, f"run {run_id!r}: chart {digest[:12]}")
+    if chart.digest != digest:
+        raise StoreCorrupt(
+            f"run {run_id!r}: the stored chart {digest[:12]} hashes to {chart.digest[:12]} (edited)"
+        )
+    return data
+
+
+MAX_RUN_ID = 512
+
+
+def check_run_id(run_id: str) -> None:
+    """Refuse a run id no store can keep alike: empty, too long, or holding NUL."""
+    if not run_id or len(run_id) > MAX_RUN_ID or "\x00" in run_id:
+        raise StoreError(
+            f"run id {run_id[:40]!r} cannot be stored: it must be 1 to {MAX_RUN_ID} "
+            "characters, without NUL"
+        )

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.codec import ITEM, dumps
 from helikon.core.items import Item
 from helikon.durable import rows
 from helikon.durable import sqlite_sql as sql
@@ -109,7 +108,12 @@ class SqliteRunStore:
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            version = int(row[0]) if row else 0
+            try:
+                version = int(row[0]) if row else 0
+            except ValueError:
+                raise StoreCorrupt(
+                    f"the run store {self.path} names schema version {row[0]!r}, not a number"
+                ) from None
             if version > sql.SCHEMA_VERSION:
                 raise StoreCorrupt(
                     f"the run store {self.path} has schema version {version}, newer than this "
@@ -140,7 +144,7 @@ class SqliteRunStore:
             self._db.execute("COMMIT")
 
     def _read(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
+        with self._lock, self._reading():
             return self._db.execute(query, args).fetchall()
 
     # ------------------------------------------------------------ driving a run
@@ -161,9 +165,11 @@ class SqliteRunStore:
         Raises:
             RunExists: a run of that id is in the store.
         """
+        rows.check_run_id(header.run_id)
         now = time.time()
         data, mac = rows.header_row(self._key, header)
         record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
+        head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
         with self._write() as db:
             db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             try:
@@ -186,6 +192,7 @@ class SqliteRunStore:
                         now,
                         header.forked_from,
                         header.forked_at,
+                        head,
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -244,12 +251,14 @@ class SqliteRunStore:
         data, mac = rows.record_row(self._key, run_id, record, previous_mac)
         phase = record.state_after.phase
         turns = rows.turns_of(record)
+        head = rows.head_sig(self._key, run_id, record.seq, mac)
         with self._write() as db:
             advanced = db.execute(
                 sql.ADVANCE,
                 (
                     record.seq,
                     mac,
+                    head,
                     status,
                     phase,
                     turns,
@@ -258,6 +267,7 @@ class SqliteRunStore:
                     lease.owner,
                     lease.epoch,
                     record.seq - 1,
+                    previous_mac,
                 ),
             ).rowcount
             if not advanced:
@@ -316,6 +326,14 @@ class SqliteRunStore:
             StoreError (`DecisionSpent`): a call of these was decided already.
         """
         with self._write() as db:
+            head = db.execute(sql.HEAD, (run_id,)).fetchone()
+            if head is None:
+                raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+            if head[0] != seq:
+                raise StoreError(
+                    f"run {run_id!r} is at step {head[0]}, not at suspension {seq}: "
+                    "decisions for that suspension cannot be spent"
+                )
             for decision in decisions:
                 data, mac = rows.decision_row(self._key, run_id, seq, decision)
                 try:
@@ -338,6 +356,11 @@ class SqliteRunStore:
         row = self._db.execute(
             "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
+        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
+            return LeaseLost(
+                f"run {run_id!r}: another write of this step came first (the run's head is "
+                "not the one this driver wrote after): stopping without writing"
+            )
         holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
         return LeaseLost(
             f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
@@ -350,25 +373,26 @@ class SqliteRunStore:
         return self.get(run_id)
 
     def get(self, run_id: str) -> StoredRun:
-        """Everything the store holds for `run_id`, every signature checked.
+        """Everything the store holds for `run_id`, read as one snapshot, every signature
+        checked.
 
         Raises:
             RunNotFound: no such run.
             StoreCorrupt: a row does not check out.
         """
-        with self._lock:
+        with self._lock, self._reading():
             row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
             if row is None:
                 raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
-            header = rows.read_header(self._key, run_id, row[1], row[2])
+            key = self._key
+            header = rows.read_header(key, run_id, row[1], row[2])
+            rows.check_head(key, run_id, row[7], row[8], row[17])
             records = rows.read_records(
-                self._key, run_id, self._db.execute(sql.RECORDS, (run_id,)), row[7], row[8]
+                key, run_id, self._db.execute(sql.RECORDS, (run_id,)), row[7], row[8]
             )
-            effects = rows.read_effects(self._key, run_id, self._db.execute(sql.EFFECTS, (run_id,)))
-            calls = rows.read_calls(self._key, run_id, self._db.execute(sql.CALLS, (run_id,)))
-            decisions = rows.read_decisions(
-                self._key, run_id, self._db.execute(sql.DECISIONS, (run_id,))
-            )
+            effects = rows.read_effects(key, run_id, self._db.execute(sql.EFFECTS, (run_id,)))
+            calls = rows.read_calls(key, run_id, self._db.execute(sql.CALLS, (run_id,)))
+            decisions = rows.read_decisions(key, run_id, self._db.execute(sql.DECISIONS, (run_id,)))
             chart = self._db.execute(sql.CHART, (header.chart_digest,)).fetchone()
         return StoredRun(
             header,
@@ -377,9 +401,24 @@ class SqliteRunStore:
             effects,
             calls,
             decisions,
-            chart[0] if chart else None,
+            rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
             row[8],
         )
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """One read transaction (one snapshot of the file), with SQLite's errors as the
+        store's: a damaged file is `StoreCorrupt`."""
+        try:
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise StoreCorrupt(f"the run store {self.path} cannot be read: {exc}") from None
+        except sqlite3.ProgrammingError as exc:
+            raise StoreError(f"the run store {self.path} is closed: {exc}") from None
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
@@ -427,9 +466,8 @@ class SqliteRunStore:
     # ------------------------------------------------------------ sessions
 
     def session_items(self, session_id: str) -> tuple[Item, ...]:
-        return tuple(
-            ITEM.validate_json(row[0]) for row in self._read(sql.SESSION_ITEMS, (session_id,))
-        )
+        found = self._read(sql.SESSION_ITEMS, (session_id,))
+        return rows.read_session(self._key, session_id, found)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if not items:
@@ -437,13 +475,11 @@ class SqliteRunStore:
         now = time.time()
         with self._write() as db:
             n = int(db.execute(sql.SESSION_NEXT, (session_id,)).fetchone()[0])
-            db.executemany(
-                sql.SESSION_ADD,
-                [
-                    (session_id, n + i, dumps(item, Item), run_id, now)
-                    for i, item in enumerate(items)
-                ],
-            )
+            added = []
+            for i, item in enumerate(items):
+                data, mac = rows.session_row(self._key, session_id, n + i, item)
+                added.append((session_id, n + i, data, mac, run_id, now))
+            db.executemany(sql.SESSION_ADD, added)
 
     def clear_session(self, session_id: str) -> None:
         with self._write() as db:
@@ -466,19 +502,24 @@ class SqliteRunStore:
         return self.delete(run_id)
 
     def _delete_tree(self, db: sqlite3.Connection, run_id: str) -> int:
-        gone = 1
-        for (child,) in db.execute(sql.CHILDREN, (run_id,)).fetchall():
-            gone += self._delete_tree(db, child)
-        for statement in sql.DELETE_RUN:
-            db.execute(statement, (run_id,))
-        return gone
+        todo, seen = [run_id], {run_id}
+        while todo:  # a loop, not recursion: a forged parent cycle cannot make it endless
+            current = todo.pop()
+            for statement in sql.DELETE_RUN:
+                db.execute(statement, (current,))
+            for (child,) in db.execute(sql.CHILDREN, (current,)).fetchall():
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return len(seen)
 
     def prune(self, older_than: float) -> int:
         """Delete runs (with their nested runs) and session items not updated for
-        `older_than` seconds; how many runs went."""
+        `older_than` seconds, except runs a live driver holds; how many runs went."""
         cutoff = time.time() - older_than
         with self._write() as db:
-            old = [row[0] for row in db.execute(sql.OLD_RUNS, (cutoff,)).fetchall()]
+            now = time.time()
+            old = [row[0] for row in db.execute(sql.OLD_RUNS, (cutoff, now)).fetchall()]
             gone = sum(self._delete_tree(db, run_id) for run_id in old)
             db.execute(sql.OLD_SESSIONS, (cutoff,))
         return gone

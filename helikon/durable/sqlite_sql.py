@@ -30,7 +30,8 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL,
         forked_from TEXT,
-        forked_at INTEGER
+        forked_at INTEGER,
+        head_sig TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX runs_by_status ON runs (status, updated_at);
     CREATE INDEX runs_by_parent ON runs (parent_run_id);
@@ -72,6 +73,7 @@ MIGRATIONS: tuple[str, ...] = (
         session_id TEXT NOT NULL,
         n INTEGER NOT NULL,
         item TEXT NOT NULL,
+        mac TEXT NOT NULL,
         run_id TEXT,
         created_at REAL NOT NULL,
         PRIMARY KEY (session_id, n)
@@ -82,8 +84,8 @@ MIGRATIONS: tuple[str, ...] = (
 CREATE_RUN = """
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
-                  created_at, updated_at, forked_from, forked_at)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+                  created_at, updated_at, forked_from, forked_at, head_sig)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
 """
 
 CLAIM = """
@@ -97,9 +99,9 @@ UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease
 """
 
 ADVANCE = """
-UPDATE runs SET head_seq = ?, head_mac = ?, status = ?, phase = ?, turns = MAX(turns, ?),
-                updated_at = ?
-WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ?
+UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, status = ?, phase = ?,
+                turns = MAX(turns, ?), updated_at = ?
+WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ? AND head_mac = ?
 """
 
 HOLDS = "SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?"
@@ -126,13 +128,13 @@ PUT_CHART = "INSERT OR IGNORE INTO charts (digest, data) VALUES (?, ?)"
 RUN_ROW = """
 SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
        turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at
+       forked_at, head_sig
 FROM runs WHERE run_id = ?
 """
 RUN_LIST = """
 SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
        turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at
+       forked_at, head_sig
 FROM runs
 """
 RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = ? ORDER BY seq"
@@ -144,11 +146,11 @@ ORDER BY seq, call_id
 DECISIONS = "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id"
 CHART = "SELECT data FROM charts WHERE digest = ?"
 
-SESSION_ITEMS = "SELECT item FROM sessions WHERE session_id = ? ORDER BY n"
+SESSION_ITEMS = "SELECT n, item, mac FROM sessions WHERE session_id = ? ORDER BY n"
 SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = ?"
-SESSION_ADD = (
-    "INSERT INTO sessions (session_id, n, item, run_id, created_at) VALUES (?, ?, ?, ?, ?)"
-)
+SESSION_ADD = """
+INSERT INTO sessions (session_id, n, item, mac, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
+"""
 SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = ?"
 
 DELETE_RUN = tuple(
@@ -156,5 +158,9 @@ DELETE_RUN = tuple(
     for table in ("records", "effects", "calls", "decisions", "runs")
 )
 CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
-OLD_RUNS = "SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL"
+OLD_RUNS = """
+SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL
+AND (lease_owner IS NULL OR lease_expires < ?)
+"""
+HEAD = "SELECT head_seq FROM runs WHERE run_id = ?"
 OLD_SESSIONS = "DELETE FROM sessions WHERE created_at < ?"

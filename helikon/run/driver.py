@@ -451,7 +451,14 @@ class Run(RunEffects):
         if self._resuming is not None:
             stored, force, decisions = self._resuming
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
-            self.journal = Journal.resumed(store, stored, lease, redact=redact, ttl=ttl)
+            now = await store.load(self.run_id)
+            if now.head_mac != stored.head_mac:  # another driver moved it on meanwhile
+                await store.release(self.run_id, lease, now.info.status)
+                raise SnapshotMismatch(
+                    f"run {self.run_id!r} moved on (to step {now.info.seq}) after it was read "
+                    f"at step {stored.info.seq}: resume it again to continue where it is"
+                )
+            self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
             if decisions:
                 await self.journal.decide(self.seq, decisions)
         else:
