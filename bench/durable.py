@@ -172,13 +172,14 @@ def print_per_turn(variants: list[Variant], repeat: int, full_repeat: int) -> No
 def print_ratios(by_name: dict[str, Variant]) -> None:
     memory = by_name["helikon, in memory"]
     print("\nratios (of the best figures above):")
-    print(f"  {'':<44}" + "".join(f"{label(*s):>9}" for s in SCENARIOS))
+    print(f"  {'':<46}" + "".join(f"{label(*s):>9}" for s in SCENARIOS))
     for sync in ("NORMAL", "FULL"):
         ours = by_name[f"helikon + SqliteRunStore {sync}"]
         cells = [ours.best(s) / memory.best(s) for s in SCENARIOS]
         ok = max(cells) <= TARGET_VS_MEMORY
         target = f"target <= {TARGET_VS_MEMORY:g}x: {_verdict(ok)}" if sync == "NORMAL" else ""
-        print(f"  {'helikon+SQLite ' + sync + ' / helikon in memory':<44}{_cells(cells)}  {target}")
+        name = f"helikon+SQLite {sync} / helikon in memory"
+        print(f"  {name:<46}{_cells(cells)}  {target}".rstrip())
     for sync in ("NORMAL", "FULL"):
         theirs = by_name.get(f"langgraph + SqliteSaver {sync}")
         if theirs is None:
@@ -188,18 +189,18 @@ def print_ratios(by_name: dict[str, Variant]) -> None:
         ok = min(cells) >= TARGET_VS_LANGGRAPH
         target = f"target >= {TARGET_VS_LANGGRAPH:g}x: {_verdict(ok)}" if sync == "NORMAL" else ""
         name = f"LangGraph+SqliteSaver / helikon+SQLite {sync}"
-        print(f"  {name:<44}{_cells(cells)}  {target}")
+        print(f"  {name:<46}{_cells(cells)}  {target}".rstrip())
     bare = by_name.get("langgraph, no checkpointer")
     if bare is not None:
         saved = by_name["langgraph + SqliteSaver NORMAL"]
         cells = [saved.best(s) / bare.best(s) for s in SCENARIOS]
-        print(f"  {'LangGraph+SqliteSaver NORMAL / LangGraph':<44}{_cells(cells)}  (reference)")
+        print(f"  {'LangGraph+SqliteSaver NORMAL / LangGraph':<46}{_cells(cells)}  (reference)")
     lazy = by_name.get("  the same, durability=async")
     if lazy is not None:
         ours = by_name["helikon + SqliteRunStore NORMAL"]
         cells = [lazy.best(s) / ours.best(s) for s in SCENARIOS]
         name = "the same, durability=async / helikon NORMAL"
-        print(f"  {name:<44}{_cells(cells)}  (reference: not written before the next step)")
+        print(f"  {name:<46}{_cells(cells)}  (reference: not written before the next step)")
 
 
 def _cells(cells: Sequence[float]) -> str:
