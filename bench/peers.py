@@ -19,6 +19,7 @@ A missing package makes `available()` return the reason instead of raising.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import time
 from collections.abc import Awaitable, Callable
@@ -200,13 +201,12 @@ def pydantic_ai() -> RunOnce:
 # ---------------------------------------------------------------- LangGraph
 
 
-def langgraph() -> RunOnce:
+@functools.cache
+def _zero_chat_model() -> type[Any]:
+    """LangGraph's model double: a `BaseChatModel` answering from the turn it counts."""
     from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.tools import tool
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
 
     class ZeroChatModel(BaseChatModel):
         turns: int
@@ -246,8 +246,30 @@ def langgraph() -> RunOnce:
         ) -> ChatResult:
             return self._reply()
 
-    async def run_once(turns: int, width: int) -> Sample:
-        counter = Counter()
+    return ZeroChatModel
+
+
+def langgraph_graph(turns: int, width: int, counter: Counter, *, sync: bool = False) -> Any:
+    """The ReAct graph, uncompiled: an agent node calling the model double, a `ToolNode`
+    over `echo`, `tools_condition` between them. `sync`: a sync node and tool, for
+    `invoke` (bench/durable.py: LangGraph's `SqliteSaver` has no async methods)."""
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    model = _zero_chat_model()(turns=turns, width=width, counter=counter)
+    if sync:
+
+        @tool
+        def echo(x: int) -> str:
+            """Echo a constant."""
+            counter.tool_runs += 1
+            return "ok"
+
+        def agent(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+    else:
 
         @tool
         async def echo(x: int) -> str:
@@ -255,27 +277,40 @@ def langgraph() -> RunOnce:
             counter.tool_runs += 1
             return "ok"
 
-        model = ZeroChatModel(turns=turns, width=width, counter=counter)
-
-        async def agent(state: MessagesState) -> dict[str, Any]:
+        async def agent(state: MessagesState) -> dict[str, Any]:  # type: ignore[misc]
             return {"messages": [await model.ainvoke(state["messages"])]}
 
-        graph = StateGraph(MessagesState)
-        graph.add_node("agent", agent)
-        graph.add_node("tools", ToolNode([echo]))
-        graph.add_edge(START, "agent")
-        graph.add_conditional_edges("agent", tools_condition)
-        graph.add_edge("tools", "agent")
-        app = graph.compile()
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([echo]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph
+
+
+def langgraph_sample(
+    result: Any, counter: Counter, seconds: float, turns: int, width: int
+) -> Sample:
+    """A LangGraph run's sample, checked: its ToolMessages, tool runs and final answer."""
+    from langchain_core.messages import ToolMessage
+
+    messages = result["messages"]
+    results = sum(1 for message in messages if isinstance(message, ToolMessage))
+    sample = Sample(seconds, counter.stamps, results, counter.tool_runs, counter.model_seconds)
+    return check("langgraph", sample, turns, width, messages[-1].content)
+
+
+def langgraph() -> RunOnce:
+    async def run_once(turns: int, width: int) -> Sample:
+        counter = Counter()
+        app = langgraph_graph(turns, width, counter).compile()
         config: Any = {"recursion_limit": 2 * turns + 10}
         start = time.perf_counter()
         state: Any = {"messages": [("user", "go")]}
         result = await app.ainvoke(state, config)
         seconds = time.perf_counter() - start
-        messages = result["messages"]
-        results = sum(1 for message in messages if isinstance(message, ToolMessage))
-        sample = Sample(seconds, counter.stamps, results, counter.tool_runs, counter.model_seconds)
-        return check("langgraph", sample, turns, width, messages[-1].content)
+        return langgraph_sample(result, counter, seconds, turns, width)
 
     return run_once
 
