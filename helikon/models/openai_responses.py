@@ -51,10 +51,11 @@ from helikon.models.base import (
 from helikon.models.openai_errors import StreamFailed, classify, cut_short, failed, from_code
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
+    WireLog,
     extra_instruction,
     given,
     merged,
-    model_view,
+    wire_forms,
 )
 
 
@@ -92,11 +93,20 @@ async def stream_responses(
 
 def responses_input(request: ModelInput) -> list[ResponseInputItemParam]:
     """The conversation as Responses API input items (see the module docstring)."""
-    items = [_input_item(item) for item in model_view(request.items)]
+    items = wire_forms(request.items, "openai.responses", ResponsesInput)
     extra = extra_instruction(request.request)
     if extra:
         items.append({"type": "message", "role": "system", "content": extra})
-    return [item for item in items if item is not None]
+    return items
+
+
+class ResponsesInput(WireLog[ResponseInputItemParam]):
+    """A log's items as Responses API input items, each item converted once."""
+
+    def add(self, item: Item) -> None:
+        wire = _input_item(item)
+        if wire is not None:
+            self.forms.append(wire)
 
 
 def _input_item(item: Item) -> ResponseInputItemParam | None:
