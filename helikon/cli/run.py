@@ -54,6 +54,9 @@ async def run_agent(module: Any, args: argparse.Namespace) -> int:
     finally:
         if writer is not None:
             writer.close()
+        close = getattr(agent.model, "aclose", None)  # a real model's HTTP clients
+        if close is not None:
+            await close()
     return 1 if last is not None and last.type == "run_failed" else 0
 
 

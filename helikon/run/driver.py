@@ -81,7 +81,7 @@ from helikon.run.snapshot import (
     sign,
     snapshot_key,
 )
-from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
+from helikon.run.spec import AgentSpec, check_handoff_names, joined, model_of, reachable_agents
 from helikon.tools import ToolContext, execute_batch
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
@@ -412,7 +412,7 @@ class Run:
         """One model call: its deltas as they arrive, then its response (or failure) as
         the next input."""
         assembler = ResponseAssembler()
-        chunks = self.agent.model.stream(request)
+        chunks = model_of(self.agent).stream(request)
         try:
             while True:
                 try:
