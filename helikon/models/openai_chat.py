@@ -54,6 +54,7 @@ from helikon.models.openai_errors import StreamFailed, classify, cut_short, fail
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
     WireLog,
+    as_given,
     extra_instruction,
     given,
     merged,
@@ -70,7 +71,7 @@ async def stream_chat(
     response_format = request.request.response_format
     stream = await client.chat.completions.create(
         model=model,
-        messages=chat_messages(request),
+        messages=[],  # the conversation goes as given, in extra_body (see below)
         stream=True,
         stream_options={"include_usage": True},
         tools=tools or openai.omit,
@@ -81,6 +82,7 @@ async def stream_chat(
         temperature=given(settings.temperature),
         top_p=given(settings.top_p),
         max_completion_tokens=given(settings.max_output_tokens),
+        extra_body=as_given("messages", chat_messages(request)),
     )
     translation = ChatTranslation()
     try:

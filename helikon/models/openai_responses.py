@@ -52,6 +52,7 @@ from helikon.models.openai_errors import StreamFailed, classify, cut_short, fail
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
     WireLog,
+    as_given,
     extra_instruction,
     given,
     merged,
@@ -69,7 +70,6 @@ async def stream_responses(
     stream = await client.responses.create(
         model=model,
         instructions=request.instructions or openai.omit,
-        input=responses_input(request),
         stream=True,
         store=False,
         tools=tools or openai.omit,
@@ -78,6 +78,7 @@ async def stream_responses(
         temperature=given(settings.temperature),
         top_p=given(settings.top_p),
         max_output_tokens=given(settings.max_output_tokens),
+        extra_body=as_given("input", responses_input(request)),
     )
     translation = ResponsesTranslation()
     try:
