@@ -38,6 +38,7 @@ from helikon.export import (
     trace_to_mermaid,
 )
 from helikon.models.scripted import as_turn
+from helikon.testing import OpenAIServer, PlannedReply
 
 ROOT = Path(__file__).resolve().parent.parent
 CHARTS = ROOT / "charts"
@@ -685,6 +686,30 @@ def test_run_offline_without_a_script(capsys: pytest.CaptureFixture[str], tmp_pa
     chart = write(tmp_path / "unscripted.py", MARKUP_CHART.split("def script")[0])
     line = fails(capsys, "run", chart)
     assert line == f"helikon: {chart} has no offline script(); set OPENAI_API_KEY"
+
+
+def test_run_on_a_model_string_the_environment_points_at_a_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chart = write(tmp_path / "markup.py", MARKUP_CHART)
+    with OpenAIServer([PlannedReply(text="From the wire.")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        code, out, err = cli(capsys, "run", chart, "--model", "openai:responses/gpt-test")
+    assert code == 0, err
+    assert "From the wire." in out
+    assert [(r.path, r.body["model"]) for r in server.requests] == [("/v1/responses", "gpt-test")]
+
+
+def test_run_on_a_model_string_that_names_no_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chart = write(tmp_path / "markup.py", MARKUP_CHART)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    line = fails(capsys, "run", chart, "--model", "openai:completions/gpt-test")
+    assert line.startswith(
+        "helikon: model 'openai:completions/gpt-test': unknown wire format 'completions'"
+    )
 
 
 def test_run_without_input_or_example(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -43,7 +43,9 @@ from helikon.models.base import (
     UsageChunk,
 )
 from helikon.models.openai import Backoff, OpenAIModel
+from helikon.models.openai_chat import chat_messages, chat_tools
 from helikon.models.openai_errors import retry_after
+from helikon.models.openai_responses import responses_input, responses_tools, text_config
 from helikon.testing import (
     OpenAIServer,
     PlannedFailure,
@@ -702,6 +704,60 @@ async def test_responses_format_goes_to_text_format_and_tools_are_left_out(
     assert "tools" not in body
     assert body["input"][-1]["role"] == "system"
     assert body["input"][-1]["content"].startswith("Your previous answer did not validate: bad.")
+
+
+async def test_the_body_sent_is_the_one_the_clients_typed_call_sends(
+    server: OpenAIServer,
+) -> None:
+    """The conversation is handed to the client as `extra_body` (so the client does not walk
+    it against its parameter types on every call): the body on the wire is the same as the
+    typed call's, with every parameter the adapters send."""
+    request = ModelInput(
+        "You are a weather bot.",
+        CONVERSATION,
+        (WEATHER,),
+        ModelRequest("repair", response_format=REPORT_FORMAT, prompt="Report the total."),
+        ModelSettings(temperature=0.2, top_p=0.9, max_output_tokens=256, parallel_tool_calls=True),
+    )
+    server.plan(*[PlannedReply(text="ok")] * 4)
+    for build in (OpenAIModel.chat, OpenAIModel.responses):
+        model = build("gpt-test", base_url=server.base_url, api_key="k")
+        await chunks_of(model, request)
+        await model.aclose()
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as client:
+        chat = await client.chat.completions.create(
+            model="gpt-test",
+            messages=chat_messages(request),
+            stream=True,
+            stream_options={"include_usage": True},
+            tools=chat_tools(request.tools),
+            parallel_tool_calls=True,
+            response_format=REPORT_FORMAT,  # type: ignore[arg-type]
+            temperature=0.2,
+            top_p=0.9,
+            max_completion_tokens=256,
+        )
+        async for _ in chat:
+            pass
+        responses = await client.responses.create(
+            model="gpt-test",
+            instructions="You are a weather bot.",
+            input=responses_input(request),
+            stream=True,
+            store=False,
+            tools=responses_tools(request.tools),
+            parallel_tool_calls=True,
+            text=text_config(REPORT_FORMAT),
+            temperature=0.2,
+            top_p=0.9,
+            max_output_tokens=256,
+        )
+        async for _ in responses:
+            pass
+    ours_chat, ours_responses, typed_chat, typed_responses = (r.body for r in server.requests)
+    assert ours_chat == typed_chat
+    assert ours_responses == typed_responses
+    assert ours_chat["messages"][-1]["content"] == "Report the total."
 
 
 async def test_settings_given_to_the_model_are_defaults(server: OpenAIServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Iterator
 
 import openai
@@ -37,6 +38,23 @@ def test_base_url_is_local_and_needs_a_running_server() -> None:
     with server:
         assert server.base_url.startswith("http://127.0.0.1:")
         assert server.base_url.endswith("/v1")
+
+
+async def test_replies_are_not_held_back_by_nagles_algorithm(
+    client: openai.AsyncOpenAI, server: OpenAIServer
+) -> None:
+    """A reply goes out in several small writes; with Nagle's algorithm each would wait for
+    the client's delayed ACK (about 40 ms a request), so the server's sockets set
+    TCP_NODELAY."""
+    server.plan(PlannedReply(text="hello"))
+    stream = await client.chat.completions.create(model="m", messages=USER, stream=True)
+    async with stream:
+        async for _ in stream:
+            with server._lock:  # the server's side of the connection, open while it streams
+                connections = list(server._connections)
+    assert connections
+    for connection in connections:
+        assert connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
 
 
 async def test_non_streaming_chat_completion(

@@ -16,6 +16,7 @@ from typing import Any
 from helikon.cli.loading import call, module_label
 from helikon.cli.usage import UsageError
 from helikon.export.console import safe_text
+from helikon.models.names import model_named
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
 
@@ -30,7 +31,9 @@ def add_agent_arguments(command: argparse.ArgumentParser, *, optional: bool = Fa
     )
     command.add_argument("--input", "-i", help="what to ask (default: the chart's example)")
     command.add_argument("--offline", action="store_true", help="use the scripted model")
-    command.add_argument("--model", help="model name for a real endpoint")
+    command.add_argument(
+        "--model", help="model for a real endpoint: gpt-5-mini, openai:responses/gpt-5-mini"
+    )
 
 
 def wants_real_model(offline: bool) -> bool:
@@ -42,8 +45,9 @@ def wants_real_model(offline: bool) -> bool:
 def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
     """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
     if wants_real_model(offline):
+        name = model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini")
         try:
-            from helikon.models.openai import OpenAIModel  # the `openai` extra: only when asked
+            return model_named(name)  # "gpt-5-mini", "openai:responses/gpt-5-mini", ...
         except ModuleNotFoundError as exc:
             if exc.name != "openai":
                 raise
@@ -51,8 +55,8 @@ def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
                 "a real model needs the openai package: pip install 'helikon[openai]' "
                 "(or run with --offline)"
             ) from None
-
-        return OpenAIModel.chat(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if not hasattr(module, "script"):
         raise UsageError(f"{module_label(module)} has no offline script(); set OPENAI_API_KEY")
     return ScriptedModel(list(call(module, "script")))

@@ -79,6 +79,9 @@ async def run_agent(module: Any, args: argparse.Namespace) -> int:
     finally:
         if writer is not None:
             writer.close()
+        close = getattr(agent.model, "aclose", None)  # a real model's HTTP clients
+        if close is not None:
+            await close()
         if store is not None:
             store.close()
     if store is not None:

@@ -9,6 +9,13 @@ a connection error is tried again with exponential backoff, honouring the server
 ``Retry-After`` up to `Backoff.max_delay`, but only while nothing has been yielded yet, since
 a consumer cannot take back deltas it has already seen. What still fails is raised as
 `ModelError` carrying a `ModelCallFailed` (see `helikon.models.openai_errors`).
+
+The conversation (``messages``, ``input``) is handed to the client in ``extra_body``, not as
+the typed parameter: the client would walk it against the parameter's types on every call,
+which costs more than everything else helikon does per turn once a conversation is long
+(`helikon.models.openai_request.as_given`). The body on the wire is the same; a wrapper
+around ``create`` that reads the ``messages`` argument (some tracing integrations do) finds
+the conversation in ``extra_body``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ translation maps index to id so every `ToolCallChunk` carries its call id.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 import openai
@@ -30,6 +30,7 @@ from openai.types.completion_usage import CompletionUsage
 from helikon.core.items import (
     AssistantMessage,
     CompactionSummary,
+    Item,
     ModelSettings,
     Reasoning,
     SystemMessage,
@@ -52,10 +53,12 @@ from helikon.models.base import (
 from helikon.models.openai_errors import StreamFailed, classify, cut_short, failed
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
+    WireLog,
+    as_given,
     extra_instruction,
     given,
     merged,
-    model_view,
+    wire_forms,
 )
 
 
@@ -68,7 +71,7 @@ async def stream_chat(
     response_format = request.request.response_format
     stream = await client.chat.completions.create(
         model=model,
-        messages=chat_messages(request),
+        messages=[],  # the conversation goes as given, in extra_body (see below)
         stream=True,
         stream_options={"include_usage": True},
         tools=tools or openai.omit,
@@ -79,6 +82,7 @@ async def stream_chat(
         temperature=given(settings.temperature),
         top_p=given(settings.top_p),
         max_completion_tokens=given(settings.max_output_tokens),
+        extra_body=as_given("messages", chat_messages(request)),
     )
     translation = ChatTranslation()
     try:
@@ -94,34 +98,67 @@ async def stream_chat(
 
 def chat_messages(request: ModelInput) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages (see the module docstring)."""
-    messages: list[ChatCompletionMessageParam] = []
+    messages = wire_forms(request.items, "openai.chat", ChatMessages)
     if request.instructions:
-        messages.append({"role": "system", "content": request.instructions})
-    # The assistant message that tool calls join, while nothing else has come after it.
-    assistant: ChatCompletionAssistantMessageParam | None = None
-    calls: list[ChatCompletionMessageFunctionToolCallParam] = []
-    for item in model_view(request.items):
-        if isinstance(item, Reasoning):
-            continue
-        if isinstance(item, ToolCall):
-            if assistant is None:
-                assistant = {"role": "assistant"}
-                messages.append(assistant)
-            if "tool_calls" not in assistant:
-                calls = []
-                assistant["tool_calls"] = calls
-            calls.append(_tool_call(item))
-            continue
-        assistant = None
-        if isinstance(item, AssistantMessage):
-            assistant = {"role": "assistant", "content": item.content}
-            messages.append(assistant)
-        else:
-            messages.append(_message(item))
+        messages.insert(0, {"role": "system", "content": request.instructions})
     extra = extra_instruction(request.request)
     if extra:
         messages.append({"role": "system", "content": extra})
     return messages
+
+
+class ChatMessages(WireLog[ChatCompletionMessageParam]):
+    """A log's items as Chat Completions messages, each item converted once.
+
+    A tool call joins the assistant message before it (the one with the text it follows, or
+    the previous call's) while nothing else has come between; reasoning is skipped and
+    comes between nothing. A message some earlier call may already have been given is
+    never changed: a call that joins it replaces it with a longer copy.
+    """
+
+    joins = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        # The assistant message tool calls join now, and its calls; `_owned` when the
+        # current `extend` made it, so no caller holds it yet and it may change in place.
+        self._assistant: ChatCompletionAssistantMessageParam | None = None
+        self._calls: list[ChatCompletionMessageFunctionToolCallParam] = []
+        self._owned = False
+
+    def extend(self, items: Iterable[Item]) -> None:
+        self._owned = False
+        super().extend(items)
+
+    def add(self, item: Item) -> None:
+        if isinstance(item, Reasoning):
+            return
+        if isinstance(item, ToolCall):
+            self._join(_tool_call(item))
+            return
+        if isinstance(item, AssistantMessage):
+            self._assistant, self._calls = {"role": "assistant", "content": item.content}, []
+            self._owned = True
+            self.forms.append(self._assistant)
+            return
+        self._assistant = None
+        self.forms.append(_message(item))
+
+    def _join(self, call: ChatCompletionMessageFunctionToolCallParam) -> None:
+        assistant = self._assistant
+        if assistant is None:
+            self._calls = [call]
+            self._assistant = {"role": "assistant", "tool_calls": self._calls}
+            self.forms.append(self._assistant)
+        elif self._owned:
+            self._calls.append(call)
+            assistant["tool_calls"] = self._calls
+            return
+        else:
+            self._calls = [*self._calls, call]
+            self._assistant = {**assistant, "tool_calls": self._calls}
+            self.forms[-1] = self._assistant
+        self._owned = True
 
 
 def _message(

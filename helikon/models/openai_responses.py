@@ -51,10 +51,12 @@ from helikon.models.base import (
 from helikon.models.openai_errors import StreamFailed, classify, cut_short, failed, from_code
 from helikon.models.openai_request import (
     SUMMARY_PREFIX,
+    WireLog,
+    as_given,
     extra_instruction,
     given,
     merged,
-    model_view,
+    wire_forms,
 )
 
 
@@ -68,7 +70,6 @@ async def stream_responses(
     stream = await client.responses.create(
         model=model,
         instructions=request.instructions or openai.omit,
-        input=responses_input(request),
         stream=True,
         store=False,
         tools=tools or openai.omit,
@@ -77,6 +78,7 @@ async def stream_responses(
         temperature=given(settings.temperature),
         top_p=given(settings.top_p),
         max_output_tokens=given(settings.max_output_tokens),
+        extra_body=as_given("input", responses_input(request)),
     )
     translation = ResponsesTranslation()
     try:
@@ -92,11 +94,20 @@ async def stream_responses(
 
 def responses_input(request: ModelInput) -> list[ResponseInputItemParam]:
     """The conversation as Responses API input items (see the module docstring)."""
-    items = [_input_item(item) for item in model_view(request.items)]
+    items = wire_forms(request.items, "openai.responses", ResponsesInput)
     extra = extra_instruction(request.request)
     if extra:
         items.append({"type": "message", "role": "system", "content": extra})
-    return [item for item in items if item is not None]
+    return items
+
+
+class ResponsesInput(WireLog[ResponseInputItemParam]):
+    """A log's items as Responses API input items, each item converted once."""
+
+    def add(self, item: Item) -> None:
+        wire = _input_item(item)
+        if wire is not None:
+            self.forms.append(wire)
 
 
 def _input_item(item: Item) -> ResponseInputItemParam | None:

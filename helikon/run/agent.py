@@ -28,7 +28,12 @@ class Agent(AgentSpec):
     Args:
         name: the agent's name, shown in events and used for handoff tool names.
         model: anything with `stream(ModelInput)`, e.g. `OpenAIModel.chat(...)`,
-            `ScriptedModel([...])`.
+            `ScriptedModel([...])`; or a model string, resolved once, here:
+            ``"gpt-5-mini"`` or ``"openai:chat/gpt-5-mini"`` is
+            `OpenAIModel.chat("gpt-5-mini")`, ``"openai:responses/gpt-5-mini"`` is
+            `OpenAIModel.responses("gpt-5-mini")` (`helikon.models.names` has the whole
+            scheme). Its server and key come from OPENAI_BASE_URL and OPENAI_API_KEY, read
+            on the first call; `await agent.model.aclose()` closes its HTTP clients.
         instructions: the system instructions.
         tools: `Tool`s (from `@tool`), including agents as tools (`other.as_tool()`).
         handoffs: agents (or `HandoffTo`s, or agent names) this agent may transfer control
@@ -44,6 +49,11 @@ class Agent(AgentSpec):
         mcp_servers: tool sources, such as connected `helikon.mcp.MCPServer`s: a run lists
             their tools once, before its first transition, and keeps them to its end (a
             source that cannot list them fails the run with `ToolsUnavailable`).
+
+    Raises:
+        ValueError: a model string that names no model (an unknown provider or wire
+            format, or no name).
+        ModuleNotFoundError: a model string, without the `openai` extra installed.
     """
 
     def run(

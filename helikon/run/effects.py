@@ -63,7 +63,7 @@ from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input
 from helikon.run.journal import Journal
 from helikon.run.prepare import tool_specs
-from helikon.run.spec import AgentSpec, HandoffTo
+from helikon.run.spec import AgentSpec, HandoffTo, model_of
 from helikon.tools import Tool, ToolContext, execute_batch
 
 INTERRUPTED = (
@@ -180,7 +180,7 @@ class RunEffects:
         """One model call: its deltas as they arrive, then its response (or failure) as
         the next input."""
         assembler = ResponseAssembler()
-        chunks = self.agent.model.stream(request)
+        chunks = model_of(self.agent).stream(request)
         try:
             while True:
                 try:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.table import TransitionTable
 from helikon.models.base import Model
+from helikon.models.names import model_named
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.guardrails import InputGuardrail, OutputGuardrail
 from helikon.tools import Tool, ToolSource
@@ -87,10 +88,14 @@ def slug(name: str) -> str:
 @dataclass(frozen=True, eq=False)
 class AgentSpec:
     """An agent's parts, as a run reads them; `Agent` adds the ways to start it (its
-    docstring describes each field)."""
+    docstring describes each field).
+
+    A model string is resolved here, once, when the agent is built (`model_named`): from
+    then on `model` is the `Model` it names, shared by every run of the agent.
+    """
 
     name: str
-    model: Model
+    model: Model | str
     instructions: str = ""
     tools: Sequence[Tool] = ()
     handoffs: Sequence[AgentSpec | HandoffTo | str] = ()
@@ -103,10 +108,19 @@ class AgentSpec:
     description: str = ""
     mcp_servers: Sequence[ToolSource] = ()
 
+    def __post_init__(self) -> None:
+        if isinstance(self.model, str):
+            object.__setattr__(self, "model", model_named(self.model))
+
     def handoff_targets(self) -> tuple[HandoffTo, ...]:
         """The handoffs as `HandoffTo`s; a target given by name stays a name until a run
         resolves it (`reachable_agents`)."""
         return tuple(h if isinstance(h, HandoffTo) else HandoffTo(h) for h in self.handoffs)
+
+
+def model_of(agent: AgentSpec) -> Model:
+    """The agent's model: a `Model`, since a model string is resolved when it is built."""
+    return cast(Model, agent.model)
 
 
 def reachable_agents(root: AgentSpec) -> dict[str, AgentSpec]:
