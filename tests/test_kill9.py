@@ -62,7 +62,7 @@ def drive(store: Path, run_id: str, effects: Path, rng: random.Random) -> int:
                 process.wait(timeout=rng.uniform(0.02, 0.35))
             except subprocess.TimeoutExpired:
                 os.kill(process.pid, signal.SIGKILL)
-                process.wait()
+                process.communicate()  # reaps it and closes both pipes
                 kills += 1
                 fresh = False
                 continue
