@@ -338,7 +338,10 @@ def command_resume(args: argparse.Namespace) -> int:
         _show_pending(pending, args)
         print(f"run {safe_text(args.run_id)} is left suspended (no terminal to ask on)")
         return 0
-    return asyncio.run(resume_run(store, module, args, args.run_id, decisions, args.force))
+    try:
+        return asyncio.run(resume_run(store, module, args, args.run_id, decisions, args.force))
+    finally:
+        store.close()
 
 
 def decide(pending: Sequence[ApprovalRequest], mode: str) -> tuple[ApprovalDecision, ...] | None:
@@ -365,15 +368,20 @@ async def resume_run(
     agent = _agent(module, args)
     printer = EventPrinter()
     last: Any = None
-    with store_errors():
-        result = agent.resume(
-            run_id, decisions, store=store, force=force, context=chart_context(module)
-        )
-        async for event in result:
-            if last is None:  # the run's lease is held now: it goes on
-                printer.line(printer.paint(f"> resuming run {run_id}", "bold"))
-            printer(event)
-            last = event
+    try:
+        with store_errors():
+            result = agent.resume(
+                run_id, decisions, store=store, force=force, context=chart_context(module)
+            )
+            async for event in result:
+                if last is None:  # the run's lease is held now: it goes on
+                    printer.line(printer.paint(f"> resuming run {run_id}", "bold"))
+                printer(event)
+                last = event
+    finally:
+        close = getattr(agent.model, "aclose", None)  # a real model's HTTP clients
+        if close is not None:
+            await close()
     if last is not None and last.type == "run_suspended":
         printer.line(resume_hint(run_id, args))
     return 1 if last is not None and last.type == "run_failed" else 0
@@ -400,7 +408,10 @@ def command_recover(args: argparse.Namespace) -> int:
         return 0
     plural = "s" if len(orphans) > 1 else ""
     print(f"recovering {len(orphans)} run{plural} of {safe_text(name)}{note}")
-    return asyncio.run(_recover_each(store, module, args, orphans))
+    try:
+        return asyncio.run(_recover_each(store, module, args, orphans))
+    finally:
+        store.close()
 
 
 async def _recover_each(
