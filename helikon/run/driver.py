@@ -54,6 +54,7 @@ from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
 from helikon.run.journal import Journal, owner_id, status_of, toolset_digest
+from helikon.run.observing import observer_for
 from helikon.run.prepare import (
     as_items,
     listed_source_tools,
@@ -142,6 +143,7 @@ class Run(RunEffects):
         self._guarded_input = False
         self._specs = None
         self._prepared = False
+        self.observer = observer_for(self)  # its spans (helikon.otel), None without
 
     @classmethod
     def from_snapshot(
@@ -327,6 +329,8 @@ class Run(RunEffects):
     async def _begin(self) -> AsyncIterator[AgentEvent]:
         if self.store is not None and self.journal is None and not self._settled:
             await self.open_journal()
+        if self.observer is not None:
+            self.observer.begin()
         if not self.started:
             self.started = True
             if self.trace is not None:
@@ -402,7 +406,7 @@ class Run(RunEffects):
                 raise SnapshotMismatch(f"{what}: {exc}") from None
 
     def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
-        if self.trace is None and self.journal is None:  # nothing records the row
+        if self.trace is None and self.journal is None and self.observer is None:  # no row kept
             return None, transition(self.state, inp, self.ctx)
         return matched_transition(self.state, inp, self.ctx)
 
@@ -425,9 +429,12 @@ class Run(RunEffects):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        if self.trace is not None:
+        if self.trace is not None or self.observer is not None:
             record = TransitionRecord(self.seq, before, inp, outcome, match)
-            self.trace.transition(self, record)
+            if self.trace is not None:
+                self.trace.transition(self, record)
+            if self.observer is not None:
+                self.observer.transition(record)
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
@@ -508,6 +515,8 @@ class Run(RunEffects):
         if self._settled or not (self.finished or self.suspended):
             return
         self._settled = True
+        if self.observer is not None:
+            self.observer.end()
         if self.journal is not None:
             # The stream's end is decided; if the store fails now, the lease just expires.
             with contextlib.suppress(StoreError):
@@ -518,7 +527,14 @@ class Run(RunEffects):
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as
-        a tool): resumed where it stopped when the store holds it, else a new `child`."""
+        a tool): resumed where it stopped when the store holds it, else a new `child`. Its
+        spans nest in this run's."""
+        child = await self._nested(agent, input, run_id)
+        if self.observer is not None:
+            child.observer = self.observer.nested(child)
+        return child
+
+    async def _nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         if self.store is not None:
             try:
                 stored = await self.store.load(run_id)
@@ -598,7 +614,10 @@ class Run(RunEffects):
             self._waiting.cancel()
 
     def close(self) -> None:
-        """Cancel the run's deadline timer, if any (the stream does this when it ends)."""
+        """Cancel the run's deadline timer, if any, and end its span (the stream does this
+        when it ends)."""
+        if self.observer is not None:
+            self.observer.end()
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
