@@ -502,3 +502,57 @@ async def test_spans_that_fail_never_fail_the_run(caplog: pytest.LogCaptureFixtu
     failures = [r for r in caplog.records if r.name == "helikon.otel"]
     assert len(failures) == 1
     assert "exporter on fire" in str(failures[0].exc_info[1] if failures[0].exc_info else "")
+
+
+GLOBAL_PROVIDER_RUN = """
+import asyncio, json, sys
+sys.path.insert(0, "tests")
+from mcp_support import weather_station
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from helikon import Agent, ScriptedModel, ToolCall
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+async def main():
+    server = weather_station("stdio", "", tool_filter=["traceparent"], needs_approval=False)
+    async with server:
+        model = ScriptedModel([[ToolCall("m1", "traceparent", "{}")], "ok"])
+        agent = Agent("tracer", model, mcp_servers=[server])
+        result = await agent.run("which trace?").collect()
+    sent = next(e.item.content for e in result.events if e.type == "tool_output_item")
+    spans = [
+        [s.name, f"{s.context.span_id:016x}", s.parent and f"{s.parent.span_id:016x}"]
+        for s in exporter.get_finished_spans()
+    ]
+    print(json.dumps({"sent": sent, "spans": spans}))
+
+asyncio.run(main())
+provider.shutdown()
+"""
+
+
+def test_with_the_global_provider_the_mcp_client_span_nests_under_the_tool_span() -> None:
+    """In a process of its own (the global provider can be set once): a run with no
+    `tracer_provider` uses the global one, and the MCP SDK's client span for `tools/call`
+    is a child of the tool span, and is what the server receives as its parent."""
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDER_RUN],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    ids = {name: (span_id, parent) for name, span_id, parent in seen["spans"]}
+    tool_id, tool_parent = ids["execute_tool traceparent"]
+    assert tool_parent == ids["invoke_agent tracer"][0]
+    client_id, client_parent = ids["MCP send tools/call traceparent"]
+    assert client_parent == tool_id
+    assert seen["sent"].split("-")[2] == client_id
