@@ -62,7 +62,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input
 from helikon.run.journal import Journal
-from helikon.run.observing import RunObserver
+from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
 from helikon.tools import Tool, ToolContext, execute_batch
@@ -138,13 +138,15 @@ class RunEffects:
 
     # ------------------------------------------------------------ dispatch
 
-    async def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
+    def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
         observed = self.observer.action(action) if self.observer is not None else None
-        if observed is None:
-            async for event in self._dispatch(action):
-                yield event
-            return
-        try:  # a handoff or an approval, in its span
+        if observed is None:  # no span of its own: no extra generator in the way either
+            return self._dispatch(action)
+        return self._observed(action, observed)
+
+    async def _observed(self, action: NextAction, observed: Ending) -> AsyncIterator[AgentEvent]:
+        """A handoff or an approval, in its span."""
+        try:
             async for event in self._dispatch(action):
                 yield event
         finally:
