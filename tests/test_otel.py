@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from driver_support import drain, settle
-from mcp_support import weather_station
+from mcp_support import http_server, weather_station
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -425,8 +425,17 @@ async def test_an_agent_as_a_tool_runs_inside_its_tool_span(spans: Spans) -> Non
 # -- the tool span is current: an MCP call carries it ---------------------------------------
 
 
-async def test_an_mcp_call_carries_the_tool_span_as_its_traceparent(spans: Spans) -> None:
-    server = weather_station("stdio", "", tool_filter=["traceparent"], needs_approval=False)
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with http_server() as served:
+        yield served
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_call_carries_the_tool_span_as_its_traceparent(
+    spans: Spans, transport: str, url: str
+) -> None:
+    server = weather_station(transport, url, tool_filter=["traceparent"], needs_approval=False)
     async with server:
         agent = Agent(
             "tracer",
@@ -507,7 +516,7 @@ async def test_spans_that_fail_never_fail_the_run(caplog: pytest.LogCaptureFixtu
 GLOBAL_PROVIDER_RUN = """
 import asyncio, json, sys
 sys.path.insert(0, "tests")
-from mcp_support import weather_station
+from mcp_support import http_server, weather_station
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
