@@ -123,6 +123,7 @@ from helikon.core.table import (
     TransitionTable,
 )
 from helikon.core.tool_spec import (
+    ListedTool,
     ToolSpec,
 )
 from helikon.core.transition import (
@@ -261,6 +262,7 @@ __all__ = [
     "InputGuardrail",
     "InvalidStructuredOutput",
     "Item",
+    "ListedTool",
     "LoopChart",
     "LoopState",
     "Match",
