@@ -16,7 +16,8 @@ Prints, from one run on this machine:
    extra installed, no tracer provider configured: each run asks whether one is) against a
    baseline that skips that question, and, for information, with the SDK on (a
    `TracerProvider` whose exporter drops the spans). The three are interleaved, best of
-   the repeats each.
+   the repeats each (five times as many for the short runs), in the process's CPU time (a
+   busy machine distorts it least).
 5. The same scenarios through the OpenAI Agents SDK, pydantic-ai and LangGraph when the
    `bench` extra is installed (bench/peers.py says how each is set up), the ratio of the
    fastest peer's per-turn time to helikon's, and each peer's own last-100/first-100 ratio
@@ -290,35 +291,37 @@ async def run_otel(repeat: int) -> None:
         return None
 
     off, on = helikon_runner(), helikon_runner(tracer_provider=provider)
-    rows: dict[str, dict[tuple[int, int], list[Sample]]] = {"off": {}, "baseline": {}, "on": {}}
+    rows: dict[str, dict[tuple[int, int], list[float]]] = {"off": {}, "baseline": {}, "on": {}}
     await off(10, 1)
     await on(10, 1)
     for turns, width in SCENARIOS:
         for samples in rows.values():
             samples[turns, width] = []
-        for _ in range(repeat):
+        for _ in range(repeat if turns == LONG else 5 * repeat):  # short runs: noisier
             for name, run_once in (("off", off), ("baseline", off), ("on", on)):
                 driver.observer_for = no_lookup if name == "baseline" else lookup  # type: ignore[assignment]
                 try:
                     gc.collect()
-                    rows[name][turns, width].append(await run_once(turns, width))
+                    cpu = time.process_time()
+                    await run_once(turns, width)
+                    rows[name][turns, width].append((time.process_time() - cpu) / turns * 1e6)
                 finally:
                     driver.observer_for = lookup
     provider.shutdown()
     run = driver.Run(Agent("bench", ZeroModel(1, 1)))
     calls = 100_000
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(calls):
         lookup(run)
-    asked = (time.perf_counter() - start) / calls * 1e6
+    asked = (time.process_time() - start) / calls * 1e6
 
-    print(f"\nOpenTelemetry (helikon.otel), interleaved, best of {repeat}:")
+    print(
+        f"\nOpenTelemetry (helikon.otel), interleaved, best of {5 * repeat} "
+        f"({repeat} for the long run), in CPU time:"
+    )
     print(f"  with OTel off a run asks once whether it has a tracer provider: {asked:.2f} us/run")
     for turns, width in SCENARIOS:
-        best = {
-            name: Measured(turns, width, samples[turns, width]).us_per_turn
-            for name, samples in rows.items()
-        }
+        best = {name: min(samples[turns, width]) for name, samples in rows.items()}
         print(
             f"  {label(turns, width):<20} off {best['off']:8.1f} us/turn, baseline "
             f"{best['baseline']:8.1f}: off costs {best['off'] / best['baseline'] - 1:+6.1%}; "
