@@ -565,3 +565,24 @@ def test_with_the_global_provider_the_mcp_client_span_nests_under_the_tool_span(
     client_id, client_parent = ids["MCP send tools/call traceparent"]
     assert client_parent == tool_id
     assert seen["sent"].split("-")[2] == client_id
+
+
+async def test_a_sync_tool_in_its_worker_thread_sees_its_tool_span_as_current(
+    spans: Spans,
+) -> None:
+    tracer = spans.provider.get_tracer("tests")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Looks a key up, traced by the tool itself."""
+        with tracer.start_as_current_span("lookup db"):
+            return key.upper()
+
+    agent = Agent(
+        "reader",
+        ScriptedModel([[call("k1", "lookup", {"key": "a"})], "A"]),
+        tools=[lookup],
+        config=spans.config(),
+    )
+    assert (await agent.run("look a up").collect()).final_output == "A"
+    assert parent_of(spans.named("lookup db"), spans) is spans.named("execute_tool lookup")
