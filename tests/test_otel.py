@@ -35,6 +35,7 @@ from helikon import (
     read_trace,
     tool,
 )
+from helikon.durable.sqlite import SqliteRunStore
 from helikon.models.openai import Backoff, OpenAIModel
 from helikon.run.guardrails import GuardrailResult, InputGuardrail
 from helikon.testing import OpenAIServer, PlannedFailure, PlannedReply, PlannedToolCall
@@ -586,3 +587,14 @@ async def test_a_sync_tool_in_its_worker_thread_sees_its_tool_span_as_current(
     )
     assert (await agent.run("look a up").collect()).final_output == "A"
     assert parent_of(spans.named("lookup db"), spans) is spans.named("execute_tool lookup")
+
+
+async def test_a_run_in_a_session_names_it_as_its_conversation(
+    spans: Spans, tmp_path: Path
+) -> None:
+    with SqliteRunStore(tmp_path / "runs.db") as store:
+        agent = Agent("chatty", ScriptedModel(["hi"]), config=spans.config())
+        await agent.run("hello", store=store, session=store.session("s-7")).collect()
+    run = spans.named("invoke_agent chatty")
+    assert attrs(run)["gen_ai.conversation.id"] == "s-7"
+    assert "gen_ai.conversation.id" not in attrs(spans.named("chat"))

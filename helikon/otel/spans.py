@@ -44,6 +44,7 @@ _log = logging.getLogger("helikon.otel")
 OPERATION = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 MODEL = "gen_ai.request.model"
+CONVERSATION = "gen_ai.conversation.id"
 PROVIDER = "gen_ai.provider.name"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
@@ -88,6 +89,8 @@ class ObservedRun(Protocol):
     def finished(self) -> bool: ...
     @property
     def seq(self) -> int: ...
+    @property
+    def session(self) -> Any: ...
 
 
 _tracers: dict[int, tuple[Any, Tracer]] = {}
@@ -182,6 +185,8 @@ class RunSpans:
         model = model_name(run.agent.model)
         if model is not None:
             attributes[MODEL] = model
+        if run.session is not None:  # the conversation the run continues
+            attributes[CONVERSATION] = run.session.session_id
         if run.seq > 0:  # resumed from a snapshot or a store: not its first stretch
             attributes["helikon.run.resumed"] = True
         self.span = self.tracer.start_span(
