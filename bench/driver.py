@@ -12,7 +12,13 @@ Prints, from one run on this machine:
 2. How the per-turn cost grows: the last 100 turns of the 1000-turn run over the first 100,
    from a timestamp taken at each `TurnStarted` event while the stream is consumed.
 3. 10,000 concurrent 2-turn runs in one process (`asyncio.gather`): time, runs/s, peak RSS.
-4. The same scenarios through the OpenAI Agents SDK, pydantic-ai and LangGraph when the
+4. What OpenTelemetry costs (`helikon.otel`): the scenarios with OTel off as shipped (the
+   extra installed, no tracer provider configured: each run asks whether one is) against a
+   baseline that skips that question, and, for information, with the SDK on (a
+   `TracerProvider` whose exporter drops the spans). The three are interleaved, best of
+   the repeats each (five times as many for the short runs), in the process's CPU time (a
+   busy machine distorts it least).
+5. The same scenarios through the OpenAI Agents SDK, pydantic-ai and LangGraph when the
    `bench` extra is installed (bench/peers.py says how each is set up), the ratio of the
    fastest peer's per-turn time to helikon's, and each peer's own last-100/first-100 ratio
    (timestamped at each call of its model double).
@@ -137,14 +143,17 @@ async def helikon_once(agent: Agent, executions: Executions, turns: int, width: 
     return check("helikon", Sample(seconds, stamps, outputs, executions.count), turns, width, final)
 
 
-def helikon_runner(model: str = "zero", sync_tool: bool = False) -> RunOnce:
-    """A `run_once(turns, width)` for helikon with the given model and tool kind."""
+def helikon_runner(
+    model: str = "zero", sync_tool: bool = False, tracer_provider: object = None
+) -> RunOnce:
+    """A `run_once(turns, width)` for helikon with the given model and tool kind (and
+    tracer provider, for the OpenTelemetry rows)."""
     executions = Executions()
     echo = executions.echo_tool(sync_tool)
     agents: dict[tuple[int, int], Agent] = {}
 
     def agent_for(turns: int, width: int) -> Agent:
-        config = RunConfig(max_turns=turns + 5)
+        config = RunConfig(max_turns=turns + 5, tracer_provider=tracer_provider)
         if model == "scripted":  # stateful: a new one per run, built before the clock starts
             calls = [
                 [ToolCall(f"call_{t}_{j}", "echo", '{"x": 1}') for j in range(width)]
@@ -261,6 +270,63 @@ async def profile_long() -> None:
     stats = pstats.Stats(profiler, stream=sys.stdout)
     stats.sort_stats("tottime").print_stats(20)
     stats.sort_stats("cumulative").print_stats(r"helikon", 25)
+
+
+async def run_otel(repeat: int) -> None:
+    """OpenTelemetry off as shipped vs a baseline without the provider lookup, and on."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    import helikon.run.driver as driver
+
+    class Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Dropped()))
+    lookup = driver.observer_for
+
+    def no_lookup(run: object) -> None:
+        return None
+
+    off, on = helikon_runner(), helikon_runner(tracer_provider=provider)
+    rows: dict[str, dict[tuple[int, int], list[float]]] = {"off": {}, "baseline": {}, "on": {}}
+    await off(10, 1)
+    await on(10, 1)
+    for turns, width in SCENARIOS:
+        for samples in rows.values():
+            samples[turns, width] = []
+        for _ in range(repeat if turns == LONG else 5 * repeat):  # short runs: noisier
+            for name, run_once in (("off", off), ("baseline", off), ("on", on)):
+                driver.observer_for = no_lookup if name == "baseline" else lookup  # type: ignore[assignment]
+                try:
+                    gc.collect()
+                    cpu = time.process_time()
+                    await run_once(turns, width)
+                    rows[name][turns, width].append((time.process_time() - cpu) / turns * 1e6)
+                finally:
+                    driver.observer_for = lookup
+    provider.shutdown()
+    run = driver.Run(Agent("bench", ZeroModel(1, 1)))
+    calls = 100_000
+    start = time.process_time()
+    for _ in range(calls):
+        lookup(run)
+    asked = (time.process_time() - start) / calls * 1e6
+
+    print(
+        f"\nOpenTelemetry (helikon.otel), interleaved, best of {5 * repeat} "
+        f"({repeat} for the long run), in CPU time:"
+    )
+    print(f"  with OTel off a run asks once whether it has a tracer provider: {asked:.2f} us/run")
+    for turns, width in SCENARIOS:
+        best = {name: min(samples[turns, width]) for name, samples in rows.items()}
+        print(
+            f"  {label(turns, width):<20} off {best['off']:8.1f} us/turn, baseline "
+            f"{best['baseline']:8.1f}: off costs {best['off'] / best['baseline'] - 1:+6.1%}; "
+            f"SDK on {best['on']:8.1f} ({best['on'] / best['baseline']:.2f}x)"
+        )
 
 
 # ---------------------------------------------------------------- reporting
@@ -420,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"python {sys.version.split()[0]}; {'quick' if args.quick else 'full'} run\n")
     ours = asyncio.run(run_helikon(repeat))
+    asyncio.run(run_otel(repeat))
     asyncio.run(concurrent_runs(runs))
     if args.no_peers:
         print_growth(ours[LONG, 1], {}, repeat)

@@ -123,6 +123,7 @@ from helikon.core.table import (
     TransitionTable,
 )
 from helikon.core.tool_spec import (
+    ListedTool,
     ToolSpec,
 )
 from helikon.core.transition import (
@@ -278,6 +279,7 @@ __all__ = [
     "InvalidStructuredOutput",
     "Item",
     "LeaseLost",
+    "ListedTool",
     "LoopChart",
     "LoopState",
     "Match",

@@ -15,7 +15,7 @@ import os
 import socket
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -85,6 +85,13 @@ def troubles(app: MCPServer) -> None:
         """The server process exits in the middle of the call."""
         sys.stdout.flush()
         os._exit(3)
+
+    @app.tool()
+    def traceparent(ctx: Context) -> str:
+        """The W3C traceparent the call carried in its _meta ("" without one)."""
+        meta = ctx.request_context.meta
+        found = meta.get("traceparent") if isinstance(meta, dict) else None
+        return found if isinstance(found, str) else ""
 
     @app.tool(name="files.read")
     def files_read(path: str) -> str:

@@ -31,7 +31,18 @@ from helikon import (
 from helikon.mcp import MCPServer, MCPServerError
 
 CONTEXT: ToolContext[Any] = ToolContext("run-1", "call-1", "tester", None)
-SERVED = ["add", "weather", "notes", "wipe", "archive", "fail", "slow", "huge", "die"]
+SERVED = [
+    "add",
+    "weather",
+    "notes",
+    "wipe",
+    "archive",
+    "fail",
+    "slow",
+    "huge",
+    "die",
+    "traceparent",
+]
 
 
 @pytest.fixture(scope="module")

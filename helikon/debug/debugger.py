@@ -203,6 +203,11 @@ class Debugger:
             agent = AgentSpec(header.agent, ScriptedModel([]), chart=trace.table())
         run = Run(agent, context=context, run_id=header.run_id)
         run.started = True
+        if not recorded_only and agent.mcp_servers:
+            try:  # the tools as the trace recorded them: no server is asked
+                run.take_recorded_tools(header.tools)
+            except ValueError as exc:
+                raise DebuggerError(f"the trace's tools do not fit this agent: {exc}") from None
         if header.agent != agent.name or header.chart_digest != run.ctx.table.digest:
             raise DebuggerError(
                 f"the trace was recorded on agent {header.agent!r} with chart "

@@ -84,6 +84,7 @@ def trace_lines(store: RunStore, run_id: str) -> TraceLines:
         root.header.chart_digest,
         __version__,
         chart,
+        tools=root.header.tools,
     )
     lines: TraceLines = [header]
     _Exporter(store, lines, root.header.chart_digest).add(root, chart)
@@ -117,7 +118,9 @@ def run_line(stored: StoredRun, chart: ChartData, recorded: set[str]) -> RunTrac
     header = stored.header
     table = None if header.chart_digest in recorded else chart
     recorded.add(header.chart_digest)
-    return RunTrace(header.run_id, header.agent, header.chart, header.chart_digest, table)
+    return RunTrace(
+        header.run_id, header.agent, header.chart, header.chart_digest, table, header.tools
+    )
 
 
 def transition_line(

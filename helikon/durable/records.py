@@ -20,6 +20,7 @@ from helikon.core.errors import HelikonError
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item, ToolResult
 from helikon.core.state import LoopState, NextAction, TransitionInput
+from helikon.core.tool_spec import ListedTool
 from helikon.core.values import value
 
 FORMAT_VERSION = 1
@@ -30,7 +31,10 @@ RunStatus = Literal["running", "suspended", "completed", "failed"]
 
 @value
 class RunHeader:
-    """A run's identity, fixed when it is created: resuming checks every field of it."""
+    """A run's identity, fixed when it is created: resuming checks every field of it.
+
+    `tools` are the tools the run took from its tool sources (MCP servers) as it started:
+    a resumed run offers those again, whatever the server lists now."""
 
     run_id: str
     agent: str
@@ -43,6 +47,7 @@ class RunHeader:
     format_version: int = FORMAT_VERSION
     forked_from: str | None = None
     forked_at: int | None = None
+    tools: tuple[ListedTool, ...] = ()
 
 
 @value

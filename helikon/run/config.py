@@ -39,6 +39,11 @@ class RunConfig:
             is not run again.
         lease_seconds: how long a run's lease in a store lasts without renewal (it renews
             every third of that); a crashed owner's run can be resumed after it.
+        tracer_provider: the OpenTelemetry `TracerProvider` the run's spans go to (the
+            `otel` extra; see docs/howto/observability.md); None takes the global one, and
+            with no SDK configured there, a run has no spans at all.
+        otel_content: record message contents, tool arguments and tool results on the
+            spans (through `redact`); off by default, since they may hold what users said.
     """
 
     max_turns: int = 16
@@ -52,6 +57,8 @@ class RunConfig:
     snapshot_key: bytes | str | None = field(default=None, repr=False)
     redact: Callable[[str], str] | None = None
     lease_seconds: float = 30.0
+    tracer_provider: Any = field(default=None, repr=False, compare=False)
+    otel_content: bool = False
 
     def __post_init__(self) -> None:
         _at_least("max_turns", self.max_turns, 1)

@@ -39,6 +39,7 @@ from helikon.core.state import (
     Start,
     TransitionOutcome,
 )
+from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import (
     Match,
     initial_state,
@@ -54,9 +55,13 @@ from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
 from helikon.run.journal import Journal, owner_id, status_of, toolset_digest
+from helikon.run.observing import observer_for
 from helikon.run.prepare import (
+    Sourced,
     as_items,
+    listed,
     listed_source_tools,
+    recorded_tools,
     source_tools,
     tools_and_handoffs,
     transition_ctx,
@@ -73,7 +78,6 @@ from helikon.run.snapshot import (
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.run.stored import check_identity, fold
-from helikon.tools import Tool
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
@@ -142,6 +146,8 @@ class Run(RunEffects):
         self._guarded_input = False
         self._specs = None
         self._prepared = False
+        self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
+        self.observer = observer_for(self)  # its spans (helikon.otel), None without
 
     @classmethod
     def from_snapshot(
@@ -236,7 +242,13 @@ class Run(RunEffects):
             parent_run_id=header.parent_run_id,
         )
         run.session, run.session_items = session, header.session_items
-        run._take_listed_tools(f"run {header.run_id!r}")
+        if header.tools:  # the tools it took from its sources, as it recorded them
+            try:
+                run._use_tools(recorded_tools(agent, header.tools, live=True))
+            except ValueError as exc:
+                raise SnapshotMismatch(f"run {header.run_id!r}: {exc}") from None
+        else:
+            run._take_listed_tools(f"run {header.run_id!r}")
         run._prepared = True
         check_identity(stored, agent.name, run.ctx.table.digest, toolset_digest(run.tool_specs))
         folded = fold(stored, run.ctx, decisions)
@@ -327,11 +339,16 @@ class Run(RunEffects):
     async def _begin(self) -> AsyncIterator[AgentEvent]:
         if self.store is not None and self.journal is None and not self._settled:
             await self.open_journal()
+        if self.observer is not None:
+            self.observer.begin()
         if not self.started:
             self.started = True
+            started = RunStarted(self.agent.name, self.run_id)
+            yield started  # at once; traced after the listing, which the trace's header records
+            await self.prepare()
             if self.trace is not None:
                 self.trace.started(self)
-            yield self._effect(RunStarted(self.agent.name, self.run_id))
+            self._effect(started)
 
     async def apply(self) -> tuple[AgentEvent, ...]:
         """Apply the input already observed (`next_input`): one transition; its events.
@@ -365,10 +382,12 @@ class Run(RunEffects):
         the run's tools, its transition context's permissions and its `tool_specs`, fixed
         from then on.
 
-        Nothing to do without sources, for a resumed run (it takes the listings its sources
-        hold), or a second time. A source that cannot list, or a name two tools share, makes
-        the first input `Fail(ToolsUnavailable)`, so the run fails before any model call;
-        `cancel()` and the deadline stop a listing as they stop any effect.
+        Nothing to do without sources, for a resumed run (it takes the tools its store
+        recorded, else the listings its sources hold), or a second time. What it took is
+        `listed_tools`, which the run's trace header and store header record. A source that
+        cannot list, or a name two tools share, makes the first input `Fail(ToolsUnavailable)`,
+        so the run fails before any model call; `cancel()` and the deadline stop a listing
+        as they stop any effect.
         """
         if self._prepared:
             return
@@ -388,10 +407,23 @@ class Run(RunEffects):
         except ValueError as exc:  # what source_tools checked, caught again in the driver
             self.next_input = Fail(ToolsUnavailable("", str(exc)))
 
-    def _use_tools(self, listed: Sequence[Tool]) -> None:
-        self.tools, self.handoffs = tools_and_handoffs(self.agent, self.agents, listed)
+    def _use_tools(self, sourced: Sourced) -> None:
+        self.listed_tools = listed(sourced)
+        tools = [tool for _, tool in sourced]
+        self.tools, self.handoffs = tools_and_handoffs(self.agent, self.agents, tools)
         self.ctx = transition_ctx(self.agent, self.config, self.tools, self.handoffs)
         self._specs = None
+
+    def take_recorded_tools(self, records: Sequence[ListedTool]) -> None:
+        """Offer the tools a trace recorded from the agent's sources, as stand-ins that are
+        never called (a replay: its tool results are recorded), and ask no source for any.
+
+        Raises:
+            ValueError: a tool came from a source the agent does not have, or a record is
+                not a valid tool.
+        """
+        self._use_tools(recorded_tools(self.agent, records, live=False))
+        self._prepared = True
 
     def _take_listed_tools(self, what: str) -> None:
         """A resumed run of an agent with tool sources takes the listings they hold."""
@@ -402,7 +434,7 @@ class Run(RunEffects):
                 raise SnapshotMismatch(f"{what}: {exc}") from None
 
     def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
-        if self.trace is None and self.journal is None:  # nothing records the row
+        if self.trace is None and self.journal is None and self.observer is None:  # no row kept
             return None, transition(self.state, inp, self.ctx)
         return matched_transition(self.state, inp, self.ctx)
 
@@ -425,9 +457,12 @@ class Run(RunEffects):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        if self.trace is not None:
+        if self.trace is not None or self.observer is not None:
             record = TransitionRecord(self.seq, before, inp, outcome, match)
-            self.trace.transition(self, record)
+            if self.trace is not None:
+                self.trace.transition(self, record)
+            if self.observer is not None:
+                self.observer.transition(record)
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
@@ -481,6 +516,7 @@ class Run(RunEffects):
             self.parent_run_id,
             self.session.session_id if self.session is not None else None,
             session_items=self.session_items,
+            tools=self.listed_tools,
         )
 
     def _lease_lost(self, error: Exception) -> None:
@@ -508,6 +544,8 @@ class Run(RunEffects):
         if self._settled or not (self.finished or self.suspended):
             return
         self._settled = True
+        if self.observer is not None:
+            self.observer.end()
         if self.journal is not None:
             # The stream's end is decided; if the store fails now, the lease just expires.
             with contextlib.suppress(StoreError):
@@ -518,7 +556,14 @@ class Run(RunEffects):
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as
-        a tool): resumed where it stopped when the store holds it, else a new `child`."""
+        a tool): resumed where it stopped when the store holds it, else a new `child`. Its
+        spans nest in this run's."""
+        child = await self._nested(agent, input, run_id)
+        if self.observer is not None:
+            child.observer = self.observer.nested(child)
+        return child
+
+    async def _nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         if self.store is not None:
             try:
                 stored = await self.store.load(run_id)
@@ -598,7 +643,10 @@ class Run(RunEffects):
             self._waiting.cancel()
 
     def close(self) -> None:
-        """Cancel the run's deadline timer, if any (the stream does this when it ends)."""
+        """Cancel the run's deadline timer, if any, and end its span (the stream does this
+        when it ends)."""
+        if self.observer is not None:
+            self.observer.end()
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None

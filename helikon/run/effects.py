@@ -62,6 +62,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input
 from helikon.run.journal import Journal
+from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
 from helikon.tools import Tool, ToolContext, execute_batch
@@ -113,6 +114,7 @@ class RunEffects:
     _child: Any
     _guarded_input: bool
     _specs: tuple[ToolSpec, ...] | None
+    observer: RunObserver | None
 
     @property
     def usage(self) -> Usage:
@@ -136,7 +138,21 @@ class RunEffects:
 
     # ------------------------------------------------------------ dispatch
 
-    async def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
+    def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
+        observed = self.observer.action(action) if self.observer is not None else None
+        if observed is None:  # no span of its own: no extra generator in the way either
+            return self._dispatch(action)
+        return self._observed(action, observed)
+
+    async def _observed(self, action: NextAction, observed: Ending) -> AsyncIterator[AgentEvent]:
+        """A handoff or an approval, in its span."""
+        try:
+            async for event in self._dispatch(action):
+                yield event
+        finally:
+            observed.end(self.next_input)
+
+    async def _dispatch(self, action: NextAction) -> AsyncIterator[AgentEvent]:
         try:
             if isinstance(action, CallModel):
                 async for event in self._call_model(action):
@@ -173,8 +189,13 @@ class RunEffects:
             calls_before=self.model_calls,
         )
         self.model_calls += 1
-        async for delta in self._stream(request):
-            yield delta
+        observed = self.observer.chat(request) if self.observer is not None else None
+        try:
+            async for delta in self._stream(request):
+                yield delta
+        finally:
+            if observed is not None:
+                observed.end(self.next_input if self.next_input is not None else self._stop)
 
     async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent]:
         """One model call: its deltas as they arrive, then its response (or failure) as
@@ -260,6 +281,7 @@ class RunEffects:
                     self.config.parallel_tool_call_limit,
                     on_start=started,
                     on_result=keep,
+                    observe=self.observer.tool_call if self.observer is not None else None,
                 )
             )
         except FatalToolError as exc:

@@ -22,6 +22,7 @@ from helikon.tools.tool import Tool
 ContextFactory = Callable[[ToolCall], ToolContext[Any]]
 ResultCallback = Callable[[ToolCall, ToolResult], Awaitable[None]]
 StartCallback = Callable[[ToolCall], Awaitable[None]]
+Observe = Callable[[ToolCall, Callable[[], Awaitable[ToolResult]]], Awaitable[ToolResult]]
 
 
 async def execute_batch(
@@ -32,6 +33,7 @@ async def execute_batch(
     *,
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
+    observe: Observe | None = None,
 ) -> tuple[ToolResult, ...]:
     """Run `calls` concurrently and return one result per call, in the calls' order.
 
@@ -46,6 +48,8 @@ async def execute_batch(
         on_result: awaited with each call and its result as soon as the call finishes (a
             run store records results there). Both run inside the batch, so an exception
             they raise fails the batch.
+        observe: runs each call, given the call and what invokes it, in the task that runs
+            the call (a run's OpenTelemetry span is current there while the tool runs).
 
     Raises:
         FatalToolError: a tool raised it; the calls still in flight were cancelled first.
@@ -56,7 +60,7 @@ async def execute_batch(
     if len(calls) == 1:
         # One call needs no task group: awaited in the caller's task, cancellation still
         # reaches it, and a turn saves a task and two loop passes (bench/driver.py).
-        return (await _one(calls[0], tools, context_factory, on_start, on_result),)
+        return (await _one(calls[0], tools, context_factory, on_start, on_result, observe),)
     gate: asyncio.Semaphore | contextlib.nullcontext[None]
     gate = asyncio.Semaphore(limit) if limit is not None else contextlib.nullcontext()
     results: dict[int, ToolResult] = {}
@@ -73,7 +77,7 @@ async def execute_batch(
             if on_start is not None:
                 await on_start(call)
             try:
-                result = await _invoke(call, tools, context_factory)
+                result = await _invoke(call, tools, context_factory, observe)
             except FatalToolError:
                 failing = True
                 raise
@@ -96,18 +100,24 @@ async def _one(
     context_factory: ContextFactory,
     on_start: StartCallback | None,
     on_result: ResultCallback | None,
+    observe: Observe | None,
 ) -> ToolResult:
     if on_start is not None:
         await on_start(call)
-    result = await _invoke(call, tools, context_factory)
+    result = await _invoke(call, tools, context_factory, observe)
     if on_result is not None:
         await on_result(call, result)
     return result
 
 
 async def _invoke(
-    call: ToolCall, tools: Mapping[str, Tool], context_factory: ContextFactory
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    context_factory: ContextFactory,
+    observe: Observe | None = None,
 ) -> ToolResult:
+    if observe is not None:
+        return await observe(call, lambda: _invoke(call, tools, context_factory))
     found = tools.get(call.name)
     if found is None:
         available = ", ".join(sorted(tools)) or "(none)"

@@ -21,6 +21,7 @@ from helikon.core.events import AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import LoopState, NextAction, TransitionInput
 from helikon.core.table import ChartData
+from helikon.core.tool_spec import ListedTool
 from helikon.core.values import value
 
 TRACE_VERSION = 2
@@ -37,7 +38,8 @@ class TraceHeader:
     """The first line: the run's agent and id, and the chart it ran on, recorded whole
     (`table`), so reading, drawing and stepping the trace never import anything. `source`
     says where the agent was defined (a chart file), for people: nothing is ever loaded
-    because a trace names it."""
+    because a trace names it. `tools` are the tools the run took from its tool sources (MCP
+    servers) as it started, so a replay needs no server."""
 
     agent: str
     run_id: str
@@ -47,19 +49,22 @@ class TraceHeader:
     table: ChartData
     version: int = TRACE_VERSION
     source: str | None = None
+    tools: tuple[ListedTool, ...] = ()
     kind: Literal["header"] = field(default="header", init=False)
 
 
 @value
 class RunTrace:
     """A run nested in the traced one began (a handoff target, an agent as a tool): its
-    agent and chart. `table` is recorded the first time a trace meets a chart digest."""
+    agent and chart. `table` is recorded the first time a trace meets a chart digest;
+    `tools` as in `TraceHeader`."""
 
     run_id: str
     agent: str
     chart: str
     chart_digest: str
     table: ChartData | None = None
+    tools: tuple[ListedTool, ...] = ()
     kind: Literal["run"] = field(default="run", init=False)
 
 

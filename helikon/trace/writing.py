@@ -16,6 +16,7 @@ from helikon._version import __version__
 from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.state import TransitionOutcome
+from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import Match, match_row
 from helikon.trace.lines import (
     EffectTrace,
@@ -49,6 +50,8 @@ class TracedRun(Protocol):
     def seq(self) -> int: ...
     @property
     def ctx(self) -> TransitionCtx: ...
+    @property
+    def listed_tools(self) -> tuple[ListedTool, ...]: ...
 
 
 class TraceSink(Protocol):
@@ -74,6 +77,7 @@ def header_of(run: TracedRun, source: str | None = None) -> TraceHeader:
         __version__,
         table.data(),
         source=source,
+        tools=run.listed_tools,
     )
 
 
@@ -97,7 +101,9 @@ class RunLines:
         table = run.ctx.table
         recorded = None if table.digest in self.charts else table.data()
         self.charts.add(table.digest)
-        return RunTrace(run.run_id, run.agent_name, table.name, table.digest, recorded)
+        return RunTrace(
+            run.run_id, run.agent_name, table.name, table.digest, recorded, run.listed_tools
+        )
 
 
 def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrace:
