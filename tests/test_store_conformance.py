@@ -598,11 +598,11 @@ async def test_a_database_at_schema_version_0_is_migrated(backend: Backend) -> N
     backend.sql("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     backend.sql("INSERT INTO meta (key, value) VALUES ('schema', '0')")
     store = backend.open()
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
     await suspended_run(store)
     assert store.get("r1").records == (started(), suspended())
     backend.open()  # opening a migrated database again changes nothing
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
 
 
 async def test_a_database_of_a_newer_schema_is_refused(backend: Backend) -> None:
@@ -625,7 +625,7 @@ def test_stores_opened_at_once_on_a_new_database_migrate_it_once(backend: Backen
     for thread in threads:
         thread.join(30)
     assert errors == []
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
 
 
 # ---------------------------------------------------------------- racing writers

@@ -241,9 +241,11 @@ class SqliteRunStore:
         previous_mac: str,
         effects: Sequence[EffectRecord],
         status: RunStatus,
+        calls: Sequence[CallRecord] = (),
     ) -> str:
-        """Write one record (and the effects before it), if `lease` still holds and the run's
-        head is the record before; the new head's signature.
+        """Write one record (and the effects before it, and `calls`: rows of calls that
+        start, results of calls that finished, first write wins), if `lease` still holds
+        and the run's head is the record before; the new head's signature.
 
         Raises:
             LeaseLost: another driver took the run, or wrote this seq first.
@@ -274,7 +276,20 @@ class SqliteRunStore:
                 raise self._lost(run_id, lease)
             self._insert_effects(db, run_id, effects)
             db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
+            if calls:
+                self._write_calls(db, run_id, calls)
         return mac
+
+    def _write_calls(
+        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord]
+    ) -> None:
+        for call in calls:
+            result, mac = rows.call_row(self._key, run_id, call)
+            if result is None:
+                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac)
+                db.execute(sql.START_CALL, args)
+            else:
+                db.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         if not effects:
@@ -304,20 +319,15 @@ class SqliteRunStore:
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row)."""
-        _, mac = rows.call_row(self._key, run_id, call)
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            db.execute(
-                sql.START_CALL,
-                (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac),
-            )
+            self._write_calls(db, run_id, (call,))
 
     async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record a call's result; the first result written wins."""
-        result, mac = rows.call_row(self._key, run_id, call)
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            db.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+            self._write_calls(db, run_id, (call,))
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.

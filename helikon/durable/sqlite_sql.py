@@ -6,7 +6,7 @@ helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is r
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first schema.
@@ -78,6 +78,22 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL,
         PRIMARY KEY (session_id, n)
     ) WITHOUT ROWID;
+    """,
+    # 1 -> 2: runs are listed by a scan of their table. An index on (status, updated_at)
+    # made every write of a record rewrite one more page (its updated_at moves each time).
+    """
+    DROP INDEX IF EXISTS runs_by_status;
+    CREATE TABLE records_v2 (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        UNIQUE (run_id, seq)
+    );
+    INSERT INTO records_v2 (run_id, seq, data, mac)
+        SELECT run_id, seq, data, mac FROM records ORDER BY run_id, seq;
+    DROP TABLE records;
+    ALTER TABLE records_v2 RENAME TO records;
     """,
 )
 
