@@ -53,7 +53,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
-from helikon.run.journal import Journal, chart_of, owner_id, status_of, toolset_digest
+from helikon.run.journal import Journal, chart_of, owner_id, redacted, status_of, toolset_digest
 from helikon.run.prepare import (
     as_items,
     listed_source_tools,
@@ -430,13 +430,17 @@ class Run(RunEffects):
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
         if self.trace is not None:
+            redact = self.config.redact
+            if redact is not None:  # a trace is written as a store is: redacted
+                before, inp = redacted(before, redact), redacted(inp, redact)
+                outcome = redacted(outcome, redact)
             record = TransitionRecord(self.seq, before, inp, outcome, match)
             self.trace.transition(self, record)
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
         if self.trace is not None:
-            self.trace.effect(self, event)
+            self.trace.effect(self, redacted(event, self.config.redact))
         if self.journal is not None:
             self.journal.effect(self.seq, event)
         return event
@@ -522,7 +526,8 @@ class Run(RunEffects):
                 await self.journal.close(status_of(self.state.phase, self.suspended))
         if self.session is not None and self.finished:
             items = self.conversation.items()[self.session_items :]
-            self.session.add(items, self.run_id)
+            redact = self.config.redact  # a session is kept in the store: redacted too
+            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as

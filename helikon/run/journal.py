@@ -64,7 +64,9 @@ LEASE_SECONDS = 30.0
 
 Redact = Callable[[str], str]
 _DELTAS = (TokenDelta, ReasoningDelta, ToolCallDelta)
-_REDACTED_KEYS = frozenset({"content", "arguments", "args", "text", "final_text", "raw"})
+_REDACTED_KEYS = frozenset(
+    {"content", "arguments", "args", "args_delta", "text", "final_text", "raw"}
+)
 
 
 def owner_id() -> str:
