@@ -329,6 +329,21 @@ async def test_release_frees_the_lease_and_leaves_the_status(store: RunStore) ->
     assert (await store.claim("r1", "b", TTL)).epoch == 2
 
 
+async def test_the_record_of_a_run_that_ended_releases_its_lease(store: RunStore) -> None:
+    writer = await create(store)
+    await writer.append(done(2), status="completed")
+    info = store.get("r1").info
+    assert (info.status, info.lease_owner, info.lease_expires_at) == ("completed", None, None)
+    with pytest.raises(LeaseLost):  # its driver holds nothing any more
+        await store.add_effects("r1", writer.lease, (EffectRecord(2, RunStarted("t", "r1")),))
+
+
+async def test_the_record_of_a_run_still_going_keeps_its_lease(store: RunStore) -> None:
+    writer = await create(store)
+    await writer.append(suspended(), status="suspended")
+    assert store.get("r1").info.lease_owner == "a"
+
+
 # ---------------------------------------------------------------- reading, checked
 
 

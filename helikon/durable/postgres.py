@@ -386,7 +386,8 @@ class PostgresRunStore:
         head = (record.seq, mac, signature, status, record.state_after.phase)
         where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
-            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), *where))
+            ended = status in ("completed", "failed")  # its last record lets go of the lease
+            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), ended, ended, *where))
             if not cur.rowcount:
                 raise await self._lost(cur, run_id, lease)
             await self._insert_effects(cur, run_id, effects)

@@ -44,6 +44,8 @@ from helikon.durable.signing import resolve_key
 from helikon.durable.views import EventStream, Session, pending_of
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
+ENDED = ("completed", "failed")
+"""Statuses whose record releases the run's lease in its own transaction."""
 
 
 class SqliteRunStore:
@@ -254,6 +256,7 @@ class SqliteRunStore:
         phase = record.state_after.phase
         turns = rows.turns_of(record)
         head = rows.head_sig(self._key, run_id, record.seq, mac)
+        ended = status in ENDED
         with self._write() as db:
             advanced = db.execute(
                 sql.ADVANCE,
@@ -265,6 +268,8 @@ class SqliteRunStore:
                     phase,
                     turns,
                     time.time(),
+                    ended,  # a run that ended lets go of its lease with its last record
+                    ended,
                     run_id,
                     lease.owner,
                     lease.epoch,

@@ -116,7 +116,9 @@ UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease
 
 ADVANCE = """
 UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, status = ?, phase = ?,
-                turns = MAX(turns, ?), updated_at = ?
+                turns = MAX(turns, ?), updated_at = ?,
+                lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END,
+                lease_expires = CASE WHEN ? THEN NULL ELSE lease_expires END
 WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ? AND head_mac = ?
 """
 

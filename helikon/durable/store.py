@@ -5,7 +5,7 @@ Theory of operation: a store is a protocol with small, named operations (create 
 its lease, append a record, record a call's start and result, spend decisions, release),
 each one transaction, each conditioned on the caller's lease (a record carries the call rows
 written with it: the starts of the calls it asks for, the last result of the batch before
-it); and reads (`get`, `runs`,
+it; the record of a run that ended releases the lease); and reads (`get`, `runs`,
 `pending`, `events`, `session`) with async twins, so async applications never block. The
 same conformance suite runs against every backend (`tests/test_store_conformance.py`).
 """

@@ -156,6 +156,7 @@ class Journal:
         self._renewal: asyncio.Task[None] | None = None
         self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
+        self.released = False
 
     @classmethod
     def new(
@@ -222,7 +223,7 @@ class Journal:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewal
             self._renewal = None
-        if self.lost is not None or self.lease is None:
+        if self.lost is not None or self.lease is None or self.released:
             return
         await self.flush()
         await self.store.release(self.run_id, self.lease, status)
@@ -288,6 +289,9 @@ class Journal:
         self.head_mac = await self.store.append(
             self.run_id, self.lease, record, self.head_mac, effects, status, calls
         )
+        # The record of a run that ended released its lease (a store does so in the same
+        # transaction): nothing comes after it, so `close` has nothing to write.
+        self.released = status in ("completed", "failed")
 
     async def call_started(self, seq: int, call: ToolCall, arguments_hash: str) -> None:
         key = (seq, call.call_id)
