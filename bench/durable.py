@@ -336,11 +336,15 @@ class Resumed:
 
 async def stopped_at(store: SqliteRunStore, records: int, run_id: str) -> tuple[Agent, Echo]:
     """A run stopped right after its record `records` (a model response asking for a tool
-    call) was committed, before the call started; its worker gone, its lease released."""
+    call) was committed, before the call started; its worker gone, its lease released.
+
+    The call's row went with that record, so the store counts it in flight: its tool is
+    `idempotent`, so the resumed run runs it (a plain tool would get "interrupted")."""
     turns = records // 2 + 2
     echo = Echo()
     config = RunConfig(max_turns=turns + 5)
-    agent = Agent("bench", ZeroModel(turns, 1), tools=[echo.tool()], config=config)
+    tools = [echo.tool(idempotent=True)]
+    agent = Agent("bench", ZeroModel(turns, 1), tools=tools, config=config)
     run = Run(agent, input="go", store=store, run_id=run_id)
     while run.seq < records - 1:
         await run.step()

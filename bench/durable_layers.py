@@ -156,7 +156,7 @@ async def print_layers(work: Path, repeat: int, with_langgraph: bool) -> None:
     _row("= helikon + SqliteRunStore NORMAL, CPU", [costs[k]["file"] for k in SCENARIOS])
     _row("  the same, wall time", [costs[k]["wall"] for k in SCENARIOS])
     ours = [await helikon_writes(work, k) for k in SCENARIOS]
-    _row("helikon: transactions per turn (2 + 2 per tool call)", [t for t, _ in ours])
+    _row("helikon: transactions per turn (1 + calls, 2 at least)", [t for t, _ in ours])
     _row("  WAL pages (4 KiB) written per turn", [p for _, p in ours])
     if with_langgraph:
         theirs = [langgraph_writes(work, k) for k in SCENARIOS]

@@ -41,7 +41,7 @@ class Echo:
         self.count = 0
         self.first: float | None = None
 
-    def tool(self) -> Tool:
+    def tool(self, *, idempotent: bool = False) -> Tool:
         async def echo(x: int) -> str:
             """Echo a constant."""
             if self.first is None:
@@ -49,7 +49,7 @@ class Echo:
             self.count += 1
             return "ok"
 
-        return Tool(echo, name="echo")
+        return Tool(echo, name="echo", idempotent=idempotent)
 
 
 @dataclass

@@ -43,6 +43,13 @@ def teller(log: Path, **options: Any) -> Agent:
     return Agent("teller", ScriptedModel([[TRANSFER], "Sent."]), tools=[transfer], **options)
 
 
+def remembering() -> tuple[Agent, ScriptedModel]:
+    """An agent that answers "Noted." once (a fresh model per run), and its model, whose
+    requests show what the run gave it."""
+    model = ScriptedModel(["Noted."])
+    return Agent("memo", model), model
+
+
 async def resume_approved(store: RunStore, run_id: str, log: Path, ready: Any = None) -> str:
     """Resume `run_id` approving what it waits on; "completed", or the refusal's name.
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from helikon.durable import RunStore, StoreError, open_store
+from helikon.durable import RunStore, StoreError, open_store, postgres_sql, sqlite_sql
 
 KEY = b"conformance-suite-key-0123456789"
 
@@ -31,6 +31,7 @@ class Backend:
 
     name: str
     url: str
+    schema_version: str  # the schema version this helikon migrates the backend's databases to
 
     def __init__(self) -> None:
         self.opened: list[RunStore] = []
@@ -50,6 +51,7 @@ class Backend:
 
 class SqliteBackend(Backend):
     name = "sqlite"
+    schema_version = str(sqlite_sql.SCHEMA_VERSION)
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -70,6 +72,7 @@ class SqliteBackend(Backend):
 
 class PostgresBackend(Backend):
     name = "postgres"
+    schema_version = str(postgres_sql.SCHEMA_VERSION)
 
     def __init__(self, database_url: str) -> None:
         super().__init__()

@@ -329,6 +329,21 @@ async def test_release_frees_the_lease_and_leaves_the_status(store: RunStore) ->
     assert (await store.claim("r1", "b", TTL)).epoch == 2
 
 
+async def test_the_record_of_a_run_that_ended_releases_its_lease(store: RunStore) -> None:
+    writer = await create(store)
+    await writer.append(done(2), status="completed")
+    info = store.get("r1").info
+    assert (info.status, info.lease_owner, info.lease_expires_at) == ("completed", None, None)
+    with pytest.raises(LeaseLost):  # its driver holds nothing any more
+        await store.add_effects("r1", writer.lease, (EffectRecord(2, RunStarted("t", "r1")),))
+
+
+async def test_the_record_of_a_run_still_going_keeps_its_lease(store: RunStore) -> None:
+    writer = await create(store)
+    await writer.append(suspended(), status="suspended")
+    assert store.get("r1").info.lease_owner == "a"
+
+
 # ---------------------------------------------------------------- reading, checked
 
 
@@ -598,11 +613,11 @@ async def test_a_database_at_schema_version_0_is_migrated(backend: Backend) -> N
     backend.sql("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     backend.sql("INSERT INTO meta (key, value) VALUES ('schema', '0')")
     store = backend.open()
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
     await suspended_run(store)
     assert store.get("r1").records == (started(), suspended())
     backend.open()  # opening a migrated database again changes nothing
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
 
 
 async def test_a_database_of_a_newer_schema_is_refused(backend: Backend) -> None:
@@ -625,7 +640,7 @@ def test_stores_opened_at_once_on_a_new_database_migrate_it_once(backend: Backen
     for thread in threads:
         thread.join(30)
     assert errors == []
-    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [("1",)]
+    assert backend.sql("SELECT value FROM meta WHERE key = 'schema'") == [(backend.schema_version,)]
 
 
 # ---------------------------------------------------------------- racing writers

@@ -135,19 +135,19 @@ class Crash(BaseException):
 
 
 class CrashAtSecondCall:
-    """A store whose driver dies as its second tool call starts."""
+    """A store whose driver dies as its second tool call starts (with one call at a time,
+    the first call's row goes with the record that asks for the batch, the second's on
+    its own, as it starts)."""
 
     def __init__(self, store: RunStore) -> None:
-        self.store, self.started = store, 0
+        self.store = store
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
     async def start_call(self, run_id: str, lease: Lease, record: CallRecord) -> None:
-        self.started += 1
-        if self.started == 2:
-            raise Crash
-        await self.store.start_call(run_id, lease, record)
+        assert record.call_id == "p2"
+        raise Crash
 
 
 async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) -> None:
@@ -179,3 +179,90 @@ async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) ->
     with pytest.raises(SnapshotMismatch, match="moved on"):  # claimed, then refused
         await stale.collect()
     assert ran == ["ann", "bob"]
+
+
+class Recording:
+    """A store that notes which writes carry which call rows (and passes them on)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store, self.writes = store, list[tuple[str, tuple[str, ...]]]()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def append(self, *args: Any) -> str:
+        calls = args[6] if len(args) > 6 else ()
+        rows = tuple(f"{c.call_id}:{'result' if c.finished else 'start'}" for c in calls)
+        self.writes.append(("record", rows))
+        return await self.store.append(*args)
+
+    async def start_call(self, run_id: str, lease: Lease, record: CallRecord) -> None:
+        self.writes.append(("start_call", (record.call_id,)))
+        await self.store.start_call(run_id, lease, record)
+
+    async def finish_call(self, run_id: str, lease: Lease, record: CallRecord) -> None:
+        self.writes.append(("finish_call", (record.call_id,)))
+        await self.store.finish_call(run_id, lease, record)
+
+
+async def test_a_batch_starts_with_its_record_and_its_last_result_rides_with_the_next(
+    backend: Backend,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    @tool
+    async def look(name: str) -> str:
+        """Look at what the store holds while this call runs."""
+        stored = backend.open().get("r1")
+        seen[name] = sorted((c.call_id, c.finished) for c in stored.calls)
+        await asyncio.sleep(0.01 if name == "b" else 0)
+        return f"saw {name}"
+
+    calls = [ToolCall("a", "look", '{"name": "a"}'), ToolCall("b", "look", '{"name": "b"}')]
+    agent = Agent("looker", ScriptedModel([calls, "Done."]), tools=[look])
+    store = Recording(backend.open())
+    assert (await agent.run("go", store=store, run_id="r1").collect()).final_output == "Done."
+    # Both rows were committed before either call started, with the record asking for them.
+    assert seen["a"] == seen["b"] == [("a", False), ("b", False)]
+    assert store.writes == [
+        # (the first record, Start, made the run: `create`)
+        ("record", ("a:start", "b:start")),  # the model's calls: the batch
+        ("finish_call", ("a",)),  # written as it finished, b still running
+        ("record", ("b:result",)),  # the results, with the batch's last one
+        ("record", ()),  # the answer
+    ]
+    assert [
+        (c.call_id, c.result.content if c.result else None) for c in backend.open().get("r1").calls
+    ] == [
+        ("a", "saw a"),
+        ("b", "saw b"),
+    ]
+
+
+async def test_calls_past_the_parallel_limit_get_their_rows_as_they_start(
+    backend: Backend,
+) -> None:
+    @tool
+    async def echo(n: int) -> str:
+        """Echo a number."""
+        return str(n)
+
+    calls = [ToolCall(f"c{n}", "echo", f'{{"n": {n}}}') for n in range(3)]
+    config = RunConfig(parallel_tool_call_limit=1)
+    agent = Agent("echo", ScriptedModel([calls, "Done."]), tools=[echo], config=config)
+    store = Recording(backend.open())
+    await agent.run("go", store=store, run_id="r1").collect()
+    assert store.writes[:-1] == [
+        ("record", ("c0:start",)),
+        ("finish_call", ("c0",)),
+        ("start_call", ("c1",)),
+        ("finish_call", ("c1",)),
+        ("start_call", ("c2",)),
+        ("record", ("c2:result",)),
+    ]
+    stored = backend.open().get("r1")
+    assert [(c.call_id, c.result.content if c.result else None) for c in stored.calls] == [
+        ("c0", "0"),
+        ("c1", "1"),
+        ("c2", "2"),
+    ]

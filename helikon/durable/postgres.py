@@ -358,14 +358,18 @@ class PostgresRunStore:
         previous_mac: str,
         effects: Sequence[EffectRecord],
         status: RunStatus,
+        calls: Sequence[CallRecord] = (),
     ) -> str:
-        """Write one record (and the effects before it), if `lease` still holds and the run's
-        head is the record before; the new head's signature.
+        """Write one record (and the effects before it, and `calls`: rows of calls that
+        start, results of calls that finished, first write wins), if `lease` still holds
+        and the run's head is the record before; the new head's signature.
 
         Raises:
             LeaseLost: another driver took the run, or wrote this seq first.
         """
-        return await self._await(self._append(run_id, lease, record, previous_mac, effects, status))
+        return await self._await(
+            self._append(run_id, lease, record, previous_mac, effects, status, calls)
+        )
 
     async def _append(
         self,
@@ -375,18 +379,30 @@ class PostgresRunStore:
         previous_mac: str,
         effects: Sequence[EffectRecord],
         status: RunStatus,
+        calls: Sequence[CallRecord],
     ) -> str:
         data, mac = rows.record_row(self._key, run_id, record, previous_mac)
         signature = rows.head_sig(self._key, run_id, record.seq, mac)
         head = (record.seq, mac, signature, status, record.state_after.phase)
         where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
-            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), *where))
+            ended = status in ("completed", "failed")  # its last record lets go of the lease
+            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), ended, ended, *where))
             if not cur.rowcount:
                 raise await self._lost(cur, run_id, lease)
             await self._insert_effects(cur, run_id, effects)
             await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
+            await self._write_calls(cur, run_id, calls)
         return mac
+
+    async def _write_calls(self, cur: Cursor, run_id: str, calls: Sequence[CallRecord]) -> None:
+        for call in calls:
+            result, mac = rows.call_row(self._key, run_id, call)
+            if result is None:
+                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac)
+                await cur.execute(sql.START_CALL, args)
+            else:
+                await cur.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         """Write effects that no record follows yet (when a run stops).
@@ -435,13 +451,9 @@ class PostgresRunStore:
         await self._await(self._start_call(run_id, lease, call))
 
     async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        _, mac = rows.call_row(self._key, run_id, call)
         async with self._transaction() as cur:
             await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await cur.execute(
-                sql.START_CALL,
-                (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac),
-            )
+            await self._write_calls(cur, run_id, (call,))
 
     async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record a call's result; the first result written wins.
@@ -452,10 +464,9 @@ class PostgresRunStore:
         await self._await(self._finish_call(run_id, lease, call))
 
     async def _finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        result, mac = rows.call_row(self._key, run_id, call)
         async with self._transaction() as cur:
             await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await cur.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+            await self._write_calls(cur, run_id, (call,))
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once (all

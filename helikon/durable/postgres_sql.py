@@ -137,7 +137,9 @@ RETURNING lease_expires
 # The compare and swap: the caller's lease, and the head one before the new record.
 ADVANCE = f"""
 UPDATE runs SET head_seq = %s, head_mac = %s, head_sig = %s, status = %s, phase = %s,
-                turns = GREATEST(turns, %s), updated_at = {NOW}
+                turns = GREATEST(turns, %s), updated_at = {NOW},
+                lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END,
+                lease_expires = CASE WHEN %s THEN NULL ELSE lease_expires END
 WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s AND head_seq = %s
 AND head_mac = %s
 """

@@ -44,6 +44,8 @@ from helikon.durable.signing import resolve_key
 from helikon.durable.views import EventStream, Session, pending_of
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
+ENDED = ("completed", "failed")
+"""Statuses whose record releases the run's lease in its own transaction."""
 
 
 class SqliteRunStore:
@@ -241,9 +243,11 @@ class SqliteRunStore:
         previous_mac: str,
         effects: Sequence[EffectRecord],
         status: RunStatus,
+        calls: Sequence[CallRecord] = (),
     ) -> str:
-        """Write one record (and the effects before it), if `lease` still holds and the run's
-        head is the record before; the new head's signature.
+        """Write one record (and the effects before it, and `calls`: rows of calls that
+        start, results of calls that finished, first write wins), if `lease` still holds
+        and the run's head is the record before; the new head's signature.
 
         Raises:
             LeaseLost: another driver took the run, or wrote this seq first.
@@ -252,6 +256,7 @@ class SqliteRunStore:
         phase = record.state_after.phase
         turns = rows.turns_of(record)
         head = rows.head_sig(self._key, run_id, record.seq, mac)
+        ended = status in ENDED
         with self._write() as db:
             advanced = db.execute(
                 sql.ADVANCE,
@@ -263,6 +268,8 @@ class SqliteRunStore:
                     phase,
                     turns,
                     time.time(),
+                    ended,  # a run that ended lets go of its lease with its last record
+                    ended,
                     run_id,
                     lease.owner,
                     lease.epoch,
@@ -274,7 +281,20 @@ class SqliteRunStore:
                 raise self._lost(run_id, lease)
             self._insert_effects(db, run_id, effects)
             db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
+            if calls:
+                self._write_calls(db, run_id, calls)
         return mac
+
+    def _write_calls(
+        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord]
+    ) -> None:
+        for call in calls:
+            result, mac = rows.call_row(self._key, run_id, call)
+            if result is None:
+                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac)
+                db.execute(sql.START_CALL, args)
+            else:
+                db.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         if not effects:
@@ -304,20 +324,15 @@ class SqliteRunStore:
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row)."""
-        _, mac = rows.call_row(self._key, run_id, call)
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            db.execute(
-                sql.START_CALL,
-                (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac),
-            )
+            self._write_calls(db, run_id, (call,))
 
     async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record a call's result; the first result written wins."""
-        result, mac = rows.call_row(self._key, run_id, call)
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            db.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+            self._write_calls(db, run_id, (call,))
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.

@@ -6,7 +6,7 @@ helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is r
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first schema.
@@ -79,6 +79,22 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, n)
     ) WITHOUT ROWID;
     """,
+    # 1 -> 2: runs are listed by a scan of their table. An index on (status, updated_at)
+    # made every write of a record rewrite one more page (its updated_at moves each time).
+    """
+    DROP INDEX IF EXISTS runs_by_status;
+    CREATE TABLE records_v2 (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL,
+        UNIQUE (run_id, seq)
+    );
+    INSERT INTO records_v2 (run_id, seq, data, mac)
+        SELECT run_id, seq, data, mac FROM records ORDER BY run_id, seq;
+    DROP TABLE records;
+    ALTER TABLE records_v2 RENAME TO records;
+    """,
 )
 
 CREATE_RUN = """
@@ -100,7 +116,9 @@ UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease
 
 ADVANCE = """
 UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, status = ?, phase = ?,
-                turns = MAX(turns, ?), updated_at = ?
+                turns = MAX(turns, ?), updated_at = ?,
+                lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END,
+                lease_expires = CASE WHEN ? THEN NULL ELSE lease_expires END
 WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ? AND head_mac = ?
 """
 

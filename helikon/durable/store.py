@@ -3,7 +3,9 @@
 
 Theory of operation: a store is a protocol with small, named operations (create a run, claim
 its lease, append a record, record a call's start and result, spend decisions, release),
-each one transaction, each conditioned on the caller's lease; and reads (`get`, `runs`,
+each one transaction, each conditioned on the caller's lease (a record carries the call rows
+written with it: the starts of the calls it asks for, the last result of the batch before
+it; the record of a run that ended releases the lease); and reads (`get`, `runs`,
 `pending`, `events`, `session`) with async twins, so async applications never block. The
 same conformance suite runs against every backend (`tests/test_store_conformance.py`).
 """
@@ -57,6 +59,7 @@ class RunStore(Protocol):
         previous_mac: str,
         effects: Sequence[EffectRecord],
         status: RunStatus,
+        calls: Sequence[CallRecord] = (),
     ) -> str: ...
     async def add_effects(
         self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]

@@ -33,10 +33,11 @@ class RunConfig:
         snapshot_key: the key snapshots are signed and checked with (HMAC-SHA256); None
             takes $HELIKON_SNAPSHOT_KEY, else a random key of this process (so a snapshot
             resumes in the process that took it). Never shown in a repr.
-        redact: applied to every text a run store or a trace writes (message and result
-            contents, tool arguments); the default writes all. A run resumed from a store
-            continues with what was written, and a call whose stored arguments were redacted
-            is not run again.
+        redact: applied to every text a run store, a session or a trace writes (message
+            and result contents, tool arguments, deltas); the default writes all. The run
+            itself, its stream and its tools see the texts as they are. A run resumed from
+            a store continues with what was written, and a call whose stored arguments were
+            redacted is not run again.
         lease_seconds: how long a run's lease in a store lasts without renewal (it renews
             every third of that); a crashed owner's run can be resumed after it.
         tracer_provider: the OpenTelemetry `TracerProvider` the run's spans go to (the

@@ -24,7 +24,6 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.codec import dumps
 from helikon.core.errors import TimedOut, ToolsUnavailable
 from helikon.core.events import AgentEvent, RunFailed, RunStarted
 from helikon.core.items import ZERO_USAGE, Item, Usage
@@ -32,6 +31,7 @@ from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
     Cancel,
+    ExecuteTools,
     Fail,
     Failed,
     NeedsApproval,
@@ -54,7 +54,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
-from helikon.run.journal import Journal, owner_id, status_of, toolset_digest
+from helikon.run.journal import Journal, chart_of, owner_id, redacted, status_of, toolset_digest
 from helikon.run.observing import observer_for
 from helikon.run.prepare import (
     Sourced,
@@ -250,7 +250,8 @@ class Run(RunEffects):
         else:
             run._take_listed_tools(f"run {header.run_id!r}")
         run._prepared = True
-        check_identity(stored, agent.name, run.ctx.table.digest, toolset_digest(run.tool_specs))
+        chart = chart_of(run.ctx.table)[0]
+        check_identity(stored, agent.name, chart, toolset_digest(run.tool_specs))
         folded = fold(stored, run.ctx, decisions)
         run.state, run.seq = folded.state, folded.seq
         run.conversation = Conversation(folded.conversation)
@@ -363,6 +364,9 @@ class Run(RunEffects):
         inp, self.next_input = self.next_input, None
         match, outcome = self._transition(inp)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
+            if self.journal is not None:  # guardrails are effects: a held result goes first
+                with contextlib.suppress(StoreError):  # (a refusal stops the run at _commit)
+                    await self.journal.flush()
             try:
                 outcome = await self._wait(
                     checked_output(self.agent.output_guardrails, outcome, self.context)
@@ -459,15 +463,24 @@ class Run(RunEffects):
         self.seq += 1
         if self.trace is not None or self.observer is not None:
             record = TransitionRecord(self.seq, before, inp, outcome, match)
-            if self.trace is not None:
-                self.trace.transition(self, record)
-            if self.observer is not None:
+            if self.observer is not None:  # it redacts what it shows itself
                 self.observer.transition(record)
+            if self.trace is not None:
+                redact = self.config.redact
+                if redact is not None:  # a trace is written as a store is: redacted
+                    record = TransitionRecord(
+                        self.seq,
+                        redacted(before, redact),
+                        redacted(inp, redact),
+                        redacted(outcome, redact),
+                        match,
+                    )
+                self.trace.transition(self, record)
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
         if self.trace is not None:
-            self.trace.effect(self, event)
+            self.trace.effect(self, redacted(event, self.config.redact))
         if self.journal is not None:
             self.journal.effect(self.seq, event)
         return event
@@ -497,7 +510,7 @@ class Run(RunEffects):
             if decisions:
                 await self.journal.decide(self.seq, decisions)
         else:
-            chart = dumps(self.ctx.table.data())
+            _, chart = chart_of(self.ctx.table)
             self.journal = Journal.new(
                 store, self.run_id, self._header, chart, redact=redact, ttl=ttl
             )
@@ -511,7 +524,7 @@ class Run(RunEffects):
             self.run_id,
             self.agent.name,
             table.name,
-            table.digest,
+            chart_of(table)[0],
             toolset_digest(self.tool_specs),
             self.parent_run_id,
             self.session.session_id if self.session is not None else None,
@@ -528,8 +541,12 @@ class Run(RunEffects):
     ) -> tuple[AgentEvent, ...]:
         """Commit the step just applied; when the store refuses, the run stops here."""
         assert self.journal is not None
+        action = outcome.next_action
+        starts: Sequence[Any] = ()
+        if isinstance(action, ExecuteTools):  # the calls the batch starts at once
+            starts = action.calls[: self.config.parallel_tool_call_limit]
         try:
-            await self.journal.step(self.seq, inp, match, outcome, self.suspended)
+            await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
         except StoreError as exc:
             self.journal.lost = exc
             error = store_failed(exc)
@@ -552,7 +569,8 @@ class Run(RunEffects):
                 await self.journal.close(status_of(self.state.phase, self.suspended))
         if self.session is not None and self.finished:
             items = self.conversation.items()[self.session_items :]
-            self.session.add(items, self.run_id)
+            redact = self.config.redact  # a session is kept in the store: redacted too
+            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as

@@ -269,8 +269,9 @@ class RunEffects:
 
         async def keep(call: ToolCall, result: ToolResult) -> None:
             finished.append(result)
-            if journal is not None:
-                await journal.call_finished(seq, call, result)
+            if journal is not None:  # the batch's last result rides with the next record
+                last = len(finished) == len(action.calls)
+                await journal.call_finished(seq, call, result, last=last)
 
         try:
             ran = await self._wait(

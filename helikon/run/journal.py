@@ -5,7 +5,23 @@ Theory of operation: the driver hands its journal each transition as it applies 
 journal commits the record before the driver starts the effect the transition asks for.
 Events that effects produce between transitions are kept in order and written with the next
 record (or when the run stops). A tool call gets a row as it starts and its result as it
-finishes. Every write is conditioned on the run's lease; a lease renews itself while the
+finishes. Two of those rows ride in a record's transaction instead of one of their own:
+
+- The calls a record asks to start at once (its `ExecuteTools` batch, up to the parallel
+  limit) get their rows in the record's own transaction, committed before any of them
+  starts, as a row of their own would be. A crash after that commit and before a call
+  started leaves it "in flight" (its outcome unknown), which is what the store must assume
+  of any call with a row and no result anyway.
+- The result that completes a batch is written with the next record, the one that consumes
+  it. Between the two, the driver only computes that record's transition, which is pure: no
+  effect starts and nothing outside the process can see the result, so nothing depends on
+  it before it is committed. A crash in between is a crash a moment before the result's own
+  write would have landed: the call is "in flight" and its tool's rule applies (run again
+  if `read_only` or `idempotent`, else the "interrupted" result). Every other result is
+  written the moment its call finishes, so a finished call is never held back by a slower
+  one. (Output guardrails are effects: the driver flushes a held result before they run.)
+
+Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
 driver then stops the run without writing anything more.
 
@@ -24,11 +40,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from helikon.core.approvals import ApprovalDecision
-from helikon.core.codec import from_data, to_data
+from helikon.core.approvals import ApprovalDecision, arguments_hash
+from helikon.core.codec import dumps, from_data, to_data
 from helikon.core.events import ReasoningDelta, TokenDelta, ToolCallDelta
 from helikon.core.items import ToolCall, ToolResult
 from helikon.core.state import TransitionOutcome
+from helikon.core.table import TransitionTable
 from helikon.core.tool_spec import ToolSpec
 from helikon.core.transition import Match
 from helikon.durable.records import (
@@ -47,12 +64,32 @@ LEASE_SECONDS = 30.0
 
 Redact = Callable[[str], str]
 _DELTAS = (TokenDelta, ReasoningDelta, ToolCallDelta)
-_REDACTED_KEYS = frozenset({"content", "arguments", "args", "text", "final_text", "raw"})
+_REDACTED_KEYS = frozenset(
+    {"content", "arguments", "args", "args_delta", "text", "final_text", "raw"}
+)
 
 
 def owner_id() -> str:
     """This driver's name in leases: host, process and a random part."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+_CHARTS: dict[int, tuple[TransitionTable, str, str]] = {}
+_KEPT_CHARTS = 32
+
+
+def chart_of(table: TransitionTable) -> tuple[str, str]:
+    """(digest, JSON) of a chart as a store keeps it, computed once per table: both walk
+    the whole table (hundreds of microseconds), and every durable run needs them. Kept for
+    the last `_KEPT_CHARTS` tables, by identity (a table is immutable)."""
+    found = _CHARTS.get(id(table))
+    if found is not None and found[0] is table:
+        return found[1], found[2]
+    if len(_CHARTS) >= _KEPT_CHARTS:
+        del _CHARTS[next(iter(_CHARTS))]
+    digest, data = table.digest, dumps(table.data())
+    _CHARTS[id(table)] = (table, digest, data)
+    return digest, data
 
 
 def toolset_digest(specs: Sequence[ToolSpec]) -> str:
@@ -114,9 +151,12 @@ class Journal:
         self.ttl = ttl
         self._create = create  # (header, chart data, owner): made with the first record
         self._effects: list[EffectRecord] = []
+        self._held: list[CallRecord] = []  # the batch's last result, to ride with a record
+        self._starting: dict[tuple[int, str], CallRecord] = {}  # rows written with a record
         self._renewal: asyncio.Task[None] | None = None
         self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
+        self.released = False
 
     @classmethod
     def new(
@@ -183,7 +223,7 @@ class Journal:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewal
             self._renewal = None
-        if self.lost is not None or self.lease is None:
+        if self.lost is not None or self.lease is None or self.released:
             return
         await self.flush()
         await self.store.release(self.run_id, self.lease, status)
@@ -196,14 +236,27 @@ class Journal:
             self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
 
     async def flush(self) -> None:
-        if self._effects and self.lease is not None:
+        """Write what waits for the next record: a held result, and effects' events."""
+        if self.lease is None:
+            return
+        held, self._held = self._held, []
+        for call in held:
+            await self.store.finish_call(self.run_id, self.lease, call)
+        if self._effects:
             effects, self._effects = self._effects, []
             await self.store.add_effects(self.run_id, self.lease, effects)
 
     async def step(
-        self, seq: int, inp: Any, match: Match, outcome: TransitionOutcome, suspended: bool
+        self,
+        seq: int,
+        inp: Any,
+        match: Match,
+        outcome: TransitionOutcome,
+        suspended: bool,
+        starts: Sequence[ToolCall] = (),
     ) -> None:
-        """Commit one transition (and the effects before it) before its effect starts."""
+        """Commit one transition (and the effects before it, a held result, and the rows of
+        the calls in `starts`, which its effect starts at once) before its effect starts."""
         record = StepRecord(
             seq,
             inp,
@@ -225,21 +278,39 @@ class Journal:
             if self._on_lost is not None:
                 self.keep_alive(self._on_lost)
             return
+        calls, self._held = self._held, []
+        self._starting = {}
+        for call in starts:
+            if (seq, call.call_id) not in self.calls:
+                started = CallRecord(seq, call.call_id, call.name, arguments_hash(call.arguments))
+                self._starting[seq, call.call_id] = started
+                calls.append(started)
         status = status_of(outcome.next_state.phase, suspended)
         self.head_mac = await self.store.append(
-            self.run_id, self.lease, record, self.head_mac, effects, status
+            self.run_id, self.lease, record, self.head_mac, effects, status, calls
         )
+        # The record of a run that ended released its lease (a store does so in the same
+        # transaction): nothing comes after it, so `close` has nothing to write.
+        self.released = status in ("completed", "failed")
 
     async def call_started(self, seq: int, call: ToolCall, arguments_hash: str) -> None:
         key = (seq, call.call_id)
         if key in self.calls:
+            return
+        written = self._starting.pop(key, None)
+        if written is not None:  # its row went with the record that asked for it
+            self.calls[key] = written
             return
         assert self.lease is not None, "a call starts after the run's first record"
         record = CallRecord(seq, call.call_id, call.name, arguments_hash)
         self.calls[key] = record
         await self.store.start_call(self.run_id, self.lease, record)
 
-    async def call_finished(self, seq: int, call: ToolCall, result: ToolResult) -> None:
+    async def call_finished(
+        self, seq: int, call: ToolCall, result: ToolResult, *, last: bool = False
+    ) -> None:
+        """Write a call's result, or, when it is the `last` of its batch, hold it for the
+        next record (see the module docstring)."""
         started = self.calls.get((seq, call.call_id))
         if started is None or started.finished or self.lease is None:
             return
@@ -247,7 +318,10 @@ class Journal:
             seq, call.call_id, call.name, started.arguments_hash, redacted(result, self.redact)
         )
         self.calls[(seq, call.call_id)] = record
-        await self.store.finish_call(self.run_id, self.lease, record)
+        if last:
+            self._held.append(record)
+        else:
+            await self.store.finish_call(self.run_id, self.lease, record)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         await self.store.decide(self.run_id, seq, decisions)

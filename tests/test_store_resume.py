@@ -1,0 +1,356 @@
+"""Resuming from a run store, driven by real agents on every backend (SQLite, PostgreSQL):
+a tampered store or a changed chart is refused before anything runs, naming what is wrong;
+sessions carry a conversation across runs and processes; `RunConfig(redact=...)` reaches
+everything a store or a trace writes; nested runs (an agent as a tool, a handoff target)
+resume where they stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_drivers import TRANSFER, remembering, resume_approved, teller
+from store_support import KEY, Backend, run_in_thread
+
+from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, compile_chart, tool
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.chart.dsl import AgentLoopChart
+from helikon.core.codec import dumps
+from helikon.core.items import AssistantMessage, UserMessage
+from helikon.durable import StoreCorrupt
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUEST = ApprovalRequest.for_call(TRANSFER)
+
+
+async def suspended(backend: Backend, log: Path) -> None:
+    result = await teller(log).run("pay ann 10", store=backend.open(), run_id="r1").collect()
+    assert result.suspended
+
+
+# ---------------------------------------------------------------- refused before anything runs
+
+FORGED = dumps(ApprovalDecision("t1", REQUEST.arguments_hash, True, "", "r1", 2))
+TAMPERED = {
+    "an edited record": (
+        "UPDATE records SET data = replace(data, 'pay ann 10', 'pay eve 99')",
+        "record 1 does not match its signature",
+    ),
+    "a forged approval row": (
+        "INSERT INTO decisions (run_id, seq, call_id, data, mac) "
+        f"VALUES ('r1', 2, 't1', '{FORGED}', '{'0' * 64}')",
+        "decision for call 't1' at step 2 does not match its signature (a forged approval)",
+    ),
+    "a wrong chart digest in the header": (
+        'UPDATE runs SET header = replace(header, \'"chart_digest":"\', \'"chart_digest":"0\')',
+        "its header does not match its signature",
+    ),
+    "an edited chart": (
+        "UPDATE charts SET data = replace(data, 'CallingModel', 'CallingMole')",
+        "(edited)",
+    ),
+    "the last record removed": (
+        "DELETE FROM records WHERE seq = 2",
+        "its head is record 2",
+    ),
+}
+
+
+@pytest.mark.parametrize("tampering", TAMPERED, ids=list(TAMPERED))
+async def test_a_tampered_store_refuses_to_resume_naming_what_is_wrong(
+    backend: Backend, tmp_path: Path, tampering: str
+) -> None:
+    log = tmp_path / "transfers.log"
+    await suspended(backend, log)
+    statement, named = TAMPERED[tampering]
+    backend.sql(statement)
+    store = backend.open()
+    decision = REQUEST.bound("r1", 2).approve()
+    with pytest.raises(StoreCorrupt, match="run 'r1'") as refused:
+        await teller(log).resume("r1", [decision], store=store).collect()
+    assert named in str(refused.value)
+    assert not log.exists()  # the transfer never ran
+    (info,) = store.runs()
+    assert (info.status, info.lease_owner) == ("suspended", None)  # nothing was claimed
+
+
+class TellerV2(AgentLoopChart):
+    """The default loop under another name: another chart, another digest."""
+
+
+async def test_a_suspended_run_whose_chart_changed_is_refused_naming_both_digests(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await suspended(backend, log)
+    store = backend.open()
+    old = store.get("r1").header.chart_digest
+    changed = teller(log, chart=compile_chart(TellerV2))
+    new = changed.chart.digest if changed.chart is not None else ""
+    assert new and new != old
+    with pytest.raises(SnapshotMismatch) as refused:
+        changed.resume("r1", [REQUEST.bound("r1", 2).approve()], store=store)
+    assert f"old {old}, new {new}" in str(refused.value)
+    assert not log.exists() and store.get("r1").info.status == "suspended"
+    assert store.get("r1").decisions == ()  # nothing spent
+    assert await resume_approved(store, "r1", log) == "completed"  # the old chart still can
+
+
+# ---------------------------------------------------------------- sessions
+
+
+def seen(model: ScriptedModel) -> list[Any]:
+    return [getattr(item, "content", None) for item in model.requests[0].items]
+
+
+async def test_a_session_carries_the_conversation_across_runs(backend: Backend) -> None:
+    store = backend.open()
+    session = store.session("user-42")
+    first, model = remembering()
+    await first.run("My name is Ann.", store=store, run_id="a", session=session).collect()
+    assert seen(model) == ["My name is Ann."]
+    second, model = remembering()
+    result = await second.run("And my name?", store=store, run_id="b", session=session).collect()
+    assert result.final_output == "Noted."
+    assert seen(model) == ["My name is Ann.", "Noted.", "And my name?"]
+    assert backend.open().session("user-42").items() == (
+        UserMessage("My name is Ann."),
+        AssistantMessage("Noted.", "memo"),
+        UserMessage("And my name?"),
+        AssistantMessage("Noted.", "memo"),
+    )
+    assert store.session("someone-else").items() == ()
+    # a run of the session starts from its items, and the session knows how many they were
+    stored = store.get("b")
+    assert stored.header.session_items == 2
+    assert [i for r in stored.records for i in r.appends][2:] == [
+        UserMessage("And my name?"),
+        AssistantMessage("Noted.", "memo"),
+    ]
+
+
+def in_a_process(backend: Backend, run_id: str, text: str) -> dict[str, Any]:
+    script = str(ROOT / "tests" / "session_driver.py")
+    done = subprocess.run(
+        [sys.executable, script, backend.url, KEY.decode(), "user-42", run_id, text],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}", "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+async def test_a_session_carries_the_conversation_across_processes(backend: Backend) -> None:
+    assert in_a_process(backend, "a", "My name is Ann.")["seen"] == ["My name is Ann."]
+    agent, model = remembering()
+    session = backend.open().session("user-42")
+    await agent.run("Still there?", store=backend.open(), run_id="b", session=session).collect()
+    assert seen(model) == ["My name is Ann.", "Noted.", "Still there?"]
+    third = in_a_process(backend, "c", "Bye.")
+    assert third == {
+        "output": "Noted.",
+        "seen": ["My name is Ann.", "Noted.", "Still there?", "Noted.", "Bye."],
+    }
+
+
+async def test_a_suspended_run_adds_to_its_session_when_it_ends_after_resuming(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    store = backend.open()
+    session = store.session("s1")
+    await teller(log).run("pay ann 10", store=store, run_id="r1", session=session).collect()
+    assert session.items() == ()  # it has not ended
+    assert await resume_approved(backend.open(), "r1", log) == "completed"
+    items = session.items()
+    assert items[0] == UserMessage("pay ann 10") and items[-1] == AssistantMessage(
+        "Sent.", "teller"
+    )
+
+
+# ---------------------------------------------------------------- redaction
+
+
+def hide(text: str) -> str:
+    return text.replace("4111", "[card]")
+
+
+async def test_redaction_reaches_the_store_the_trace_and_the_session(
+    backend: Backend, tmp_path: Path
+) -> None:
+    charged: list[str] = []
+
+    @tool
+    async def charge(card: str) -> str:
+        """Charge a card."""
+        charged.append(card)
+        return f"charged {card}"
+
+    call = ToolCall("c1", "charge", '{"card": "4111"}')
+    model = ScriptedModel([[call], "Charged 4111."])
+    config = RunConfig(redact=hide)
+    agent = Agent("shop", model, tools=[charge], config=config)
+    store = backend.open()
+    trace = tmp_path / "run.jsonl"
+    streaming = agent.run(
+        "my card is 4111", store=store, run_id="r1", trace=trace, session=store.session("s")
+    )
+    events = [event async for event in streaming]
+    assert events[-1].output.text == "Charged 4111."  # the caller sees the run as it was
+    assert charged == ["4111"]  # and the tool got the real arguments
+    assert any("4111" in json.dumps(dumps(event)) for event in events)
+    rows = [
+        text
+        for table in ("runs", "records", "effects", "calls", "sessions")
+        for row in backend.sql(f"SELECT * FROM {table}")
+        for text in row
+        if isinstance(text, str)
+    ]
+    assert rows and not [text for text in rows if "4111" in text]
+    assert "[card]" in " ".join(rows)
+    written = trace.read_text()
+    assert "4111" not in written and "[card]" in written
+    stored = store.get("r1")  # what was written checks out and reads back redacted
+    assert stored.calls[0].result is not None
+    assert stored.calls[0].result.content == "charged [card]"
+    assert store.session("s").items()[0] == UserMessage("my card is [card]")
+
+
+# ---------------------------------------------------------------- nested runs
+
+
+class Crash(BaseException):
+    """The driver's process dies here: nothing more is written, nothing released."""
+
+
+def crash_once(crashed: list[str], where: str) -> None:
+    if where not in crashed:
+        crashed.append(where)
+        raise Crash
+
+
+async def crashed_then_resumed(backend: Backend, agent: Any, resume: Any) -> Any:
+    def first() -> None:
+        with pytest.raises(Crash):
+            asyncio.run(agent().run("go", store=backend.open(), run_id="root").collect())
+
+    run_in_thread(first).join(30)
+    return await resume().resume("root", store=backend.open(), force=True).collect()
+
+
+async def test_an_agent_as_tool_call_in_flight_resumes_its_child_run(backend: Backend) -> None:
+    ran: list[str] = []
+    crashed: list[str] = []
+
+    @tool(idempotent=True)
+    async def step(n: int) -> str:
+        """Do step n."""
+        if n == 2:
+            crash_once(crashed, "step 2")
+        ran.append(f"step {n}")
+        return f"did {n}"
+
+    def root() -> Agent:
+        child = Agent(
+            "worker",
+            ScriptedModel(
+                [
+                    [ToolCall("s", "step", '{"n": 1}')],
+                    [ToolCall("s", "step", '{"n": 2}')],
+                    "worked",
+                ]
+            ),
+            tools=[step],
+        )
+        calls = [ToolCall("w1", "worker", '{"input": "work"}')]
+        return Agent("boss", ScriptedModel([calls, "All done."]), tools=[child.as_tool()])
+
+    result = await crashed_then_resumed(backend, root, root)
+    assert result.final_output == "All done."
+    assert ran == ["step 1", "step 2"]  # the child's finished step did not run again
+    store = backend.open()
+    (child,) = [info for info in store.runs(include_nested=True) if info.parent_run_id]
+    assert (child.parent_run_id, child.agent, child.status) == ("root", "worker", "completed")
+    assert [i.run_id for i in store.runs()] == ["root"]
+    stored = store.get("root")
+    (worker_call,) = [c for c in stored.calls if c.call_id == "w1"]
+    assert worker_call.result is not None and worker_call.result.content == "worked"
+
+
+async def test_a_handoff_target_resumes_where_it_stopped(backend: Backend) -> None:
+    ran: list[str] = []
+    crashed: list[str] = []
+
+    @tool(idempotent=True)
+    async def refund(order: str) -> str:
+        """Refund an order."""
+        ran.append(order)
+        if len(ran) == 2:
+            crash_once(crashed, "second refund")
+        return f"refunded {order}"
+
+    def root() -> Agent:
+        billing = Agent(
+            "billing",
+            ScriptedModel(
+                [
+                    [ToolCall("r", "refund", '{"order": "o1"}')],
+                    [ToolCall("r", "refund", '{"order": "o2"}')],
+                    "Refunded both.",
+                ]
+            ),
+            tools=[refund],
+        )
+        front = ScriptedModel([[ToolCall("h1", "transfer_to_billing", "{}")]])
+        return Agent("front", front, handoffs=[billing])
+
+    result = await crashed_then_resumed(backend, root, root)
+    assert result.final_output == "Refunded both."
+    assert ran == ["o1", "o2", "o2"]  # o1 finished before the crash; o2 was in flight
+    store = backend.open()
+    (target,) = [info for info in store.runs(include_nested=True) if info.parent_run_id]
+    assert (target.parent_run_id, target.agent, target.status) == ("root", "billing", "completed")
+    assert store.get("root").info.status == "completed"
+
+
+async def test_a_scripted_model_resumes_at_its_turn_in_a_fresh_process(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await suspended(backend, log)
+    store = backend.open()
+    decisions = [request.approve() for request in store.pending("r1")]
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from store_drivers import teller\n"
+        "from helikon.core.approvals import ApprovalDecision\n"
+        "from helikon.core.codec import loads\n"
+        "from helikon.durable import open_store\n"
+        "store = open_store(sys.argv[1], key=sys.argv[2])\n"
+        "decision = loads(ApprovalDecision, sys.argv[4])\n"
+        "run = teller(Path(sys.argv[3])).resume('r1', [decision], store=store)\n"
+        "print(asyncio.run(run.collect()).final_output)\n"
+        "store.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, backend.url, KEY.decode(), str(log), dumps(decisions[0])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}", "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Sent.\n"  # its model's second turn, not its first again
+    assert log.read_text() == "transfer 10 to ann\n"
