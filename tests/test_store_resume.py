@@ -22,7 +22,7 @@ from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall,
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.chart.dsl import AgentLoopChart
 from helikon.core.codec import dumps
-from helikon.core.items import AssistantMessage, UserMessage
+from helikon.core.items import AssistantMessage, ToolResult, UserMessage
 from helikon.durable import StoreCorrupt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -354,3 +354,53 @@ async def test_a_scripted_model_resumes_at_its_turn_in_a_fresh_process(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Sent.\n"  # its model's second turn, not its first again
     assert log.read_text() == "transfer 10 to ann\n"
+
+
+# ---------------------------------------------------------------- approved, then killed
+
+
+@pytest.mark.parametrize("decided_by", ["resume", "handler"])
+async def test_a_run_killed_while_an_approved_call_ran_resumes_with_it_interrupted(
+    backend: Backend, decided_by: str
+) -> None:
+    """Approved (by `agent.resume(decisions)` or by a handler), the call started, the
+    process died: the resumed run neither asks again nor is refused; the call, which may
+    have run, is not run again."""
+    ran: list[str] = []
+    crashed: list[str] = []
+
+    @tool(needs_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(f"pay {amount}")
+        crash_once(crashed, "pay")
+        return "paid"
+
+    def payer(**options: Any) -> Agent:
+        calls = [ToolCall("p1", "pay", '{"amount": 5}')]
+        return Agent("payer", ScriptedModel([calls, "Paid."]), tools=[pay], **options)
+
+    def first() -> None:
+        async def go() -> None:
+            if decided_by == "handler":
+                agent = payer(on_approval=lambda request, context: True)
+                await agent.run("pay 5", store=backend.open(), run_id="p").collect()
+                return
+            result = await payer().run("pay 5", store=backend.open(), run_id="p").collect()
+            assert result.suspended
+            store = backend.open()
+            decisions = [request.approve() for request in store.pending("p")]
+            await payer().resume("p", decisions, store=store).collect()
+
+        with pytest.raises(Crash):
+            asyncio.run(go())
+
+    run_in_thread(first).join(30)
+    result = await payer().resume("p", store=backend.open(), force=True).collect()
+    assert result.final_output == "Paid."
+    assert ran == ["pay 5"]  # not run again
+    stored = backend.open().get("p")
+    results = [i for r in stored.records for i in r.appends if isinstance(i, ToolResult)]
+    assert [(r.call_id, r.content.split(":")[:2]) for r in results] == [
+        ("p1", ["error", " interrupted"])
+    ]

@@ -23,7 +23,7 @@ import hmac
 import os
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import field, replace
 from typing import Any, Literal
 
@@ -215,13 +215,21 @@ def check_signature(snapshot: RunSnapshot, key: bytes, *, trust_unsigned: bool) 
 # ---------------------------------------------------------------- derived, not trusted
 
 
-def check_derivable(snapshot: RunSnapshot, ctx: TransitionCtx, *, signed: bool) -> None:
+def check_derivable(
+    snapshot: RunSnapshot,
+    ctx: TransitionCtx,
+    *,
+    signed: bool,
+    approved: Collection[tuple[str, str]] = (),
+) -> None:
     """Refuse a snapshot whose calls the chart and the tools' policy would not have let run.
 
     Every call of a batch is pending, allowed or settled, once; a call the policy denies
     never waits or runs; a call that asks for approval waits for it, unless a signed
-    snapshot says it was approved earlier in the same suspension. A snapshot never carries
-    approval decisions as its next input: decisions come with the resume.
+    snapshot says it was approved earlier in the same suspension, or (a stored run) it is
+    in `approved`, the (call id, arguments hash) pairs its batch's decisions approved. A
+    snapshot never carries approval decisions as its next input: decisions come with the
+    resume.
 
     Raises:
         SnapshotMismatch: naming the call and what it would have done.
@@ -239,7 +247,14 @@ def check_derivable(snapshot: RunSnapshot, ctx: TransitionCtx, *, signed: bool) 
     elif isinstance(state, ExecutingTools):
         settled = {result.call_id for result in state.settled}
         for call in state.calls:
-            if call.call_id not in settled:
+            if (
+                call.call_id not in settled
+                and (
+                    call.call_id,
+                    arguments_hash(call.arguments),
+                )
+                not in approved
+            ):
                 _check_runnable(snapshot, ctx, call, signed=signed, waiting=False)
 
 

@@ -16,7 +16,14 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import ModelCallFailed
 from helikon.core.items import Item
-from helikon.core.state import TERMINAL_PHASES, Fail, LoopState, ModelResponse, NeedsApproval
+from helikon.core.state import (
+    TERMINAL_PHASES,
+    ApprovalDecisions,
+    Fail,
+    LoopState,
+    ModelResponse,
+    NeedsApproval,
+)
 from helikon.durable.records import FORMAT_VERSION, StoredRun
 from helikon.durable.views import pending_of
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot, SnapshotMismatch, check_derivable
@@ -80,7 +87,8 @@ def fold(stored: StoredRun, ctx: TransitionCtx, decisions: Sequence[ApprovalDeci
         )
     conversation = tuple(item for record in stored.records for item in record.appends)
     as_snapshot = RunSnapshot(run, stored.header.agent, "", head.seq, 0, state, conversation)
-    check_derivable(as_snapshot, ctx, signed=True)  # the store's chain is keyed and checked
+    # The store's chain is keyed and checked; a batch approved in it may run on.
+    check_derivable(as_snapshot, ctx, signed=True, approved=approved_in_batch(stored))
     spent = tuple(decision for seq, decision in stored.decisions if seq == head.seq)
     if decisions:
         if not isinstance(state, NeedsApproval):
@@ -99,6 +107,24 @@ def fold(stored: StoredRun, ctx: TransitionCtx, decisions: Sequence[ApprovalDeci
                 else f"a decision names a call run {run!r} is not waiting on"
             )
     return Folded(state, conversation, head.seq, model_calls(stored), (*spent, *decisions))
+
+
+def approved_in_batch(stored: StoredRun) -> frozenset[tuple[str, str]]:
+    """The (call id, arguments hash) pairs approved for the head's batch: by the decisions
+    its records took as input since the model response that asked for the batch (a run
+    killed after an approved call began resumes it by the in-flight rule, never asks again;
+    a call id reused by a later turn is not approved by an earlier turn's decision)."""
+    approved: set[tuple[str, str]] = set()
+    for record in reversed(stored.records):
+        if isinstance(record.input, ModelResponse):
+            break
+        if isinstance(record.input, ApprovalDecisions):
+            approved.update(
+                (decision.call_id, decision.arguments_hash)
+                for decision in record.input.decisions
+                if decision.approved
+            )
+    return frozenset(approved)
 
 
 def model_calls(stored: StoredRun) -> int:
