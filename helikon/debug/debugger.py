@@ -212,13 +212,50 @@ class Debugger:
         run.state = lines[0].state_before
         run.next_input = lines[0].input
         debugger = cls(run, header=header, recorded_only=recorded_only)
-        effects = _recorded_effects(trace, header.run_id)
-        for position, line in enumerate(lines):
-            debugger.recorded[position] = line.input
-            debugger.expected[position + 1] = line
-            if line.seq in effects:
-                debugger.produced[position + 1] = effects[line.seq]
+        debugger._take(trace)
         return debugger
+
+    def _take(self, trace: Trace) -> None:
+        """Keep `trace`'s transitions of this run, and its effects, as the record."""
+        root = self.run.run_id
+        effects = _recorded_effects(trace, root)
+        for position, line in enumerate(trace.transitions(root)):
+            self.recorded[position] = line.input
+            self.expected[position + 1] = line
+            if line.seq in effects:
+                self.produced[position + 1] = effects[line.seq]
+
+    def extend(self, trace: Trace) -> bool:
+        """Take a newer trace of the replayed run as the record (a stored run that is
+        still going: what the store held then, and more). The steps taken stay; a replay at
+        the old end is taken back one step, since that step's effect may have grown (step
+        on to see the new records). Returns whether the record grew.
+
+        Raises:
+            DebuggerError: this is no replay, or `trace` is of another run or chart, or its
+                transitions do not start with the ones already recorded.
+        """
+        header = trace.header
+        if not self.expected:
+            raise DebuggerError("only a replay takes a newer recording")
+        if header.run_id != self.run.run_id or header.chart_digest != self.run.ctx.table.digest:
+            raise DebuggerError(
+                f"the newer recording is of run {header.run_id!r} on chart "
+                f"{header.chart_digest[:12]}, not of this replay's"
+            )
+        lines = trace.transitions(header.run_id)
+        known = [self.expected[k] for k in sorted(self.expected)]
+        if dumps(lines[: len(known)], Any) != dumps(known, Any):
+            raise DebuggerError("the newer recording does not start with the steps recorded")
+        if len(lines) == len(known) and all(
+            self.produced.get(k, _NOTHING).lines == effect.lines
+            for k, effect in _by_position(trace, header.run_id).items()
+        ):
+            return False
+        self._take(trace)
+        if self.history and self.position == len(known):
+            self.rewind(self.position - 1)  # the last step's effect may have grown: redo it
+        return True
 
     # ------------------------------------------------------------ reading
 
@@ -548,6 +585,13 @@ class _Recorder:
 
 def _outcome_of(line: TransitionTrace) -> TransitionOutcome:
     return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
+
+
+def _by_position(trace: Trace, root: str) -> dict[int, _Effect]:
+    """`_recorded_effects` keyed as `Debugger.produced` is: by the step that produced them."""
+    effects = _recorded_effects(trace, root)
+    lines = trace.transitions(root)
+    return {k + 1: effects[line.seq] for k, line in enumerate(lines) if line.seq in effects}
 
 
 def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:

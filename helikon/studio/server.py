@@ -13,6 +13,8 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/rewind        {"to": k}: go back to the run after k steps
     POST   /api/break         {"kind": "phase", "value": "ExecutingTools"}: 201
     DELETE /api/break/{id}    remove a breakpoint
+    GET    /api/runs          on a run store: its runs (status, agent, phase, turns)
+    POST   /api/open          on a run store: {"run_id": ID}: this browser replays that run
 
 Each browser has a session of its own (`helikon.studio.browsers`): the page's answer sets a
 cookie naming it, and every /api/ request must carry it (403 otherwise). Its breakpoints and
@@ -63,6 +65,7 @@ from helikon.studio.session import (
     StudioFailure,
     StudioNotFound,
 )
+from helikon.studio.stored import StoredRuns
 
 Command = Callable[[Session, dict[str, Any]], dict[str, Any]]
 """A command on the session a browser session drives, given the request's body."""
@@ -109,6 +112,8 @@ class StudioServer(ThreadingHTTPServer):
         request_timeout: seconds a request may take to arrive; a slower one is dropped.
         browser_idle: seconds after which a browser session without an open page has left.
         max_browsers: how many browser sessions may be open at once.
+        runs: the run store `session` is a run of, for the page to list and open its runs
+            (closed with the studio).
 
     Raises:
         StudioError: another bind address.
@@ -126,13 +131,16 @@ class StudioServer(ThreadingHTTPServer):
         request_timeout: float = REQUEST_TIMEOUT,
         browser_idle: float = IDLE,
         max_browsers: int = LIMIT,
+        runs: StoredRuns | None = None,
     ) -> None:
         check_bind(host)
         self.request_timeout = request_timeout
         super().__init__((host, port), StudioHandler)
         self.session = session
+        self.runs = runs
         self.browsers = BrowserSessions(session, idle=browser_idle, limit=max_browsers)
-        self.diagram = Diagram(session.debugger.run.ctx.table)
+        self._diagrams: dict[str, Diagram] = {}
+        self._diagrams_lock = threading.Lock()
         self.files = {name: _read_static(name) for name in (*STATIC, "index.html")}
         self._thread: threading.Thread | None = None
 
@@ -168,11 +176,16 @@ class StudioServer(ThreadingHTTPServer):
             self._thread.join()
         self.server_close()
         self.browsers.close()
+        if self.runs is not None:
+            self.runs.close()
 
-    def with_diagram(self, data: dict[str, Any]) -> dict[str, Any]:
+    def with_diagram(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         """A snapshot with the chart facts and the chart drawn with its path."""
-        drawn = self.diagram.draw(data["path"], data["phase"])
-        return {**data, "chart": self.session.chart, "diagram": drawn}
+        table = session.debugger.run.ctx.table
+        with self._diagrams_lock:  # one drawer per chart: a store's runs may differ
+            diagram = self._diagrams.setdefault(table.digest, Diagram(table))
+        drawn = diagram.draw(data["path"], data["phase"])
+        return {**data, "chart": session.chart, "diagram": drawn}
 
     def __enter__(self) -> StudioServer:
         return self
@@ -267,7 +280,26 @@ class StudioHandler(BaseHTTPRequestHandler):
                 ),
             ),
             "/api/break/{id}": ("DELETE", lambda: self._delete_break(browser)),
+            "/api/runs": ("GET", self._list_runs),
+            "/api/open": ("POST", lambda: self._open_run(browser)),
         }
+
+    def _stored(self) -> StoredRuns:
+        if self.server.runs is None:
+            raise HTTPProblem(
+                HTTPStatus.NOT_FOUND, "this studio shows no run store (helikon studio --store URL)"
+            )
+        return self.server.runs
+
+    def _list_runs(self) -> None:
+        self._send_json(HTTPStatus.OK, {"runs": self._stored().listing()})
+
+    def _open_run(self, browser: BrowserSession) -> None:
+        runs = self._stored()
+        body = self._body()
+        session = runs.session(body.get("run_id"))
+        self.server.browsers.switch(browser, session)
+        self._send_state(browser, session.state())
 
     def _command(self, browser: BrowserSession, run: Command, status: HTTPStatus) -> None:
         body = self._body()  # a bad body is refused before the run is claimed
@@ -310,7 +342,8 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _send_state(
         self, browser: BrowserSession, data: dict[str, Any], status: HTTPStatus = HTTPStatus.OK
     ) -> None:
-        self._send_json(status, self.server.with_diagram(self.server.browsers.view(browser, data)))
+        seen = self.server.browsers.view(browser, data)
+        self._send_json(status, self.server.with_diagram(browser.session, seen))
 
     def _send_json(self, status: HTTPStatus, data: Any) -> None:
         body = json.dumps(data, ensure_ascii=False).encode()
@@ -344,15 +377,16 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self._common_headers()
         self.end_headers()
-        updates = browser.session.updates
+        session = browser.session
+        updates = session.updates
         seen = _last_event_id(self.headers.get("Last-Event-ID"))
-        while not updates.closed:
+        while not updates.closed and browser.session is session:
             data = updates.wait(seen, KEEPALIVE)
             if data is None:
                 message = ": keepalive\n\n"
             else:
                 seen = data["version"]
-                shown = self.server.with_diagram(self.server.browsers.view(browser, data))
+                shown = self.server.with_diagram(session, self.server.browsers.view(browser, data))
                 text = json.dumps(shown, ensure_ascii=False)
                 message = f"id: {seen}\nevent: state\ndata: {text}\n\n"
             try:

@@ -23,17 +23,19 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
+from helikon.trace import Trace
 
 Mode = Literal["live", "replay"]
 T = TypeVar("T")
 
 BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
 WATCH_INTERVAL = 0.05  # seconds between looks at a continuing run's progress
+FOLLOW_INTERVAL = 0.25  # seconds between looks at a followed stored run
 CLOSE_TIMEOUT = 5.0
 
 
@@ -108,6 +110,23 @@ def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
     return known, value
 
 
+class Source(Protocol):
+    """Where a replay's recording comes from while its run goes on (a run store's run:
+    `helikon.studio.stored.StoredSource`)."""
+
+    run_id: str
+    status: str
+
+    @property
+    def ended(self) -> bool: ...
+
+    def newer(self) -> Trace | None:
+        """The newer recording, or None when nothing changed since the last call."""
+
+    def again(self) -> Source:
+        """Another source of the same run, for a copy of the session."""
+
+
 def _always(state: Any, next_input: Any) -> bool:
     return True
 
@@ -120,6 +139,8 @@ class Session:
         mode: "live" or "replay", for the page to show.
         fresh: builds another debugger like `debugger` before its first step, for `copy`
             (a replay's `Debugger.replay` again); None: the session cannot be copied.
+        source: where a replay's newer recording comes from while its run goes on: the
+            session follows it (a page at the end of the run steps on as records land).
     """
 
     def __init__(
@@ -128,10 +149,12 @@ class Session:
         *,
         mode: Mode = "live",
         fresh: Callable[[], Debugger] | None = None,
+        source: Source | None = None,
     ) -> None:
         self.debugger = debugger
         self.mode = mode
         self._fresh = fresh
+        self._source = source
         self.chart = chart_facts(debugger)
         self.updates = Updates()
         self._busy: str | None = None
@@ -139,10 +162,13 @@ class Session:
         self._error: str | None = None
         self._pause: Breakpoint | None = None
         self._closed = False
+        self._follower: asyncio.Task[None] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
         self._thread.start()
         self._run(self._show)
+        if source is not None:
+            self._run(self._start_following)
 
     # ------------------------------------------------------------ commands (any thread)
 
@@ -159,7 +185,8 @@ class Session:
         """
         if self._fresh is None:
             raise StudioError("a live run cannot be copied: its steps have side effects")
-        return Session(self._fresh(), mode=self.mode, fresh=self._fresh)
+        source = None if self._source is None else self._source.again()
+        return Session(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
 
     def clear_breakpoints(self) -> dict[str, Any]:
         """Delete every breakpoint (for the next browser session to drive the run)."""
@@ -255,7 +282,46 @@ class Session:
             error=self._error,
             hidden=hidden,
         )
+        source = self._source
+        data["stored"] = (
+            None
+            if source is None
+            else {"run_id": source.run_id, "status": source.status, "following": not source.ended}
+        )
         return self.updates.publish(data)
+
+    async def _start_following(self) -> None:
+        self._follower = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        """Take the source's newer recordings until its run ends (see `Source`); one that
+        arrives during a command waits for it to finish."""
+        assert self._source is not None
+        source = self._source
+        pending: Trace | None = None
+        while not source.ended or pending is not None:
+            await asyncio.sleep(FOLLOW_INTERVAL)
+            try:
+                if pending is None:
+                    pending = await asyncio.to_thread(source.newer)
+                if pending is None or self._busy is not None:
+                    continue
+                trace, pending = pending, None
+                self._busy = "follow"
+                at_end = self.debugger.position >= len(self.debugger.expected)
+                if self.debugger.extend(trace) and at_end:
+                    while await self.debugger.step() is not None:
+                        pass
+            except Exception as exc:  # a store that stopped checking out: stop following
+                self._error = f"stopped following run {source.run_id}: {exc}"
+                source.status = "unreadable"
+                if self._busy != "follow":
+                    self._publish()
+                return
+            finally:
+                if self._busy == "follow":
+                    self._busy = None
+                    self._publish()
 
     def _check_idle(self) -> None:
         if self._busy is not None:

@@ -69,6 +69,7 @@
     renderNext(data);
     renderTimeline(data);
     renderConversation(data.conversation);
+    renderStored(data);
     $("state").textContent = JSON.stringify(data.state, null, 2);
     $("next-input").textContent = data.next_input
       ? JSON.stringify(data.next_input.value, null, 2)
@@ -303,6 +304,58 @@
     });
   }
 
+  // ------------------------------------------------------------ a run store's runs
+
+  let runsShown = false;
+
+  function renderStored(data) {
+    const stored = data.stored;
+    $("runs-panel").hidden = !stored;
+    if (!stored) return;
+    const badge = $("following");
+    badge.hidden = false;
+    badge.textContent = stored.following ? "following: the run is " + stored.status : stored.status;
+    badge.className = "badge " + (stored.following ? "busy" : "idle");
+    if (!runsShown) {
+      runsShown = true;
+      loadRuns();
+      window.setInterval(loadRuns, 2000);
+    }
+  }
+
+  async function loadRuns() {
+    let response;
+    try {
+      response = await fetch("/api/runs");
+    } catch (err) {
+      return;
+    }
+    if (!response.ok) return;
+    const data = await response.json();
+    const body = $("runs").querySelector("tbody");
+    body.replaceChildren();
+    const current = latest ? latest.run_id : null;
+    data.runs.forEach(function (run) {
+      const row = h("tr", run.run_id === current ? "run current" : "run");
+      row.dataset.runId = run.run_id;
+      const forked = run.forked_from ? " (fork of " + run.forked_from + " at " + run.forked_at + ")" : "";
+      row.append(h("td", "mono", run.run_id + forked), h("td", null, run.agent));
+      row.append(h("td", "status " + run.status, run.status), h("td", "mono", run.phase));
+      row.append(h("td", null, run.turns));
+      const cell = h("td");
+      const open = h("button", "small open", run.run_id === current ? "open (shown)" : "open");
+      open.type = "button";
+      open.title = "Replay run " + run.run_id;
+      open.addEventListener("click", async function () {
+        const opened = await call("POST", "/api/open", { run_id: run.run_id });
+        if (opened) window.location.reload(); // the page starts over on the run's chart
+      });
+      cell.append(open);
+      row.append(cell);
+      body.append(row);
+    });
+  }
+
   // ------------------------------------------------------------ the breakpoint form
 
   function setUpChart(facts) {
@@ -378,5 +431,5 @@
   const stream = new EventSource("/api/events");
   stream.addEventListener("state", (event) => render(JSON.parse(event.data)));
   call("GET", "/api/state");
-  window.helikonStudio = { latest: () => latest };
+  window.helikonStudio = { latest: () => latest, loadRuns: loadRuns };
 })();
