@@ -179,7 +179,7 @@ class _Exporter:
         nested = [info for info in store.runs(include_nested=True) if info.parent_run_id]
         for info in sorted(nested, key=lambda info: (info.created_at, info.run_id)):
             parent = info.parent_run_id or ""
-            slot = (parent, _after_seq(parent, info.run_id))
+            slot = (parent, after_seq(parent, info.run_id))
             self.children.setdefault(slot, []).append(info.run_id)
 
     def add(self, stored: StoredRun, chart: ChartData) -> None:
@@ -219,7 +219,7 @@ class _Exporter:
             self.add(child, chart)
 
 
-def _after_seq(parent: str, child: str) -> int:
+def after_seq(parent: str, child: str) -> int:
     """The parent's seq a child's id names (`<parent>/<seq>`, `<parent>/<seq>:<call_id>`),
     or -1 when it names none."""
     prefix = parent + "/"
