@@ -39,6 +39,7 @@ from helikon.trace import (
     RunTrace,
     Trace,
     TracedRun,
+    TraceError,
     TraceHeader,
     TraceWriter,
     TransitionRecord,
@@ -111,6 +112,15 @@ class Breakpoint:
             return (self.value, True) in step.match.checked
         return bool(self.value(step.state_after, next_input))
 
+    def hit_nested(self, line: TransitionTrace) -> bool:
+        """Whether a nested run's transition matches (phases and guards: events and tools
+        are matched on the step, which streams the nested runs' events)."""
+        if not self.enabled:
+            return False
+        if self.kind == "phase":
+            return bool(line.state_after.phase == self.value)
+        return self.kind == "guard" and (self.value, True) in line.row.checked
+
     def describe(self) -> str:
         shown = self.value
         if self.kind == "predicate":
@@ -131,6 +141,8 @@ class Stop:
     reason: Literal["breakpoint", "end", "suspended", "diverged", "turn"]
     step: Step | None = None
     breakpoint: Breakpoint | None = None
+    nested: str | None = None
+    """The nested run whose transition hit the breakpoint (`step_in` opens it)."""
 
 
 @dataclass
@@ -151,6 +163,7 @@ class Debugger:
     header: TraceHeader | None = None
     recorded_only: bool = False
     forks: int = 0
+    trace: Trace | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
@@ -211,7 +224,7 @@ class Debugger:
             )
         run.state = lines[0].state_before
         run.next_input = lines[0].input
-        debugger = cls(run, header=header, recorded_only=recorded_only)
+        debugger = cls(run, header=header, recorded_only=recorded_only, trace=trace)
         debugger._take(trace)
         return debugger
 
@@ -253,6 +266,7 @@ class Debugger:
         ):
             return False
         self._take(trace)
+        self.trace = trace
         if self.history and self.position == len(known):
             self.rewind(self.position - 1)  # the last step's effect may have grown: redo it
         return True
@@ -411,6 +425,10 @@ class Debugger:
             for breakpoint in self.breakpoints:
                 if breakpoint.hit(step, self.run.next_input):
                     return Stop("breakpoint", step, breakpoint)
+            for line in self._nested_transitions(self.position):
+                for breakpoint in self.breakpoints:
+                    if breakpoint.hit_nested(line):
+                        return Stop("breakpoint", step, breakpoint, nested=line.run_id)
             if until_turn and any(event.type == "turn_started" for event in step.events):
                 return Stop("turn", step)
 
@@ -437,6 +455,74 @@ class Debugger:
         self.breakpoints = [b for b in self.breakpoints if b.id != breakpoint_id]
         if len(self.breakpoints) == before:
             raise DebuggerError(f"no breakpoint #{breakpoint_id}")
+
+    # ------------------------------------------------------------ nested runs
+
+    def nested_runs(self) -> list[str]:
+        """The runs nested directly in this one that the effect after the current step ran
+        (a handoff target, agents called as tools), in the order they began."""
+        root = self.run.run_id
+        found: list[str] = []
+        for line in self.produced.get(self.position, _NOTHING).lines_for(root):
+            run = line.run_id
+            inside = isinstance(line, RunTrace) and run.startswith(root + "/")
+            if inside and not any(run.startswith(outer + "/") for outer in found):
+                found.append(run)
+        return found
+
+    def step_in(self, run_id: str | None = None) -> Debugger:
+        """A debugger replaying nested run `run_id` (default: the first of `nested_runs`)
+        as recorded, on its own chart, with this debugger's breakpoints that its chart has.
+
+        Raises:
+            DebuggerError: no nested run began after the current step, or not that one.
+        """
+        children = self.nested_runs()
+        if not children:
+            raise DebuggerError(
+                f"no nested run began after step {self.position}: step in after a handoff "
+                "or a call of an agent as a tool"
+            )
+        target = children[0] if run_id is None else run_id
+        if target not in children:
+            raise DebuggerError(f"no nested run {target!r} here; nested: {', '.join(children)}")
+        try:
+            nested = Debugger.replay(self._recording().nested(target))
+        except TraceError as exc:
+            raise DebuggerError(str(exc)) from None
+        for breakpoint in self.breakpoints:
+            try:
+                added = nested.break_on(breakpoint.kind, breakpoint.value)
+            except DebuggerError:  # a phase or guard the nested run's chart lacks
+                continue
+            added.enabled = breakpoint.enabled
+        return nested
+
+    def _nested_transitions(self, position: int) -> list[TransitionTrace]:
+        root = self.run.run_id
+        return [
+            line
+            for line in self.produced.get(position, _NOTHING).lines_for(root)
+            if isinstance(line, TransitionTrace) and line.run_id != root
+        ]
+
+    def _recording(self) -> Trace:
+        """This run's record as a trace: its effects' lines, with every chart they name."""
+        root = self.run.run_id
+        header = replace(self.header or header_of(self.run), run_id=root)
+        lines = [line for k in sorted(self.produced) for line in self.produced[k].lines_for(root)]
+        charts = dict(self.trace.charts) if self.trace is not None else {}
+        chart_of = {root: header.chart_digest}
+        for line in lines:
+            if isinstance(line, RunTrace):
+                chart_of[line.run_id] = line.chart_digest
+                if line.table is not None:
+                    charts.setdefault(line.chart_digest, line.table)
+        missing = [run for run, digest in chart_of.items() if digest not in charts]
+        charts.setdefault(header.chart_digest, header.table)
+        if any(chart_of[run] not in charts for run in missing):
+            raise DebuggerError(f"the record holds no chart for nested run {missing[0]!r}")
+        return Trace(header, lines, charts, chart_of)
 
     # ------------------------------------------------------------ time travel
 
@@ -486,7 +572,9 @@ class Debugger:
         run.state, run.seq = frame.state, frame.seq
         run.conversation = Conversation(self.log[: frame.conversation_len])
         run.next_input, run.pending = next_input, None
-        forked = Debugger(run, log=list(self.log[: frame.conversation_len]), header=self.header)
+        forked = Debugger(
+            run, log=list(self.log[: frame.conversation_len]), header=self.header, trace=self.trace
+        )
         forked.breakpoints = [replace(b) for b in self.breakpoints]
         forked._ids = itertools.count(max((b.id for b in self.breakpoints), default=0) + 1)
         forked.history = list(self.history[:k])
