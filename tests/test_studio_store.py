@@ -1,10 +1,11 @@
 """Stored runs as time travel: `helikon debug --store URL RUN_ID` (through a pipe, as a real
 process) and `helikon studio --store URL [RUN_ID]` (its API, and the page in Chromium): a
 stored run opens with no trace file, the studio lists the store's runs to pick one, and a
-run still going is followed as its records land.
+run still going is followed as its records land. And nested runs in the studio: step into
+a handoff target and out, by mouse and keyboard.
 
-The runs are the teller's (`store_drivers.teller`): it suspends for approval, so a test
-resumes it while the studio watches, and counts the transfers its tool made.
+The stored runs are the teller's (`store_drivers.teller`): it suspends for approval, so a
+test resumes it while the studio watches, and counts the transfers its tool made.
 """
 
 from __future__ import annotations
@@ -17,9 +18,21 @@ from pathlib import Path
 import pytest
 from browser_support import Browser
 from store_drivers import resume_approved, teller
-from test_studio import CURRENT, Client, budget_session, needs_chromium, read_event, serve
+from test_debug_repl import record_triage
+from test_studio import (
+    CURRENT,
+    Client,
+    budget_session,
+    needs_chromium,
+    read_event,
+    screenshot_to,
+    serve,
+    studio_args,
+)
 
+from helikon.cli.studio import open_session
 from helikon.durable import RunStore, open_store
+from helikon.studio import Session
 from helikon.studio.stored import StoredRuns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,6 +199,90 @@ def test_the_page_picks_a_stored_run_and_follows_it(url: str, tmp_path: Path) ->
         assert page.console_errors() == []
         assert all(url.startswith(server.url) for url in page.requested_urls())
         assert log.read_text() == "transfer 10 to ann\n"
+    finally:
+        browser.close()
+        server.close()
+
+
+# ---------------------------------------------------------------- nested runs
+
+
+def triage_session(tmp_path: Path) -> Session:
+    trace = tmp_path / "triage.jsonl"
+    record_triage(trace)
+    return open_session(studio_args(trace=str(trace)))
+
+
+def test_the_api_steps_into_a_nested_run_and_out(tmp_path: Path) -> None:
+    server = serve(triage_session(tmp_path))
+    try:
+        client = Client(server)
+        assert client.get()["breadcrumb"] == [{"run_id": client.get()["run_id"], "agent": "triage"}]
+        client.post("/api/step")
+        status, data = client.request("POST", "/api/step_in", {})
+        assert status == 404 and "no nested run began after step 1" in data["error"]
+        at_handoff = client.post("/api/step")
+        (child,) = at_handoff["nested_runs"]
+        inside = client.post("/api/step_in", {"run_id": child})
+        assert [c["agent"] for c in inside["breadcrumb"]] == ["triage", "billing"]
+        assert (inside["run_id"], inside["recorded"], inside["position"]) == (child, 4, 0)
+        assert inside["diagram"]["svg"] and "ExecutingTools" in inside["diagram"]["svg"]
+        done = client.post("/api/continue")
+        assert done["conversation"][-1]["content"].startswith("Invoice INV-1042 was paid twice")
+        assert len(done["history"]) == 4
+        assert client.request("POST", "/api/step_out", {"to": 5})[0] == 400
+        out = client.post("/api/step_out", {})
+        assert (out["run_id"], out["position"], len(out["breadcrumb"])) == (
+            at_handoff["run_id"],
+            2,
+            1,
+        )
+        assert client.request("POST", "/api/step_out", {})[0] == 400
+    finally:
+        server.close()
+
+
+@needs_chromium
+def test_the_page_steps_into_a_nested_run_by_mouse_and_keyboard(tmp_path: Path) -> None:
+    server = serve(triage_session(tmp_path))
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url, width=1440, height=1100)
+        page.wait_for(f"{CURRENT} === 'CallingModel'")
+        page.press("s")
+        page.wait_for("document.getElementById('position').textContent === 'step 1 of 3'")
+        assert page.evaluate("document.getElementById('step-in').disabled")
+        page.click("#step")
+        page.wait_for("document.querySelector('#nested button.step-into') !== null")
+        page.click("#nested button.step-into")
+        page.wait_for("document.querySelectorAll('#breadcrumb li').length === 2")
+        page.wait_for("document.getElementById('position').textContent === 'step 0 of 4'")
+        assert "billing" in page.evaluate("document.getElementById('agent').textContent")
+
+        # A breakpoint on the nested run's phase, toggled by keyboard, and continue by 'c'.
+        page.press("c")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        assert "refunded 49.00 EUR" in page.evaluate(
+            "document.getElementById('conversation').textContent"
+        )
+        assert page.evaluate("document.querySelectorAll('#timeline .moment').length") == 5
+        page.press("b")
+        page.press("b")
+        page.wait_for("document.getElementById('position').textContent === 'step 2 of 4'")
+        page.wait_for(f"{CURRENT} === 'ExecutingTools'")
+        page.press("t")
+        page.wait_for("document.querySelectorAll('#breakpoints li').length === 1")
+        page.press("t")
+        page.wait_for("document.querySelectorAll('#breakpoints li').length === 0")
+        screenshot_to(page, "studio-nested.png", tmp_path)
+
+        page.press("o")  # out to triage, where it was
+        page.wait_for("document.querySelectorAll('#breadcrumb li').length === 1")
+        page.wait_for("document.getElementById('position').textContent === 'step 2 of 3'")
+        assert "triage" in page.evaluate("document.getElementById('agent').textContent")
+        page.press("i")  # and in again, by keyboard
+        page.wait_for("document.getElementById('position').textContent === 'step 0 of 4'")
+        assert page.console_errors() == []
     finally:
         browser.close()
         server.close()

@@ -13,6 +13,8 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/rewind        {"to": k}: go back to the run after k steps
     POST   /api/break         {"kind": "phase", "value": "ExecutingTools"}: 201
     DELETE /api/break/{id}    remove a breakpoint
+    POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
+    POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in
     GET    /api/runs          on a run store: its runs (status, agent, phase, turns)
     POST   /api/open          on a run store: {"run_id": ID}: this browser replays that run
 
@@ -181,11 +183,13 @@ class StudioServer(ThreadingHTTPServer):
 
     def with_diagram(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         """A snapshot with the chart facts and the chart drawn with its path."""
-        table = session.debugger.run.ctx.table
-        with self._diagrams_lock:  # one drawer per chart: a store's runs may differ
-            diagram = self._diagrams.setdefault(table.digest, Diagram(table))
+        table = session.tables[data["chart"]["digest"]]  # the chart the snapshot was taken on
+        with self._diagrams_lock:  # one drawer per chart: runs nested or stored may differ
+            diagram = self._diagrams.get(table.digest)
+            if diagram is None:
+                diagram = self._diagrams[table.digest] = Diagram(table)
         drawn = diagram.draw(data["path"], data["phase"])
-        return {**data, "chart": session.chart, "diagram": drawn}
+        return {**data, "diagram": drawn}
 
     def __enter__(self) -> StudioServer:
         return self
@@ -280,6 +284,8 @@ class StudioHandler(BaseHTTPRequestHandler):
                 ),
             ),
             "/api/break/{id}": ("DELETE", lambda: self._delete_break(browser)),
+            "/api/step_in": ("POST", command(lambda s, b: s.step_in(b.get("run_id")))),
+            "/api/step_out": ("POST", command(lambda s, b: s.step_out(b.get("to")))),
             "/api/runs": ("GET", self._list_runs),
             "/api/open": ("POST", lambda: self._open_run(browser)),
         }

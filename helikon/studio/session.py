@@ -156,6 +156,7 @@ class Session:
         self._fresh = fresh
         self._source = source
         self.chart = chart_facts(debugger)
+        self.tables = {debugger.run.ctx.table.digest: debugger.run.ctx.table}
         self.updates = Updates()
         self._busy: str | None = None
         self._stop: dict[str, Any] | None = None
@@ -163,6 +164,7 @@ class Session:
         self._pause: Breakpoint | None = None
         self._closed = False
         self._follower: asyncio.Task[None] | None = None
+        self._outer: list[Debugger] = []  # `step_in`: the runs the shown one is nested in
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
         self._thread.start()
@@ -234,6 +236,20 @@ class Session:
             raise StudioError(f"to must be a whole number of steps; got {to!r}")
         return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
 
+    def step_in(self, run_id: object = None) -> dict[str, Any]:
+        """Show the run nested in the last step's effect (a handoff target, an agent called
+        as a tool; `run_id` names one of several), replayed as recorded on its chart."""
+        if run_id is not None and not isinstance(run_id, str):
+            raise StudioError(f"run_id must be a nested run's id; got {run_id!r}")
+        return self._run(lambda: self._nest(run_id))
+
+    def step_out(self, to: object = None) -> dict[str, Any]:
+        """Back to the run the shown one is nested in (`to`: how many levels up stay, 0:
+        the outermost run, as the breadcrumb's first entry)."""
+        if to is not None and (isinstance(to, bool) or not isinstance(to, int)):
+            raise StudioError(f"to must be a breadcrumb position; got {to!r}")
+        return self._run(lambda: self._unnest(to))
+
     def add_break(self, kind: object, value: object) -> dict[str, Any]:
         """Set a breakpoint; the snapshot returned has it under `breakpoint`."""
         checked = check_break(kind, value)
@@ -282,6 +298,12 @@ class Session:
             error=self._error,
             hidden=hidden,
         )
+        data["chart"] = self.chart
+        data["breadcrumb"] = [
+            {"run_id": d.run.run_id, "agent": d.run.agent.name}
+            for d in (*self._outer, self.debugger)
+        ]
+        data["nested_runs"] = [] if self._busy else self.debugger.nested_runs()
         source = self._source
         data["stored"] = (
             None
@@ -308,9 +330,10 @@ class Session:
                     continue
                 trace, pending = pending, None
                 self._busy = "follow"
-                at_end = self.debugger.position >= len(self.debugger.expected)
-                if self.debugger.extend(trace) and at_end:
-                    while await self.debugger.step() is not None:
+                root = self._outer[0] if self._outer else self.debugger
+                at_end = root.position >= len(root.expected)
+                if root.extend(trace) and at_end:
+                    while await root.step() is not None:
                         pass
             except Exception as exc:  # a store that stopped checking out: stop following
                 self._error = f"stopped following run {source.run_id}: {exc}"
@@ -386,6 +409,34 @@ class Session:
             raise StudioError(str(exc)) from None
         self._stop = self._error = None
         return self._publish()
+
+    async def _nest(self, run_id: str | None) -> dict[str, Any]:
+        self._check_idle()
+        try:
+            nested = self.debugger.step_in(run_id)
+        except DebuggerError as exc:
+            raise StudioNotFound(str(exc)) from None
+        self._outer.append(self.debugger)
+        self._show_debugger(nested)
+        return self._publish()
+
+    async def _unnest(self, to: int | None) -> dict[str, Any]:
+        self._check_idle()
+        if not self._outer:
+            raise StudioError("this is the outermost run: step into a nested one first")
+        level = len(self._outer) - 1 if to is None else to
+        if not 0 <= level < len(self._outer):
+            raise StudioError(f"no run at breadcrumb position {level}")
+        shown = self._outer[level]
+        del self._outer[level:]
+        self._show_debugger(shown)
+        return self._publish()
+
+    def _show_debugger(self, debugger: Debugger) -> None:
+        self.debugger = debugger
+        self.chart = chart_facts(debugger)
+        self.tables.setdefault(debugger.run.ctx.table.digest, debugger.run.ctx.table)
+        self._stop = self._error = None
 
     async def _add_break(self, kind: BreakKind, value: str) -> dict[str, Any]:
         try:

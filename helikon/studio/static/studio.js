@@ -61,7 +61,7 @@
     if (data.version < version) return; // an older snapshot, overtaken by the stream
     version = data.version;
     latest = data;
-    if (!chart) setUpChart(data.chart);
+    if (!chart || chart.digest !== data.chart.digest) setUpChart(data.chart);
     renderHeader(data);
     renderDiagram(data);
     renderBreakpoints(data.breakpoints);
@@ -70,6 +70,7 @@
     renderTimeline(data);
     renderConversation(data.conversation);
     renderStored(data);
+    renderCrumbs(data);
     $("state").textContent = JSON.stringify(data.state, null, 2);
     $("next-input").textContent = data.next_input
       ? JSON.stringify(data.next_input.value, null, 2)
@@ -304,6 +305,52 @@
     });
   }
 
+  // ------------------------------------------------------------ nested runs
+
+  function renderCrumbs(data) {
+    const crumbs = data.breadcrumb || [];
+    const nested = data.nested_runs || [];
+    $("crumbs").hidden = crumbs.length < 2 && nested.length === 0;
+    const list = $("breadcrumb");
+    list.replaceChildren();
+    crumbs.forEach(function (crumb, index) {
+      const item = h("li", index === crumbs.length - 1 ? "crumb here" : "crumb");
+      const label = crumb.agent + " · " + crumb.run_id;
+      if (index === crumbs.length - 1) {
+        item.append(h("b", null, label));
+      } else {
+        const up = h("button", "small crumb-link", label);
+        up.type = "button";
+        up.title = "Back to run " + crumb.run_id;
+        up.disabled = Boolean(data.busy) || data.driven_elsewhere;
+        up.addEventListener("click", () => call("POST", "/api/step_out", { to: index }));
+        item.append(up);
+      }
+      list.append(item);
+    });
+    const box = $("nested");
+    box.replaceChildren();
+    nested.forEach(function (runId) {
+      const open = h("button", "small step-into", "step into " + runId);
+      open.type = "button";
+      open.dataset.runId = runId;
+      open.disabled = Boolean(data.busy) || data.driven_elsewhere;
+      open.addEventListener("click", () => call("POST", "/api/step_in", { run_id: runId }));
+      box.append(open);
+    });
+    const idle = !data.busy && !data.driven_elsewhere;
+    $("step-in").disabled = !idle || nested.length === 0;
+    $("step-out").disabled = !idle || crumbs.length < 2;
+    $("toggle-break").disabled = !idle;
+  }
+
+  function toggleBreak() {
+    if (!latest) return;
+    const found = latest.breakpoints.find((b) => b.kind === "phase" && b.value === latest.phase);
+    if (found) call("DELETE", "/api/break/" + found.id);
+    else call("POST", "/api/break", { kind: "phase", value: latest.phase });
+  }
+
   // ------------------------------------------------------------ a run store's runs
 
   let runsShown = false;
@@ -359,7 +406,10 @@
   // ------------------------------------------------------------ the breakpoint form
 
   function setUpChart(facts) {
+    shownSvg = null; // another chart: draw it afresh
+    $("tool-names").replaceChildren();
     chart = {
+      digest: facts.digest,
       phases: facts.phases.map((p) => p.name),
       guards: facts.guards,
       events: facts.events,
@@ -405,6 +455,9 @@
   $("continue").addEventListener("click", post("/api/continue"));
   $("pause").addEventListener("click", post("/api/pause"));
   $("back").addEventListener("click", post("/api/back", () => ({ steps: 1 })));
+  $("step-in").addEventListener("click", post("/api/step_in"));
+  $("step-out").addEventListener("click", post("/api/step_out"));
+  $("toggle-break").addEventListener("click", toggleBreak);
   $("bp-kind").addEventListener("change", fillValues);
   $("break-form").addEventListener("submit", function (event) {
     event.preventDefault();
@@ -424,7 +477,15 @@
   });
   document.addEventListener("keydown", function (event) {
     if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey) return;
-    const button = { s: "step", c: "continue", b: "back", p: "pause" }[event.key];
+    const button = {
+      s: "step",
+      c: "continue",
+      b: "back",
+      p: "pause",
+      t: "toggle-break",
+      i: "step-in",
+      o: "step-out",
+    }[event.key];
     if (button && !$(button).disabled) $(button).click();
   });
 
