@@ -20,17 +20,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import dumps
 from helikon.core.errors import HelikonError
 from helikon.core.events import TERMINAL_EVENTS, RunStarted
 from helikon.core.items import Item
-from helikon.core.state import NextAction, TransitionOutcome
+from helikon.core.state import ApprovalDecisions, NextAction, TransitionOutcome
 from helikon.core.transition import Match, match_row
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
+from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
 from helikon.trace import (
     EffectTrace,
@@ -455,6 +457,49 @@ class Debugger:
         self.breakpoints = [b for b in self.breakpoints if b.id != breakpoint_id]
         if len(self.breakpoints) == before:
             raise DebuggerError(f"no breakpoint #{breakpoint_id}")
+
+    # ------------------------------------------------------------ approvals
+
+    def pending(self) -> tuple[ApprovalRequest, ...]:
+        """The calls a suspended run waits on, bound to its id and seq (what `decide` and
+        `agent.resume` bind decisions to); empty when it is not suspended."""
+        if not self.run.suspended:
+            return ()
+        return self._snapshot().pending()
+
+    def asked_by(self, request: ApprovalRequest) -> str:
+        """Which rule asked for approval of a pending call: its tool's permission (the
+        tool's `needs_approval`, the run's `ToolPolicy`) or the run's per-call policy."""
+        ctx = self.run.ctx
+        said = None if ctx.call_policy is None else ctx.call_policy(request.call)
+        if said == "ask" and ctx.tools.get(request.call.name, "allow") != "ask":
+            return "the per-call policy (these arguments need approval)"
+        return f"the permission of tool {request.call.name} (ask)"
+
+    def decide(self, decisions: Sequence[ApprovalDecision]) -> None:
+        """Answer a suspended run: the decisions bind as `agent.resume`'s do (each to a
+        pending call of this suspension, by call id and arguments hash, once) and become the
+        next input; stepping applies them. Decisions for calls not named are not given.
+
+        Raises:
+            DebuggerError: the run is not suspended, or a decision does not bind.
+        """
+        if not self.run.suspended:
+            raise DebuggerError("the run is not suspended for approval here")
+        try:
+            self._snapshot().check_decisions(decisions)
+        except ApprovalMismatch as exc:
+            raise DebuggerError(str(exc)) from None
+        chosen = ApprovalDecisions(tuple(decisions))
+        self.run.suspended = False
+        self.run.next_input = chosen
+        self.recorded[self.position] = chosen
+        del self.frames[self.position :]
+        self.frames.append(self._frame())
+
+    def _snapshot(self) -> RunSnapshot:
+        run = self.run
+        return RunSnapshot(run.run_id, run.agent.name, "", run.seq, 0, run.state, ())
 
     # ------------------------------------------------------------ nested runs
 

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, Protocol, TypeVar
 
+from helikon.core.approvals import ApprovalDecision
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
@@ -236,6 +237,51 @@ class Session:
             raise StudioError(f"to must be a whole number of steps; got {to!r}")
         return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
 
+    def decide(self, decisions: object) -> dict[str, Any]:
+        """Answer the suspended run's pending calls and continue it: `decisions` is a list
+        of `{"call_id", "arguments_hash", "approved"}`, bound as `agent.resume`'s are (to a
+        pending call of this suspension, by call id and arguments hash, once).
+
+        Raises:
+            StudioError: a replay (it runs no tool), a malformed list, or a decision that
+                does not bind (the debugger's message says why).
+        """
+        if self.mode == "replay":
+            raise StudioError(
+                "a replay runs no tool: decide in a live studio (helikon studio CHART) or "
+                "with helikon runs resume"
+            )
+        if not isinstance(decisions, list) or not decisions:
+            raise StudioError("decisions must be a non-empty list")
+        for given in decisions:
+            fields = given if isinstance(given, dict) else {}
+            if not (
+                isinstance(fields.get("call_id"), str)
+                and isinstance(fields.get("arguments_hash"), str)
+                and isinstance(fields.get("approved"), bool)
+            ):
+                raise StudioError(
+                    'each decision is {"call_id": str, "arguments_hash": str, "approved": bool}'
+                )
+        return self._run(lambda: self._drive("continue", lambda: self._decide(decisions)))
+
+    async def _decide(self, given: list[dict[str, Any]]) -> Stop:
+        bound = {request.call.call_id: request for request in self.debugger.pending()}
+        chosen = []
+        for fields in given:
+            request = bound.get(fields["call_id"])
+            run, seq = (request.run_id, request.seq) if request else (self.debugger.run.run_id, 0)
+            chosen.append(
+                ApprovalDecision(
+                    fields["call_id"], fields["arguments_hash"], fields["approved"], "", run, seq
+                )
+            )
+        try:
+            self.debugger.decide(chosen)
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        return await self._continue()
+
     def step_in(self, run_id: object = None) -> dict[str, Any]:
         """Show the run nested in the last step's effect (a handoff target, an agent called
         as a tool; `run_id` names one of several), replayed as recorded on its chart."""
@@ -299,6 +345,16 @@ class Session:
             hidden=hidden,
         )
         data["chart"] = self.chart
+        data["pending"] = [
+            {
+                "call_id": request.call.call_id,
+                "tool": request.call.name,
+                "arguments": request.call.arguments,
+                "arguments_hash": request.arguments_hash,
+                "asked_by": self.debugger.asked_by(request),
+            }
+            for request in self.debugger.pending()
+        ]
         data["breadcrumb"] = [
             {"run_id": d.run.run_id, "agent": d.run.agent.name}
             for d in (*self._outer, self.debugger)
@@ -360,6 +416,8 @@ class Session:
             stop = await work()
             paused_by = None if self._pause is None else self._pause.id
             self._stop = None if stop is None else stop_data(stop, paused_by=paused_by)
+        except StudioError:  # refused before anything ran (a decision that does not bind)
+            raise
         except Exception as exc:
             self._error = f"{command} failed: {type(exc).__name__}: {exc}"
             raise StudioFailure(self._error) from exc

@@ -71,6 +71,7 @@
     renderConversation(data.conversation);
     renderStored(data);
     renderCrumbs(data);
+    renderPending(data);
     $("state").textContent = JSON.stringify(data.state, null, 2);
     $("next-input").textContent = data.next_input
       ? JSON.stringify(data.next_input.value, null, 2)
@@ -302,6 +303,43 @@
       entry.append(h("span", "item-type", item.type.replace("_", " ")));
       entry.append(h("span", "item-text", itemText(item)));
       list.append(entry);
+    });
+  }
+
+  // ------------------------------------------------------------ approvals
+
+  function renderPending(data) {
+    const pending = data.pending || [];
+    $("approvals").hidden = pending.length === 0;
+    const body = $("pending").querySelector("tbody");
+    body.replaceChildren();
+    const idle = !data.busy && !data.driven_elsewhere && data.mode === "live";
+    pending.forEach(function (request) {
+      const row = h("tr", "pending-call");
+      row.dataset.callId = request.call_id;
+      row.append(h("td", "mono", request.tool), h("td", "mono", request.arguments));
+      row.append(h("td", "muted", request.asked_by));
+      const cell = h("td");
+      [
+        ["approve", true],
+        ["reject", false],
+      ].forEach(function ([label, approved]) {
+        const button = h("button", "small " + label, label[0].toUpperCase() + label.slice(1));
+        button.type = "button";
+        button.disabled = !idle;
+        button.title = label + " call " + request.call_id + " (only this one; the others wait)";
+        button.addEventListener("click", function () {
+          const decision = {
+            call_id: request.call_id,
+            arguments_hash: request.arguments_hash,
+            approved: approved,
+          };
+          call("POST", "/api/decide", { decisions: [decision] });
+        });
+        cell.append(button);
+      });
+      row.append(cell);
+      body.append(row);
     });
   }
 
