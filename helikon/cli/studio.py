@@ -12,6 +12,7 @@ Mistakes raise `UsageError` (one line, exit status 2).
 from __future__ import annotations
 
 import argparse
+import secrets
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +27,7 @@ from helikon.studio.session import Session, StudioError
 from helikon.studio.stored import StoredRuns
 from helikon.trace import TraceError, read_trace
 
-LOOPBACK = "127.0.0.1"  # the one address the server takes (helikon.studio.server)
+LOOPBACK = "127.0.0.1"  # the default address; any other needs a token (helikon.studio.server)
 
 DEFAULT_PORT = 8765
 
@@ -63,6 +64,12 @@ def add_parser(commands: Any) -> None:
         "the steps as recorded; nothing the trace names is imported)",
     )
     studio.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help=f"the address to listen on (default {LOOPBACK}); any other makes the studio "
+        "require a token, printed at start, on every request",
+    )
+    studio.add_argument(
         "--port",
         type=int,
         default=DEFAULT_PORT,
@@ -82,13 +89,17 @@ def command_studio(args: argparse.Namespace) -> int:
             runs.close()
         raise
     try:
-        server = StudioServer(session, port=args.port, runs=runs)
-    except OSError as exc:
+        token = None if args.host == LOOPBACK else secrets.token_urlsafe(32)
+        server = StudioServer(session, host=args.host, port=args.port, runs=runs, token=token)
+    except (OSError, StudioError) as exc:
         session.close()
         if runs is not None:
             runs.close()
-        raise UsageError(f"cannot listen on {LOOPBACK}:{args.port}: {exc.strerror}") from None
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {why}") from None
     print(f"helikon studio: {server.url}  (Ctrl-C stops)", flush=True)
+    if server.token is not None:
+        print(f"helikon studio: token {server.token} (every request needs it)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

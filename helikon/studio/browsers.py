@@ -157,11 +157,16 @@ class BrowserSessions:
             old.close()
 
     def view(self, browser: BrowserSession, data: dict[str, Any]) -> dict[str, Any]:
-        """A snapshot as `browser` sees it: a watcher is not shown the driver's breakpoints."""
+        """A snapshot as `browser` sees it: a watcher is not shown the driver's breakpoints;
+        `driving` says this browser session drives the shared run, `browsers` how many
+        browser sessions are open."""
         elsewhere = self.shared and self._driver not in (None, browser.id)
+        with self._lock:
+            watching = len(self._open)
+        seen = {"driving": self.shared and self._driver == browser.id, "browsers": watching}
         if elsewhere:
-            return {**data, "breakpoints": [], "driven_elsewhere": True}
-        return {**data, "driven_elsewhere": False}
+            return {**data, **seen, "breakpoints": [], "driven_elsewhere": True}
+        return {**data, **seen, "driven_elsewhere": False}
 
     def sessions(self) -> list[Session]:
         """Every session a browser session sees, and the first."""

@@ -33,15 +33,20 @@ or a page refused because too many are open. A request is read as hostile
 (`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
 request that does not arrive within `request_timeout` seconds is dropped.
 
-The server listens on 127.0.0.1 only and refuses any other address: whoever reaches it can
-run the agent and its tools. It also answers only requests whose Host header names that
-address (or `localhost`) with its port, so a web page cannot reach it through a DNS name of
-its own (DNS rebinding), and it refuses commands whose Origin is another site.
+The server listens on 127.0.0.1 by default: whoever reaches it can run the agent and its
+tools. There it answers only requests whose Host header names that address (or `localhost`)
+with its port, so a web page cannot reach it through a DNS name of its own (DNS rebinding),
+and it refuses commands whose Origin is another site. Bound to any other address it needs a
+token (`token=`; the CLI makes one and prints it): every request, the page, its files, the
+API and the event stream, must carry it, as `Authorization: Bearer TOKEN`, as `?token=TOKEN`
+(the URL printed at start), or in the cookie the page's answer sets from it; any other is
+refused (401) before it is read further. Commands must then come from the Host's own origin.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import threading
 from collections.abc import Callable
@@ -50,7 +55,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
 from helikon.studio.diagram import Diagram
@@ -91,12 +96,21 @@ CSP = (
 )
 
 
-def check_bind(host: str) -> None:
-    """Raises `StudioError` unless `host` is 127.0.0.1."""
-    if host != LOOPBACK:
+MIN_TOKEN = 16  # characters a token must have
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raises `StudioError` unless `host` is 127.0.0.1, or an IPv4 address (or name) with a
+    token of at least `MIN_TOKEN` characters."""
+    if host == LOOPBACK:
+        return
+    if not host or ":" in host:
+        raise StudioError(f"the studio listens on an IPv4 address or name, not {host!r}")
+    if token is None or len(token) < MIN_TOKEN or not token.isascii() or not token.isprintable():
         raise StudioError(
-            f"the studio listens on {LOOPBACK} only, not {host!r}: whoever can reach it "
-            "can run the agent and its tools"
+            f"the studio listens on {host!r} only with a token (of {MIN_TOKEN} printable "
+            f"characters or more): whoever can reach it can run the agent and its tools; "
+            f"it listens on {LOOPBACK} without one"
         )
 
 
@@ -111,16 +125,17 @@ class StudioServer(ThreadingHTTPServer):
     Args:
         session: the debugger session to serve: shared by the browser sessions when live,
             copied for each when it can be (a replay).
-        host: must be "127.0.0.1".
+        host: "127.0.0.1", or another address with a `token`.
         port: 0 picks a free port (read it back from `url`).
         request_timeout: seconds a request may take to arrive; a slower one is dropped.
         browser_idle: seconds after which a browser session without an open page has left.
         max_browsers: how many browser sessions may be open at once.
         runs: the run store `session` is a run of, for the page to list and open its runs
             (closed with the studio).
+        token: what every request must carry when `host` is not 127.0.0.1 (required then).
 
     Raises:
-        StudioError: another bind address.
+        StudioError: another bind address without a token.
         OSError: the port is taken.
     """
 
@@ -136,8 +151,11 @@ class StudioServer(ThreadingHTTPServer):
         browser_idle: float = IDLE,
         max_browsers: int = LIMIT,
         runs: StoredRuns | None = None,
+        token: str | None = None,
     ) -> None:
-        check_bind(host)
+        check_bind(host, token)
+        self.host = host
+        self.token = None if host == LOOPBACK else token
         self.request_timeout = request_timeout
         super().__init__((host, port), StudioHandler)
         self.session = session
@@ -154,7 +172,13 @@ class StudioServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/"
+        """The page's address (with `?token=` when one is needed)."""
+        query = f"?token={self.token}" if self.token else ""
+        return f"http://{self.host}:{self.port}/{query}"
+
+    @property
+    def token_cookie(self) -> str:
+        return f"helikon_studio_token_{self.port}"
 
     @property
     def cookie_name(self) -> str:
@@ -162,7 +186,7 @@ class StudioServer(ThreadingHTTPServer):
         return f"helikon_studio_{self.port}"
 
     def allowed_hosts(self) -> frozenset[str]:
-        return frozenset({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
+        return frozenset({f"{self.host}:{self.port}", f"localhost:{self.port}"})
 
     def start(self) -> None:
         """Serve from a background thread (`serve_forever` serves from this one)."""
@@ -226,7 +250,9 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
-            self._check_host()
+            self._check_token()
+            if self.server.token is None:
+                self._check_host()
             if method != "GET":
                 self._check_origin()
             path = urlsplit(self.path).path
@@ -327,9 +353,36 @@ class StudioHandler(BaseHTTPRequestHandler):
                 return self._send_file("index.html")
         browser = browsers.open()
         set_cookie = f"{self.server.cookie_name}={browser.id}; Path=/; HttpOnly; SameSite=Strict"
-        self._send_file("index.html", ("Set-Cookie", set_cookie))
+        headers = [("Set-Cookie", set_cookie)]
+        if self.server.token is not None:  # the page's requests (and event stream) carry it
+            token = (
+                f"{self.server.token_cookie}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
+            )
+            headers.append(("Set-Cookie", token))
+        self._send_file("index.html", *headers)
 
     # ------------------------------------------------------------ checks
+
+    def _check_token(self) -> None:
+        expected = self.server.token
+        if expected is None:
+            return
+        given = [
+            value
+            for value in (
+                _bearer(self.headers.get("Authorization")),
+                _query_token(self.path),
+                cookie(self.headers, self.server.token_cookie),
+            )
+            if value is not None
+        ]
+        if not given or not all(
+            hmac.compare_digest(value.encode(), expected.encode()) for value in given
+        ):
+            raise HTTPProblem(
+                HTTPStatus.UNAUTHORIZED,
+                "this studio needs its token: open the URL it printed at start",
+            )
 
     def _check_host(self) -> None:
         host = self.headers.get("Host", "")
@@ -338,9 +391,10 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _check_origin(self) -> None:
         origin = self.headers.get("Origin")
-        if origin is not None and origin not in {
-            f"http://{h}" for h in self.server.allowed_hosts()
-        }:
+        hosts = self.server.allowed_hosts()
+        if self.server.token is not None:  # reached by any name: its own origin only
+            hosts = frozenset({self.headers.get("Host", "")})
+        if origin is not None and origin not in {f"http://{h}" for h in hosts}:
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
@@ -426,6 +480,18 @@ def _flag(body: dict[str, Any], name: str = "live") -> bool:
     if not isinstance(value, bool):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"{name} must be true or false")
     return value
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    kind, _, value = header.partition(" ")
+    return value.strip() if kind.lower() == "bearer" else ""
+
+
+def _query_token(path: str) -> str | None:
+    found = parse_qs(urlsplit(path).query).get("token")
+    return None if not found else found[-1] if len(found) == 1 else ""
 
 
 def _last_event_id(header: str | None) -> int:

@@ -104,6 +104,10 @@
     const [text, kind] = statusText(data);
     $("status").textContent = text;
     $("status").className = "badge " + kind;
+    const others = (data.browsers || 1) - 1;
+    const watched = others > 0 ? others + " other browser session(s) open" : "";
+    const who = data.driving ? "you drive this run" : "";
+    $("watchers").textContent = [who, watched].filter(Boolean).join(" · ");
     const idle = !data.busy && !data.driven_elsewhere;
     $("step").disabled = !idle || data.finished;
     $("continue").disabled = !idle || data.finished;
