@@ -629,6 +629,20 @@ class Debugger:
         forked.produced = {i: v for i, v in self.produced.items() if i < k}
         return forked
 
+    def after(self, k: int) -> Debugger:
+        """A debugger at the run after `k` steps, with its recorded next input: what to
+        read an input's fit from (`helikon.debug.fork`) before forking there. This debugger
+        is left as it is, and its forks are not counted.
+
+        Raises:
+            DebuggerError: as `fork`.
+        """
+        if not 0 <= k <= self.position:
+            raise DebuggerError(f"cannot fork after step {k}: the run has taken {self.position}")
+        view = self.fork(self.frames[k].next_input, at=k)
+        self.forks -= 1
+        return view
+
     def _frame(self) -> Frame:
         run = self.run
         return Frame(run.seq, run.state, len(run.conversation), run.next_input, run.pending)

@@ -114,7 +114,7 @@ def calls_answer(debugger: Debugger, text: str) -> ModelResponse:
     except (ValueError, RecursionError):
         given = None
     calls: list[ToolCall] = []
-    for call in given if isinstance(given, list) else [None]:
+    for call in given if isinstance(given, list) and given else [None]:
         fields = call if isinstance(call, dict) else {}
         call_id, name, arguments = (fields.get(key) for key in ("call_id", "name", "arguments"))
         if not isinstance(arguments, str) and isinstance(arguments, dict):

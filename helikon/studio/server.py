@@ -15,6 +15,9 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     DELETE /api/break/{id}    remove a breakpoint
     POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved"}]}:
                               answer a suspended live run (bound as agent.resume's), continue
+    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool", "value": ..., "then": [...]}:
+                              show a fork with that input after step k, compared with the run
+    POST   /api/unfork        back to the run the shown fork came from
     POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
     POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in
     GET    /api/runs          on a run store: its runs (status, agent, phase, turns)
@@ -313,6 +316,13 @@ class StudioHandler(BaseHTTPRequestHandler):
             ),
             "/api/break/{id}": ("DELETE", lambda: self._delete_break(browser)),
             "/api/decide": ("POST", command(lambda s, b: s.decide(b.get("decisions")))),
+            "/api/fork": (
+                "POST",
+                command(
+                    lambda s, b: s.fork(b.get("at"), b.get("kind"), b.get("value"), b.get("then"))
+                ),
+            ),
+            "/api/unfork": ("POST", command(lambda s, b: s.unfork())),
             "/api/step_in": ("POST", command(lambda s, b: s.step_in(b.get("run_id")))),
             "/api/step_out": ("POST", command(lambda s, b: s.step_out(b.get("to")))),
             "/api/runs": ("GET", self._list_runs),

@@ -26,8 +26,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, Protocol, TypeVar
 
 from helikon.core.approvals import ApprovalDecision
+from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
+from helikon.debug.fork import calls_answer, text_answer, tool_answer
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
 from helikon.trace import Trace
 
@@ -128,6 +130,32 @@ class Source(Protocol):
         """Another source of the same run, for a copy of the session."""
 
 
+def _rows(debugger: Debugger) -> list[dict[str, Any]]:
+    """A run's steps for comparing: those taken, then (a replay) those recorded after."""
+    rows = [
+        {
+            "from": step.state_before.phase,
+            "to": step.state_after.phase,
+            "row": step.match.row.index,
+            "input": step.input.kind,
+            "appends": [to_data(i, Any) for i in step.outcome.conversation_appends],
+        }
+        for step in debugger.history
+    ]
+    for k in range(len(rows) + 1, len(debugger.expected) + 1):
+        line = debugger.expected[k]
+        rows.append(
+            {
+                "from": line.state_before.phase,
+                "to": line.state_after.phase,
+                "row": line.row.index,
+                "input": line.input.kind,
+                "appends": [to_data(i, Any) for i in line.appends],
+            }
+        )
+    return rows
+
+
 def _always(state: Any, next_input: Any) -> bool:
     return True
 
@@ -166,6 +194,7 @@ class Session:
         self._closed = False
         self._follower: asyncio.Task[None] | None = None
         self._outer: list[Debugger] = []  # `step_in`: the runs the shown one is nested in
+        self._forks: list[tuple[Debugger, list[dict[str, Any]], int]] = []  # origin, rows, at
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
         self._thread.start()
@@ -282,6 +311,84 @@ class Session:
             raise StudioError(str(exc)) from None
         return await self._continue()
 
+    def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
+        """Fork the run after `at` steps with an edited input, and show the fork: `kind`
+        "text" (value: the model's answer), "calls" (value: a JSON list of tool calls, the
+        model's answer) or "tool" (value: an object of call id to result). `then`: the texts
+        the fork's model answers later calls with (default: the agent's own model). The
+        original is kept: `unfork` returns to it, and the snapshot compares the two.
+
+        Raises:
+            StudioError: a replay without its chart, a malformed request, or an input the
+                run does not wait for after `at` steps.
+        """
+        if isinstance(at, bool) or not isinstance(at, int):
+            raise StudioError(f"at must be a whole number of steps; got {at!r}")
+        if kind not in ("text", "calls", "tool"):
+            raise StudioError(f"kind is text, calls or tool; got {kind!r}")
+        if kind == "tool":
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                raise StudioError("a tool edit's value is an object of call id to result text")
+        elif not isinstance(value, str):
+            raise StudioError(f"a {kind} edit's value is a string")
+        if then is not None and (
+            not isinstance(then, list) or not all(isinstance(t, str) for t in then)
+        ):
+            raise StudioError("then is a list of texts")
+        return self._run(lambda: self._fork(at, str(kind), value, then))
+
+    def unfork(self) -> dict[str, Any]:
+        """Back to the run the shown fork was forked from."""
+        return self._run(self._unfork)
+
+    async def _fork(self, at: int, kind: str, value: Any, then: list[str] | None) -> dict[str, Any]:
+        self._check_idle()
+        if self._outer:
+            raise StudioError("step out of the nested run first: forks are of the outer run")
+        original = self.debugger
+        rows = _rows(original)
+        try:
+            probe = original.after(at)
+            if kind == "text":
+                edit: Any = text_answer(probe, value)
+            elif kind == "calls":
+                edit = calls_answer(probe, value)
+            else:
+                edit = tool_answer(probe, [part for pair in value.items() for part in pair])
+            forked = original.fork(edit, at=at, turns=then)
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        self._forks.append((original, rows, at))
+        self._show_debugger(forked)
+        return self._publish()
+
+    async def _unfork(self) -> dict[str, Any]:
+        self._check_idle()
+        if not self._forks or self._outer:
+            raise StudioError("this run is not a fork (or a nested run is shown)")
+        original, _, _ = self._forks.pop()
+        self._show_debugger(original)
+        return self._publish()
+
+    def _comparison(self) -> dict[str, Any] | None:
+        """The shown fork beside the run it came from: the rows of both, which differ, and
+        where the paths diverge."""
+        if not self._forks or self._outer:
+            return None
+        original, rows, at = self._forks[-1]
+        mine = _rows(self.debugger)
+        steps = []
+        for k in range(max(len(rows), len(mine))):
+            before = rows[k] if k < len(rows) else None
+            after = mine[k] if k < len(mine) else None
+            steps.append(
+                {"step": k + 1, "original": before, "fork": after, "differs": before != after}
+            )
+        diverged = next((s["step"] for s in steps if s["differs"]), None)
+        return {"of": original.run.run_id, "at": at, "steps": steps, "diverged_at": diverged}
+
     def step_in(self, run_id: object = None) -> dict[str, Any]:
         """Show the run nested in the last step's effect (a handoff target, an agent called
         as a tool; `run_id` names one of several), replayed as recorded on its chart."""
@@ -360,6 +467,7 @@ class Session:
             for d in (*self._outer, self.debugger)
         ]
         data["nested_runs"] = [] if self._busy else self.debugger.nested_runs()
+        data["compare"] = self._comparison()
         source = self._source
         data["stored"] = (
             None
@@ -386,7 +494,9 @@ class Session:
                     continue
                 trace, pending = pending, None
                 self._busy = "follow"
-                root = self._outer[0] if self._outer else self.debugger
+                root = (self._forks[0][0] if self._forks else None) or (
+                    self._outer[0] if self._outer else self.debugger
+                )
                 at_end = root.position >= len(root.expected)
                 if root.extend(trace) and at_end:
                     while await root.step() is not None:

@@ -72,6 +72,7 @@
     renderStored(data);
     renderCrumbs(data);
     renderPending(data);
+    renderCompare(data);
     $("state").textContent = JSON.stringify(data.state, null, 2);
     $("next-input").textContent = data.next_input
       ? JSON.stringify(data.next_input.value, null, 2)
@@ -269,7 +270,7 @@
       const head = h("div", "moment-head");
       head.append(h("span", "seq", "#" + step.seq));
       head.append(h("b", null, step.from + " → " + step.to));
-      head.append(rewindButton(index + 1, data));
+      head.append(rewindButton(index + 1, data), forkButton(index + 1, data));
       const detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
       item.append(head, h("div", "moment-detail muted", detail));
       if (step.divergence) item.append(h("p", "divergence", step.divergence));
@@ -278,6 +279,18 @@
     });
     const here = list.querySelector(".here");
     if (here && data.busy) here.scrollIntoView({ block: "nearest" });
+  }
+
+  function forkButton(at, data) {
+    const button = h("button", "small fork-here", "fork here");
+    button.type = "button";
+    button.title = "Fork after step " + at + ": replace the input the next step applies";
+    button.disabled = Boolean(data.busy) || data.driven_elsewhere;
+    button.addEventListener("click", function () {
+      $("fork-at").value = String(at);
+      $("fork-value").focus();
+    });
+    return button;
   }
 
   function rewindButton(to, data) {
@@ -308,6 +321,55 @@
       entry.append(h("span", "item-text", itemText(item)));
       list.append(entry);
     });
+  }
+
+  // ------------------------------------------------------------ forks
+
+  function stepText(row) {
+    if (!row) return "—";
+    const said = row.appends
+      .filter((item) => item.type === "assistant_message" || item.type === "tool_call")
+      .map((item) => (item.type === "tool_call" ? item.name + "(" + item.arguments + ")" : item.content));
+    return row.from + " → " + row.to + " on " + row.input + (said.length ? ": " + said.join("; ") : "");
+  }
+
+  function renderCompare(data) {
+    const compare = data.compare;
+    $("compare").hidden = !compare;
+    $("unfork").hidden = !compare;
+    const idle = !data.busy && !data.driven_elsewhere;
+    $("fork-go").disabled = !idle;
+    $("unfork").disabled = !idle;
+    if (!compare) return;
+    $("diverged").textContent =
+      "fork of " + compare.of + " after step " + compare.at + ": " +
+      (compare.diverged_at ? "the paths diverge at step " + compare.diverged_at : "no step differs yet");
+    const body = $("compare-rows").querySelector("tbody");
+    body.replaceChildren();
+    compare.steps.forEach(function (step) {
+      const row = h("tr", step.differs ? "differs" : "same");
+      row.append(h("td", null, "#" + step.step), h("td", null, stepText(step.original)));
+      row.append(h("td", null, stepText(step.fork)));
+      body.append(row);
+    });
+  }
+
+  function submitFork(event) {
+    event.preventDefault();
+    const kind = $("fork-kind").value;
+    let value = $("fork-value").value;
+    if (kind === "tool") {
+      try {
+        value = JSON.parse(value);
+      } catch (err) {
+        showError("tool results are a JSON object of call id to result text");
+        return;
+      }
+    }
+    const lines = $("fork-then").value.split("\n").filter((line) => line.trim());
+    const body = { at: Number($("fork-at").value), kind: kind, value: value };
+    if (lines.length) body.then = lines;
+    call("POST", "/api/fork", body);
   }
 
   // ------------------------------------------------------------ approvals
@@ -497,6 +559,8 @@
   $("continue").addEventListener("click", post("/api/continue"));
   $("pause").addEventListener("click", post("/api/pause"));
   $("back").addEventListener("click", post("/api/back", () => ({ steps: 1 })));
+  $("fork-form").addEventListener("submit", submitFork);
+  $("unfork").addEventListener("click", post("/api/unfork"));
   $("step-in").addEventListener("click", post("/api/step_in"));
   $("step-out").addEventListener("click", post("/api/step_out"));
   $("toggle-break").addEventListener("click", toggleBreak);
