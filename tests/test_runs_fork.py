@@ -20,7 +20,7 @@ from helikon.cli import main
 from helikon.core.items import AssistantMessage, ToolResult, Usage
 from helikon.core.state import ModelResponse, ToolResults
 from helikon.debug.debugger import DebuggerError
-from helikon.debug.fork import text_answer, tool_answer
+from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunStore, open_store, stored_trace
 from helikon.run.snapshot import SnapshotMismatch
@@ -167,3 +167,16 @@ def test_the_command_forks_and_resume_continues_it(
     assert "give --chart CHART" in capsys.readouterr().err
     assert main(["runs", "fork", "r1", "--at", "7", "--store", url]) == 2
     assert "its seqs are 1..5" in capsys.readouterr().err
+
+
+async def test_an_edited_decision_rejects_the_call_and_the_fork_goes_on(
+    store: RunStore, tmp_path: Path
+) -> None:
+    log = tmp_path / "transfers.log"
+    await finished_run(store, log)
+    reject = lambda at: decisions(at, approve=False, named=[])  # noqa: E731
+    await fork_stored(store, "r1", 2, edit=reject, agent=teller(log), fork_id="f1")
+    third = store.get("f1").records[2]
+    assert [d.approved for d in third.input.decisions] == [False]  # type: ignore[union-attr]
+    assert await resumed(store, "f1", log) == "Sent."
+    assert log.read_text() == ONCE  # rejected: the transfer did not run in the fork
