@@ -431,6 +431,8 @@ class Session:
             self._loop.run_forever()
         finally:
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            # a store read of a followed run may be in flight: let it finish first
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
             self._loop.close()
 
     def _run(self, command: Callable[[], Coroutine[Any, Any, T]]) -> T:
