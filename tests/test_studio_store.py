@@ -286,3 +286,80 @@ def test_the_page_steps_into_a_nested_run_by_mouse_and_keyboard(tmp_path: Path) 
     finally:
         browser.close()
         server.close()
+
+
+# ---------------------------------------------------------------- forks into the store
+
+
+def teller_runs(url: str, log: Path) -> StoredRuns:
+    """The store's runs, with the teller as the agent to compute edited steps on."""
+    return StoredRuns(open_store(url), lambda: (teller(log), None))
+
+
+def test_the_studio_forks_a_stored_run_into_a_new_stored_run(url: str, tmp_path: Path) -> None:
+    log = tmp_path / "transfers.log"
+    suspended_teller(url, log)
+    resume(url, log)
+    runs = teller_runs(url, log)
+    server = serve(runs.session("r1"), runs=runs)
+    try:
+        client = Client(server)
+        edit = {"at": 4, "kind": "text", "value": "Not sent after all."}
+        forked = client.post("/api/fork_stored", edit, expect=201)
+        fork_id = forked["run_id"]
+        assert fork_id.startswith("r1-fork4-") and forked["stored"]["run_id"] == fork_id
+        assert forked["recorded"] == 5
+        listed = {r["run_id"]: r for r in client.get("/api/runs")["runs"]}
+        assert (listed[fork_id]["forked_from"], listed[fork_id]["forked_at"]) == ("r1", 4)
+        assert listed[fork_id]["status"] == "completed"
+        done = client.post("/api/continue")
+        assert done["conversation"][-1]["content"] == "Not sent after all."
+        status, data = client.request("POST", "/api/fork_stored", {**edit, "at": 2})
+        assert status == 400 and "waits for approval decisions" in data["error"]
+        assert log.read_text() == "transfer 10 to ann\n"  # the fork ran no tool
+    finally:
+        server.close()
+
+    runs = StoredRuns(open_store(url))  # without --chart: an edited fork is refused
+    server = serve(runs.session("r1"), runs=runs)
+    try:
+        status, data = Client(server).request(
+            "POST", "/api/fork_stored", {"at": 4, "kind": "text", "value": "x"}
+        )
+        assert status == 400 and "--chart CHART" in data["error"]
+    finally:
+        server.close()
+
+
+@needs_chromium
+def test_the_page_forks_a_stored_run_into_the_store(url: str, tmp_path: Path) -> None:
+    log = tmp_path / "transfers.log"
+    suspended_teller(url, log)
+    resume(url, log)
+    runs = teller_runs(url, log)
+    server = serve(runs.session("r1"), runs=runs)
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url, width=1440, height=1400)
+        page.wait_for("!document.getElementById('fork-store-label').hidden")
+        page.evaluate(
+            "(() => { document.getElementById('fork-at').value = '4';"
+            " document.getElementById('fork-value').value = 'Not sent after all.';"
+            " document.getElementById('fork-store').checked = true; })()"
+        )
+        page.click("#fork-go")
+        page.wait_for("window.helikonStudio?.latest()?.run_id?.startsWith('r1-fork4-')")
+        page.wait_for("document.querySelectorAll('#runs tbody tr').length === 2")
+        assert "fork of r1 at 4" in page.evaluate(
+            "document.querySelector('#runs tr.current').textContent"
+        )
+        page.press("c")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        assert "Not sent after all." in page.evaluate(
+            "document.getElementById('conversation').textContent"
+        )
+        assert page.console_errors() == []
+        assert log.read_text() == "transfer 10 to ann\n"
+    finally:
+        browser.close()
+        server.close()

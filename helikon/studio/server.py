@@ -20,6 +20,8 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/unfork        back to the run the shown fork came from
     POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
     POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in
+    POST   /api/fork_stored   on a run store: {"at": seq, "kind", "value"}: fork the shown run
+                              into a new stored run (201), which this browser then replays
     GET    /api/runs          on a run store: its runs (status, agent, phase, turns)
     POST   /api/open          on a run store: {"run_id": ID}: this browser replays that run
 
@@ -76,6 +78,7 @@ from helikon.studio.session import (
     StudioError,
     StudioFailure,
     StudioNotFound,
+    check_edit,
 )
 from helikon.studio.stored import StoredRuns
 
@@ -327,6 +330,7 @@ class StudioHandler(BaseHTTPRequestHandler):
             "/api/step_out": ("POST", command(lambda s, b: s.step_out(b.get("to")))),
             "/api/runs": ("GET", self._list_runs),
             "/api/open": ("POST", lambda: self._open_run(browser)),
+            "/api/fork_stored": ("POST", lambda: self._fork_stored(browser)),
         }
 
     def _stored(self) -> StoredRuns:
@@ -338,6 +342,18 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _list_runs(self) -> None:
         self._send_json(HTTPStatus.OK, {"runs": self._stored().listing()})
+
+    def _fork_stored(self, browser: BrowserSession) -> None:
+        runs = self._stored()
+        body = self._body()
+        at, kind, value = check_edit(body.get("at"), body.get("kind"), body.get("value"))
+        shown = browser.session.state()
+        if shown.get("stored") is None or len(shown.get("breadcrumb", ())) > 1:
+            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "fork a stored run, not a nested one")
+        fork_id = runs.fork(shown["stored"]["run_id"], at, kind, value)
+        session = runs.session(fork_id)
+        self.server.browsers.switch(browser, session)
+        self._send_state(browser, session.state(), HTTPStatus.CREATED)
 
     def _open_run(self, browser: BrowserSession) -> None:
         runs = self._stored()

@@ -130,6 +130,39 @@ class Source(Protocol):
         """Another source of the same run, for a copy of the session."""
 
 
+def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
+    """A fork request's step, kind and value, checked (see `Session.fork`).
+
+    Raises:
+        StudioError: one of them is not what a fork takes.
+    """
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise StudioError(f"at must be a whole number of steps; got {at!r}")
+    if kind not in ("text", "calls", "tool"):
+        raise StudioError(f"kind is text, calls or tool; got {kind!r}")
+    if kind == "tool":
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise StudioError("a tool edit's value is an object of call id to result text")
+    elif not isinstance(value, str):
+        raise StudioError(f"a {kind} edit's value is a string")
+    return at, str(kind), value
+
+
+def edit_for(debugger: Debugger, kind: str, value: Any) -> Any:
+    """The input a checked fork request names, for `debugger` at the fork point.
+
+    Raises:
+        DebuggerError: the run does not wait for that kind of input there.
+    """
+    if kind == "text":
+        return text_answer(debugger, value)
+    if kind == "calls":
+        return calls_answer(debugger, value)
+    return tool_answer(debugger, [part for pair in value.items() for part in pair])
+
+
 def _rows(debugger: Debugger) -> list[dict[str, Any]]:
     """A run's steps for comparing: those taken, then (a replay) those recorded after."""
     rows = [
@@ -322,22 +355,12 @@ class Session:
             StudioError: a replay without its chart, a malformed request, or an input the
                 run does not wait for after `at` steps.
         """
-        if isinstance(at, bool) or not isinstance(at, int):
-            raise StudioError(f"at must be a whole number of steps; got {at!r}")
-        if kind not in ("text", "calls", "tool"):
-            raise StudioError(f"kind is text, calls or tool; got {kind!r}")
-        if kind == "tool":
-            if not isinstance(value, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-            ):
-                raise StudioError("a tool edit's value is an object of call id to result text")
-        elif not isinstance(value, str):
-            raise StudioError(f"a {kind} edit's value is a string")
+        step, what, given = check_edit(at, kind, value)
         if then is not None and (
             not isinstance(then, list) or not all(isinstance(t, str) for t in then)
         ):
             raise StudioError("then is a list of texts")
-        return self._run(lambda: self._fork(at, str(kind), value, then))
+        return self._run(lambda: self._fork(step, what, given, then))
 
     def unfork(self) -> dict[str, Any]:
         """Back to the run the shown fork was forked from."""
@@ -350,13 +373,7 @@ class Session:
         original = self.debugger
         rows = _rows(original)
         try:
-            probe = original.after(at)
-            if kind == "text":
-                edit: Any = text_answer(probe, value)
-            elif kind == "calls":
-                edit = calls_answer(probe, value)
-            else:
-                edit = tool_answer(probe, [part for pair in value.items() for part in pair])
+            edit = edit_for(original.after(at), kind, value)
             forked = original.fork(edit, at=at, turns=then)
         except DebuggerError as exc:
             raise StudioError(str(exc)) from None

@@ -12,15 +12,17 @@ refused with the store's message, and what the page shows of a run is data, neve
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunStore, StoreError, stored_trace
 from helikon.durable.records import RunInfo
 from helikon.run.config import RunContext
 from helikon.run.spec import AgentSpec
-from helikon.studio.session import Session, StudioError, StudioNotFound
+from helikon.studio.session import Session, StudioError, StudioNotFound, edit_for
 from helikon.trace import Trace, TraceError
 
 AgentFor = Callable[[], tuple[AgentSpec, RunContext[Any] | None]]
@@ -140,6 +142,33 @@ class StoredRuns:
             return Debugger.replay(trace)
         agent, context = self.agent_for()
         return Debugger.replay(trace, agent, context=context)
+
+    def fork(self, run_id: str, at: int, kind: str, value: Any) -> str:
+        """Fork stored run `run_id` after seq `at` into a new stored run, the input the
+        next step applied replaced as `kind` and `value` say (`Session.fork`): what
+        `helikon runs fork --edit` does. Returns the fork's run id; it waits, suspended,
+        for `helikon runs resume`.
+
+        Raises:
+            StudioError: no chart to compute the edited step on, or the fork is refused.
+        """
+        if self.agent_for is None:
+            raise StudioError(
+                "a fork into the store computes its next step: start the studio with --chart CHART"
+            )
+        agent, context = self.agent_for()
+        made = fork_stored(
+            self.store,
+            run_id,
+            at,
+            edit=lambda debugger: edit_for(debugger, kind, value),
+            agent=agent,
+            context=context,
+        )
+        try:
+            return asyncio.run(made)  # on this request's thread: the store is thread-safe
+        except (DebuggerError, StoreError, TraceError) as exc:
+            raise StudioError(f"cannot fork run {run_id!r}: {exc}") from None
 
     def close(self) -> None:
         self.store.close()

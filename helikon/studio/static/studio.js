@@ -335,6 +335,7 @@
 
   function renderCompare(data) {
     const compare = data.compare;
+    $("fork-store-label").hidden = !data.stored;
     $("compare").hidden = !compare;
     $("unfork").hidden = !compare;
     const idle = !data.busy && !data.driven_elsewhere;
@@ -368,6 +369,12 @@
     }
     const lines = $("fork-then").value.split("\n").filter((line) => line.trim());
     const body = { at: Number($("fork-at").value), kind: kind, value: value };
+    if (latest && latest.stored && $("fork-store").checked) {
+      call("POST", "/api/fork_stored", body).then(function (forked) {
+        if (forked) window.location.reload(); // the page starts over on the stored fork
+      });
+      return;
+    }
     if (lines.length) body.then = lines;
     call("POST", "/api/fork", body);
   }
