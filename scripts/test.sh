@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages: Graphviz's `dot` renders diagrams; Chromium opens the HTML pages;
-# PostgreSQL's initdb and pg_ctl start the throwaway cluster the run store tests use.
+# tmux runs the terminal debugger under a real terminal; PostgreSQL's initdb and pg_ctl start the throwaway cluster the run store tests use.
 missing=()
 command -v dot >/dev/null || missing+=(graphviz)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v tmux >/dev/null || missing+=(tmux)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null \
     || missing+=(postgresql)
 if ((${#missing[@]})); then

@@ -209,6 +209,18 @@ class Page:
                 {"type": kind, "x": box["x"], "y": box["y"], "button": "left", "clickCount": 1},
             )
 
+    def press(self, key: str) -> None:
+        """A key pressed and released on the page, as a person types it (one character)."""
+        code = f"Key{key.upper()}" if key.isalpha() else ""
+        for kind in ("keyDown", "keyUp"):
+            event = {
+                "type": kind,
+                "key": key,
+                "code": code,
+                "text": key if kind == "keyDown" else "",
+            }
+            self.send("Input.dispatchKeyEvent", event)
+
     def select(self, selector: str, value: str) -> None:
         """Choose `value` in a `<select>` and tell the page it changed."""
         self.evaluate(

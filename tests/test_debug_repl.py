@@ -409,7 +409,7 @@ def test_help_and_usage_errors(shell: DebugShell) -> None:
     listing = send(shell, "help")
     for command in ("step", "next", "continue", "break", "delete", "state", "conversation"):
         assert f"{command}" in listing
-    assert send(shell, "help s").splitlines()[1].startswith("s, step [live]:")
+    assert send(shell, "help s").splitlines()[1].startswith("s, step [live | in [RUN] | out]:")
     assert 'fork text "ANSWER" [then "TEXT" ...]' in send(shell, "help fork")
     assert "error: no command 'nope'" in send(shell, "help nope")
     assert "error: unknown command 'frobnicate'" in send(shell, "frobnicate")

@@ -373,6 +373,7 @@ def test_one_browser_session_at_a_time_drives_a_live_run(client: Client) -> None
     )
     driven = client.get()
     assert (driven["driven_elsewhere"], len(driven["breakpoints"])) == (False, 1)
+    assert (driven["driving"], watched["driving"], driven["browsers"]) == (True, False, 2)
 
 
 def test_a_browser_session_that_left_frees_the_live_run(tmp_path: Path) -> None:
@@ -528,12 +529,15 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(client: Client) 
         connection.close()
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "localhost", ""])
-def test_the_server_listens_on_loopback_only(host: str) -> None:
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "localhost"])
+@pytest.mark.parametrize("token", [None, "", "short", "x" * 15, "\x1b[2J" * 8])
+def test_the_server_listens_elsewhere_only_with_a_token(host: str, token: str | None) -> None:
     session = budget_session()
     try:
-        with pytest.raises(StudioError, match=r"listens on 127\.0\.0\.1 only"):
-            StudioServer(session, host=host, port=0)
+        with pytest.raises(StudioError, match=f"listens on '{host}' only with a token"):
+            StudioServer(session, host=host, port=0, token=token)
+        with pytest.raises(StudioError, match="an IPv4 address or name"):
+            StudioServer(session, host="::", port=0, token="t" * 32)
     finally:
         session.close()
 
@@ -943,11 +947,17 @@ def test_a_second_browser_watches_a_live_run_it_does_not_drive(tmp_path: Path) -
         watcher = browser.page(server.url, isolated=True)
         watcher.wait_for("document.getElementById('position').textContent === 'step 1'")
         assert watcher.wait_for("document.getElementById('step').disabled")
+        assert "you drive this run" in driver.evaluate(
+            "document.getElementById('watchers').textContent"
+        )
         assert "another browser session drives this run" in watcher.evaluate(
             "document.getElementById('status').textContent"
         )
         driver.click("#step")  # the watcher follows the run
         watcher.wait_for("document.getElementById('position').textContent === 'step 2'")
+        assert driver.wait_for(
+            "document.getElementById('watchers').textContent.includes('1 other browser')"
+        )
         assert watcher.console_errors() == []
     finally:
         browser.close()

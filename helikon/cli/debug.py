@@ -22,8 +22,10 @@ from helikon.cli.loading import LoadError, call, load_module
 from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.repl import DebugShell
+from helikon.durable import StoreError, open_store, stored_trace
+from helikon.export.console import safe_text
 from helikon.models.scripted import ScriptedModel
-from helikon.trace import TraceError, read_trace
+from helikon.trace import Trace, TraceError, read_trace
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +34,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "debug",
         help="step through a run: breakpoints, rewind, fork (live or from a trace)",
         description="Debug an agent live (helikon debug CHART --input ...) or replay a "
-        "recorded run (helikon debug --trace T.jsonl [--chart CHART]).",
+        "recorded run (helikon debug --trace T.jsonl [--chart CHART]) or a stored one "
+        "(helikon debug --store URL RUN_ID [--chart CHART]).",
     )
 
     add_agent_arguments(debug, optional=True)
@@ -43,6 +46,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how to answer approvals (ask: prompt on a terminal, else suspend)",
     )
     debug.add_argument("--trace", metavar="T.jsonl", help="replay this recorded run")
+    debug.add_argument(
+        "--store",
+        metavar="URL",
+        help="replay a stored run: helikon debug --store URL RUN_ID (no trace file needed)",
+    )
     debug.add_argument(
         "--chart",
         dest="replay_chart",
@@ -62,8 +70,13 @@ def command_debug(args: argparse.Namespace) -> int:
     """
 
     try:
-        shell = open_replay(args) if args.trace else open_live(args)
-    except (UsageError, LoadError, TraceError, DebuggerError) as exc:
+        if args.store:
+            shell = open_stored(args)
+        elif args.trace:
+            shell = open_replay(args)
+        else:
+            shell = open_live(args)
+    except (UsageError, LoadError, TraceError, DebuggerError, StoreError) as exc:
         print(f"helikon: {exc}", file=sys.stderr)
         return 2
     with shell:
@@ -94,12 +107,39 @@ def open_replay(args: argparse.Namespace) -> DebugShell:
 
     if args.input:
         raise UsageError("--input is for live runs; a trace replays the input it recorded")
-    trace = read_trace(args.trace)
-    target = args.replay_chart or args.chart
+    return replay_shell(read_trace(args.trace), args.trace, args.replay_chart or args.chart, args)
+
+
+def open_stored(args: argparse.Namespace) -> DebugShell:
+    """A shell replaying the stored run `RUN_ID` of `--store URL`, as `open_replay` does a
+    trace: nothing the store names is imported; `--chart CHART` is the agent to go live on.
+    """
+
+    if args.trace:
+        raise UsageError("replay a trace (--trace) or a stored run (--store), not both")
+    if args.input:
+        raise UsageError("--input is for live runs; a stored run replays the input it recorded")
+    if not args.chart:
+        raise UsageError("name the stored run to debug: helikon debug --store URL RUN_ID")
+    store = open_store(args.store)
+    try:
+        trace = stored_trace(store, args.chart)
+    finally:
+        store.close()
+    name = f"run {safe_text(args.chart)} of {safe_text(args.store)}"
+    return replay_shell(trace, name, args.replay_chart, args)
+
+
+def replay_shell(
+    trace: Trace, name: str, target: str | None, args: argparse.Namespace
+) -> DebugShell:
+    """A shell replaying `trace` (named `name` in its title): as recorded, or on the agent
+    of the chart file `target`."""
+
     if not target:
         debugger = Debugger.replay(trace)
         steps = len(debugger.expected)
-        return DebugShell(debugger, title=f"replay of {args.trace} ({steps} steps, as recorded)")
+        return DebugShell(debugger, title=f"replay of {name} ({steps} steps, as recorded)")
     module = _agent_module(target)
     try:
         model = model_for(module, args.offline, args.model)
@@ -109,7 +149,7 @@ def open_replay(args: argparse.Namespace) -> DebugShell:
     offline = not wants_real_model(args.offline) and hasattr(module, "script")
     script = list(module.script()) if offline else None
     steps = len(debugger.expected)
-    return DebugShell(debugger, script=script, title=f"replay of {args.trace} ({steps} steps)")
+    return DebugShell(debugger, script=script, title=f"replay of {name} ({steps} steps)")
 
 
 def _agent_module(target: str) -> Any:

@@ -5,6 +5,7 @@ runs on (resume, recover); and `--store`, which `helikon run` takes too.
     helikon runs resume RUN_ID --chart CHART [--approve all|none|ask] [--offline] [--force]
     helikon runs recover --chart CHART            helikon runs export RUN_ID [-o OUT.jsonl]
     helikon runs delete RUN_ID                    helikon runs prune --older-than 30d
+    helikon runs fork RUN_ID --at SEQ [--edit KIND ARGS... --chart CHART]
 
 Every command takes `--store URL` (default $HELIKON_STORE, else `sqlite:///.helikon/runs.db`,
 relative to the current directory). Nothing is ever imported because a store row names it:
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import os
 import re
@@ -33,9 +35,13 @@ from helikon.cli.agents import approval_handler, chart_context, model_for
 from helikon.cli.loading import LoadError, call, load_module, module_label
 from helikon.cli.usage import UsageError, encoded, write_output
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.debug.fork import calls_answer, decisions, text_answer, tool_answer
+from helikon.debug.stored_fork import Edit, fork_stored
 from helikon.durable import RunInfo, RunLeased, RunStore, StoreError, export_trace, open_store
 from helikon.durable.views import events_of, pending_of
 from helikon.export.console import EventPrinter, safe_text
+from helikon.models.scripted import ScriptedModel
 from helikon.run.snapshot import ApprovalMismatch, SnapshotMismatch
 
 DEFAULT_STORE = "sqlite:///.helikon/runs.db"
@@ -128,6 +134,23 @@ def add_parser(commands: Any) -> None:
     export = _command(sub, "export", "write a run (and its nested runs) as a trace", command_export)
     export.add_argument("run_id", metavar="RUN_ID")
     export.add_argument("-o", "--output", help="the trace file to write (default: stdout)")
+
+    fork = _command(
+        sub, "fork", "a new run sharing RUN_ID's records up to SEQ, to resume", command_fork
+    )
+    fork.add_argument("run_id", metavar="RUN_ID")
+    fork.add_argument("--at", required=True, type=int, metavar="SEQ", help="the last seq shared")
+    fork.add_argument(
+        "--edit",
+        nargs="+",
+        metavar="WORD",
+        help='replace the next input: text "ANSWER" | calls \'[{"call_id": ..., "name": ..., '
+        '"arguments": ...}]\' | tool CALL_ID "RESULT" ... | approve [CALL_ID ...] | reject '
+        "[CALL_ID ...] (needs --chart)",
+    )
+    fork.add_argument(
+        "--chart", help="with --edit: the chart file whose agent ran the run (to compute the step)"
+    )
 
     delete = _command(sub, "delete", "delete a run and the runs nested in it", command_delete)
     delete.add_argument("run_id", metavar="RUN_ID")
@@ -294,6 +317,49 @@ def _terminal_safe_json(text: str) -> str:
     """JSON lines with DEL and the C1 controls (which JSON may leave raw, and which a
     terminal obeys) written as `\\u` escapes: the same JSON, safe on a terminal."""
     return re.sub("[\x7f-\x9f]", lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def command_fork(args: argparse.Namespace) -> int:
+    """`helikon runs fork`: the fork is written and left suspended; nothing runs."""
+    store = open_cli_store(args)
+    agent = context = None
+    if args.edit:
+        if not args.chart:
+            raise UsageError("an edited fork computes its next step: give --chart CHART")
+        module = _chart_module(args.chart)
+        agent, context = call(module, "agent", ScriptedModel([])), chart_context(module)
+    elif args.chart:
+        raise UsageError("--chart is for --edit: a fork without one copies records only")
+    edit = None if not args.edit else functools.partial(edit_of, args.edit)
+    try:
+        with store_errors():
+            fork_id = asyncio.run(
+                fork_stored(store, args.run_id, args.at, edit=edit, agent=agent, context=context)
+            )
+    except DebuggerError as exc:
+        raise UsageError(str(exc)) from None
+    print(
+        f"run {safe_text(fork_id)} forked from {safe_text(args.run_id)} at seq {args.at} "
+        f"(helikon runs resume {safe_text(fork_id)} --chart CHART{with_store(args)})"
+    )
+    return 0
+
+
+def edit_of(words: Sequence[str], debugger: Debugger) -> Edit:
+    """The input `--edit WORDS` names, for the replay at the fork point."""
+    kind, args = words[0], list(words[1:])
+    if kind == "text" and len(args) == 1:
+        return text_answer(debugger, args[0])
+    if kind == "calls" and len(args) == 1:
+        return calls_answer(debugger, args[0])
+    if kind == "tool" and args and len(args) % 2 == 0:
+        return tool_answer(debugger, args)
+    if kind in ("approve", "reject"):
+        return decisions(debugger, approve=kind == "approve", named=args)
+    raise DebuggerError(
+        'usage: --edit text "ANSWER" | --edit calls JSON | --edit tool CALL_ID "RESULT" ... | '
+        "--edit approve [CALL_ID ...] | --edit reject [CALL_ID ...]"
+    )
 
 
 def command_delete(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
     helikon studio CHART [--input TEXT] [--offline] [--model NAME] [--port N]
     helikon studio --trace RUN.jsonl [--chart CHART] [--port N]
+    helikon studio --store URL [RUN_ID] [--chart CHART] [--port N]
 
 `add_studio_parser(commands)` adds the command to `helikon`'s subcommands; the handler
 builds the debugger, serves it on 127.0.0.1 and prints the URL; Ctrl-C stops it.
@@ -11,6 +12,7 @@ Mistakes raise `UsageError` (one line, exit status 2).
 from __future__ import annotations
 
 import argparse
+import secrets
 from types import ModuleType
 from typing import Any
 
@@ -18,12 +20,14 @@ from helikon.cli.agents import add_agent_arguments, chart_context, live_agent
 from helikon.cli.loading import LoadError, load_module
 from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.durable import StoreError, open_store
 from helikon.models.scripted import ScriptedModel
 from helikon.studio.server import StudioServer
-from helikon.studio.session import Session
+from helikon.studio.session import Session, StudioError
+from helikon.studio.stored import StoredRuns
 from helikon.trace import TraceError, read_trace
 
-LOOPBACK = "127.0.0.1"  # the one address the server takes (helikon.studio.server)
+LOOPBACK = "127.0.0.1"  # the default address; any other needs a token (helikon.studio.server)
 
 DEFAULT_PORT = 8765
 
@@ -47,11 +51,23 @@ def add_parser(commands: Any) -> None:
     )
     studio.add_argument("--trace", metavar="RUN.jsonl", help="replay a recorded run instead")
     studio.add_argument(
+        "--store",
+        metavar="URL",
+        help="replay the stored run RUN_ID (default: the newest) and list the store's runs "
+        "to pick from; a run still going is followed as its records land",
+    )
+    studio.add_argument(
         "--chart",
         dest="chart_option",
         metavar="CHART",
         help="with --trace: the chart the run used, to compute its steps again (default: "
         "the steps as recorded; nothing the trace names is imported)",
+    )
+    studio.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help=f"the address to listen on (default {LOOPBACK}); any other makes the studio "
+        "require a token, printed at start, on every request",
     )
     studio.add_argument(
         "--port",
@@ -65,13 +81,25 @@ def add_parser(commands: Any) -> None:
 def command_studio(args: argparse.Namespace) -> int:
     """Serve the studio until Ctrl-C."""
 
-    session = open_session(args)
+    runs = open_runs(args) if args.store else None
     try:
-        server = StudioServer(session, port=args.port)
-    except OSError as exc:
+        session = open_session(args) if runs is None else stored_session(runs, args.chart)
+    except BaseException:
+        if runs is not None:
+            runs.close()
+        raise
+    try:
+        token = None if args.host == LOOPBACK else secrets.token_urlsafe(32)
+        server = StudioServer(session, host=args.host, port=args.port, runs=runs, token=token)
+    except (OSError, StudioError) as exc:
         session.close()
-        raise UsageError(f"cannot listen on {LOOPBACK}:{args.port}: {exc.strerror}") from None
+        if runs is not None:
+            runs.close()
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {why}") from None
     print(f"helikon studio: {server.url}  (Ctrl-C stops)", flush=True)
+    if server.token is not None:
+        print(f"helikon studio: token {server.token} (every request needs it)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -94,6 +122,42 @@ def open_session(args: argparse.Namespace) -> Session:
     if not chart:
         raise UsageError("name a chart to run (helikon studio charts/triage.py) or --trace")
     return live_session(chart, args)
+
+
+def open_runs(args: argparse.Namespace) -> StoredRuns:
+    """The run store `--store URL` names, with the agent of `--chart CHART` (if given) to
+    compute the replays' steps again. Nothing the store names is imported."""
+
+    if args.trace or args.input:
+        raise UsageError("--store replays a stored run: give no --trace and no --input")
+    try:
+        store = open_store(args.store)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.chart_option:
+        return StoredRuns(store)
+    try:
+        module = _load(args.chart_option)
+    except UsageError:
+        store.close()
+        raise
+    if not hasattr(module, "agent"):
+        store.close()
+        raise UsageError(f"{args.chart_option} defines no agent(model) to replay")
+
+    def agent_for() -> tuple[Any, Any]:
+        return module.agent(ScriptedModel([])), chart_context(module)  # a replay calls no model
+
+    return StoredRuns(store, agent_for)
+
+
+def stored_session(runs: StoredRuns, run_id: str | None) -> Session:
+    """The replay of stored run `run_id` (None: the store's newest)."""
+
+    try:
+        return runs.session(run_id if run_id is not None else runs.newest())
+    except StudioError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def live_session(chart: str, args: argparse.Namespace) -> Session:

@@ -33,6 +33,7 @@ COMMANDS = (
     "row",
     "events",
     "history",
+    "up",
     "back",
     "rewind",
     "fork",

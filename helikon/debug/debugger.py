@@ -20,17 +20,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import dumps
 from helikon.core.errors import HelikonError
 from helikon.core.events import TERMINAL_EVENTS, RunStarted
 from helikon.core.items import Item
-from helikon.core.state import NextAction, TransitionOutcome
+from helikon.core.state import ApprovalDecisions, NextAction, TransitionOutcome
 from helikon.core.transition import Match, match_row
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
+from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
 from helikon.trace import (
     EffectTrace,
@@ -39,6 +41,7 @@ from helikon.trace import (
     RunTrace,
     Trace,
     TracedRun,
+    TraceError,
     TraceHeader,
     TraceWriter,
     TransitionRecord,
@@ -111,6 +114,15 @@ class Breakpoint:
             return (self.value, True) in step.match.checked
         return bool(self.value(step.state_after, next_input))
 
+    def hit_nested(self, line: TransitionTrace) -> bool:
+        """Whether a nested run's transition matches (phases and guards: events and tools
+        are matched on the step, which streams the nested runs' events)."""
+        if not self.enabled:
+            return False
+        if self.kind == "phase":
+            return bool(line.state_after.phase == self.value)
+        return self.kind == "guard" and (self.value, True) in line.row.checked
+
     def describe(self) -> str:
         shown = self.value
         if self.kind == "predicate":
@@ -131,6 +143,8 @@ class Stop:
     reason: Literal["breakpoint", "end", "suspended", "diverged", "turn"]
     step: Step | None = None
     breakpoint: Breakpoint | None = None
+    nested: str | None = None
+    """The nested run whose transition hit the breakpoint (`step_in` opens it)."""
 
 
 @dataclass
@@ -151,6 +165,7 @@ class Debugger:
     header: TraceHeader | None = None
     recorded_only: bool = False
     forks: int = 0
+    trace: Trace | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
@@ -216,14 +231,52 @@ class Debugger:
             )
         run.state = lines[0].state_before
         run.next_input = lines[0].input
-        debugger = cls(run, header=header, recorded_only=recorded_only)
-        effects = _recorded_effects(trace, header.run_id)
-        for position, line in enumerate(lines):
-            debugger.recorded[position] = line.input
-            debugger.expected[position + 1] = line
-            if line.seq in effects:
-                debugger.produced[position + 1] = effects[line.seq]
+        debugger = cls(run, header=header, recorded_only=recorded_only, trace=trace)
+        debugger._take(trace)
         return debugger
+
+    def _take(self, trace: Trace) -> None:
+        """Keep `trace`'s transitions of this run, and its effects, as the record."""
+        root = self.run.run_id
+        effects = _recorded_effects(trace, root)
+        for position, line in enumerate(trace.transitions(root)):
+            self.recorded[position] = line.input
+            self.expected[position + 1] = line
+            if line.seq in effects:
+                self.produced[position + 1] = effects[line.seq]
+
+    def extend(self, trace: Trace) -> bool:
+        """Take a newer trace of the replayed run as the record (a stored run that is
+        still going: what the store held then, and more). The steps taken stay; a replay at
+        the old end is taken back one step, since that step's effect may have grown (step
+        on to see the new records). Returns whether the record grew.
+
+        Raises:
+            DebuggerError: this is no replay, or `trace` is of another run or chart, or its
+                transitions do not start with the ones already recorded.
+        """
+        header = trace.header
+        if not self.expected:
+            raise DebuggerError("only a replay takes a newer recording")
+        if header.run_id != self.run.run_id or header.chart_digest != self.run.ctx.table.digest:
+            raise DebuggerError(
+                f"the newer recording is of run {header.run_id!r} on chart "
+                f"{header.chart_digest[:12]}, not of this replay's"
+            )
+        lines = trace.transitions(header.run_id)
+        known = [self.expected[k] for k in sorted(self.expected)]
+        if dumps(lines[: len(known)], Any) != dumps(known, Any):
+            raise DebuggerError("the newer recording does not start with the steps recorded")
+        if len(lines) == len(known) and all(
+            self.produced.get(k, _NOTHING).lines == effect.lines
+            for k, effect in _by_position(trace, header.run_id).items()
+        ):
+            return False
+        self._take(trace)
+        self.trace = trace
+        if self.history and self.position == len(known):
+            self.rewind(self.position - 1)  # the last step's effect may have grown: redo it
+        return True
 
     # ------------------------------------------------------------ reading
 
@@ -379,6 +432,10 @@ class Debugger:
             for breakpoint in self.breakpoints:
                 if breakpoint.hit(step, self.run.next_input):
                     return Stop("breakpoint", step, breakpoint)
+            for line in self._nested_transitions(self.position):
+                for breakpoint in self.breakpoints:
+                    if breakpoint.hit_nested(line):
+                        return Stop("breakpoint", step, breakpoint, nested=line.run_id)
             if until_turn and any(event.type == "turn_started" for event in step.events):
                 return Stop("turn", step)
 
@@ -405,6 +462,117 @@ class Debugger:
         self.breakpoints = [b for b in self.breakpoints if b.id != breakpoint_id]
         if len(self.breakpoints) == before:
             raise DebuggerError(f"no breakpoint #{breakpoint_id}")
+
+    # ------------------------------------------------------------ approvals
+
+    def pending(self) -> tuple[ApprovalRequest, ...]:
+        """The calls a suspended run waits on, bound to its id and seq (what `decide` and
+        `agent.resume` bind decisions to); empty when it is not suspended."""
+        if not self.run.suspended:
+            return ()
+        return self._snapshot().pending()
+
+    def asked_by(self, request: ApprovalRequest) -> str:
+        """Which rule asked for approval of a pending call: its tool's permission (the
+        tool's `needs_approval`, the run's `ToolPolicy`) or the run's per-call policy."""
+        ctx = self.run.ctx
+        said = None if ctx.call_policy is None else ctx.call_policy(request.call)
+        if said == "ask" and ctx.tools.get(request.call.name, "allow") != "ask":
+            return "the per-call policy (these arguments need approval)"
+        return f"the permission of tool {request.call.name} (ask)"
+
+    def decide(self, decisions: Sequence[ApprovalDecision]) -> None:
+        """Answer a suspended run: the decisions bind as `agent.resume`'s do (each to a
+        pending call of this suspension, by call id and arguments hash, once) and become the
+        next input; stepping applies them. Decisions for calls not named are not given.
+
+        Raises:
+            DebuggerError: the run is not suspended, or a decision does not bind.
+        """
+        if not self.run.suspended:
+            raise DebuggerError("the run is not suspended for approval here")
+        try:
+            self._snapshot().check_decisions(decisions)
+        except ApprovalMismatch as exc:
+            raise DebuggerError(str(exc)) from None
+        chosen = ApprovalDecisions(tuple(decisions))
+        self.run.suspended = False
+        self.run.next_input = chosen
+        self.recorded[self.position] = chosen
+        del self.frames[self.position :]
+        self.frames.append(self._frame())
+
+    def _snapshot(self) -> RunSnapshot:
+        run = self.run
+        return RunSnapshot(run.run_id, run.agent.name, "", run.seq, 0, run.state, ())
+
+    # ------------------------------------------------------------ nested runs
+
+    def nested_runs(self) -> list[str]:
+        """The runs nested directly in this one that the effect after the current step ran
+        (a handoff target, agents called as tools), in the order they began."""
+        root = self.run.run_id
+        found: list[str] = []
+        for line in self.produced.get(self.position, _NOTHING).lines_for(root):
+            run = line.run_id
+            inside = isinstance(line, RunTrace) and run.startswith(root + "/")
+            if inside and not any(run.startswith(outer + "/") for outer in found):
+                found.append(run)
+        return found
+
+    def step_in(self, run_id: str | None = None) -> Debugger:
+        """A debugger replaying nested run `run_id` (default: the first of `nested_runs`)
+        as recorded, on its own chart, with this debugger's breakpoints that its chart has.
+
+        Raises:
+            DebuggerError: no nested run began after the current step, or not that one.
+        """
+        children = self.nested_runs()
+        if not children:
+            raise DebuggerError(
+                f"no nested run began after step {self.position}: step in after a handoff "
+                "or a call of an agent as a tool"
+            )
+        target = children[0] if run_id is None else run_id
+        if target not in children:
+            raise DebuggerError(f"no nested run {target!r} here; nested: {', '.join(children)}")
+        try:
+            nested = Debugger.replay(self._recording().nested(target))
+        except TraceError as exc:
+            raise DebuggerError(str(exc)) from None
+        for breakpoint in self.breakpoints:
+            try:
+                added = nested.break_on(breakpoint.kind, breakpoint.value)
+            except DebuggerError:  # a phase or guard the nested run's chart lacks
+                continue
+            added.enabled = breakpoint.enabled
+        return nested
+
+    def _nested_transitions(self, position: int) -> list[TransitionTrace]:
+        root = self.run.run_id
+        return [
+            line
+            for line in self.produced.get(position, _NOTHING).lines_for(root)
+            if isinstance(line, TransitionTrace) and line.run_id != root
+        ]
+
+    def _recording(self) -> Trace:
+        """This run's record as a trace: its effects' lines, with every chart they name."""
+        root = self.run.run_id
+        header = replace(self.header or header_of(self.run), run_id=root)
+        lines = [line for k in sorted(self.produced) for line in self.produced[k].lines_for(root)]
+        charts = dict(self.trace.charts) if self.trace is not None else {}
+        chart_of = {root: header.chart_digest}
+        for line in lines:
+            if isinstance(line, RunTrace):
+                chart_of[line.run_id] = line.chart_digest
+                if line.table is not None:
+                    charts.setdefault(line.chart_digest, line.table)
+        missing = [run for run, digest in chart_of.items() if digest not in charts]
+        charts.setdefault(header.chart_digest, header.table)
+        if any(chart_of[run] not in charts for run in missing):
+            raise DebuggerError(f"the record holds no chart for nested run {missing[0]!r}")
+        return Trace(header, lines, charts, chart_of)
 
     # ------------------------------------------------------------ time travel
 
@@ -454,7 +622,9 @@ class Debugger:
         run.state, run.seq = frame.state, frame.seq
         run.conversation = Conversation(self.log[: frame.conversation_len])
         run.next_input, run.pending = next_input, None
-        forked = Debugger(run, log=list(self.log[: frame.conversation_len]), header=self.header)
+        forked = Debugger(
+            run, log=list(self.log[: frame.conversation_len]), header=self.header, trace=self.trace
+        )
         forked.breakpoints = [replace(b) for b in self.breakpoints]
         forked._ids = itertools.count(max((b.id for b in self.breakpoints), default=0) + 1)
         forked.history = list(self.history[:k])
@@ -463,6 +633,20 @@ class Debugger:
         forked.recorded[k] = next_input
         forked.produced = {i: v for i, v in self.produced.items() if i < k}
         return forked
+
+    def after(self, k: int) -> Debugger:
+        """A debugger at the run after `k` steps, with its recorded next input: what to
+        read an input's fit from (`helikon.debug.fork`) before forking there. This debugger
+        is left as it is, and its forks are not counted.
+
+        Raises:
+            DebuggerError: as `fork`.
+        """
+        if not 0 <= k <= self.position:
+            raise DebuggerError(f"cannot fork after step {k}: the run has taken {self.position}")
+        view = self.fork(self.frames[k].next_input, at=k)
+        self.forks -= 1
+        return view
 
     def _frame(self) -> Frame:
         run = self.run
@@ -553,6 +737,13 @@ class _Recorder:
 
 def _outcome_of(line: TransitionTrace) -> TransitionOutcome:
     return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
+
+
+def _by_position(trace: Trace, root: str) -> dict[int, _Effect]:
+    """`_recorded_effects` keyed as `Debugger.produced` is: by the step that produced them."""
+    effects = _recorded_effects(trace, root)
+    lines = trace.transitions(root)
+    return {k + 1: effects[line.seq] for k, line in enumerate(lines) if line.seq in effects}
 
 
 def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:

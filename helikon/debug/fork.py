@@ -15,11 +15,12 @@ none means all of them). Later model calls are answered by the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helikon.core.items import ZERO_USAGE, AssistantMessage, ToolResult, Usage
+from helikon.core.items import ZERO_USAGE, AssistantMessage, ToolCall, ToolResult, Usage
 from helikon.core.state import ApprovalDecisions, ModelResponse, ToolResults
 from helikon.core.transition import pending_action
 from helikon.debug.debugger import Debugger, DebuggerError
@@ -97,6 +98,36 @@ def text_answer(debugger: Debugger, text: str) -> ModelResponse:
     waiting_for(debugger, "call_model", "a model answer")
     agent = debugger.run.agent.name
     return ModelResponse((AssistantMessage(text, agent),), Usage(requests=1))
+
+
+def calls_answer(debugger: Debugger, text: str) -> ModelResponse:
+    """A model response calling tools, `text` being a JSON list of
+    `{"call_id": ..., "name": ..., "arguments": ...}` (arguments: JSON text, or an object),
+    where the run waits for the model.
+
+    Raises:
+        DebuggerError: the text is not such a list, or the run does not wait for the model.
+    """
+    waiting_for(debugger, "call_model", "a model answer")
+    try:
+        given = json.loads(text)
+    except (ValueError, RecursionError):
+        given = None
+    calls: list[ToolCall] = []
+    for call in given if isinstance(given, list) and given else [None]:
+        fields = call if isinstance(call, dict) else {}
+        call_id, name, arguments = (fields.get(key) for key in ("call_id", "name", "arguments"))
+        if not isinstance(arguments, str) and isinstance(arguments, dict):
+            arguments = json.dumps(arguments, separators=(",", ":"))
+        if not all(isinstance(part, str) and part for part in (call_id, name)) or not (
+            isinstance(arguments, str)
+        ):
+            raise DebuggerError(
+                'tool calls are a JSON list of {"call_id": ..., "name": ..., '
+                '"arguments": ...} objects, at least one'
+            )
+        calls.append(ToolCall(str(call_id), str(name), arguments))
+    return ModelResponse(tuple(calls), Usage(requests=1))
 
 
 def tool_answer(debugger: Debugger, pairs: Sequence[str]) -> ToolResults:

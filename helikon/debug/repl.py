@@ -76,6 +76,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self.script = None if script is None else list(script)
         self.title = title
         self.origins: list[Debugger] = []
+        self.outer: list[tuple[Debugger, list[Debugger]]] = []  # `step in`: the runs outside
         self.interactive = self.stdin.isatty()
         self.use_rawinput = self.interactive
         self.prompt = PROMPT if self.interactive else ""
@@ -158,16 +159,45 @@ class DebugShell(ShellCompletion, cmd.Cmd):
     # ------------------------------------------------------------ moving
 
     def do_step(self, arg: str) -> None:
-        """s, step [live]: apply one transition, then obtain the next input.
+        """s, step [live | in [RUN] | out]: apply one transition, then obtain the next input.
 
         An input already recorded (a replayed trace, or steps taken before `back`) is reused,
         so stepping again repeats no side effect; with `live` the effect is performed again
         (the model called, the tools run) and its result replaces the record.
+
+        `step in` opens the run nested in the last step's effect (a handoff target, an agent
+        called as a tool; RUN names one of several) and steps its transitions as recorded,
+        with the breakpoints its chart has; `step out` (or `up`) returns to the outer run.
         """
+        words = self._words(arg)
+        if words[:1] == ["in"] and len(words) <= 2:
+            return self._step_in(words[1] if len(words) == 2 else None)
+        if words == ["out"]:
+            return self.do_up("")
         live = self._flag(arg, "live", "step")
         step = self._await(self.debugger.step(live=live))
         if step is not None:
             self._show_step(step)
+        self._show_next()
+
+    def do_up(self, arg: str) -> None:
+        """up: leave the nested run (`step in`) for the run it is nested in."""
+        self._flag(arg, None, "up")
+        if not self.outer:
+            raise ShellError("this is the outermost run: `step in` opens a nested one")
+        self.debugger, self.origins = self.outer.pop()
+        self._say(f"up to run {safe_text(self.debugger.run.run_id)}")
+        self._show_next()
+
+    def _step_in(self, run_id: str | None) -> None:
+        nested = self.debugger.step_in(run_id)
+        self.outer.append((self.debugger, self.origins))
+        self.debugger, self.origins = nested, []
+        runs = " > ".join(safe_text(d.run.run_id) for d, _ in self.outer)
+        self._say(
+            f"in nested run {safe_text(nested.run.run_id)} ({safe_text(nested.run.agent.name)}, "
+            f"{len(nested.expected)} steps as recorded; `step out` returns to {runs})"
+        )
         self._show_next()
 
     def do_next(self, arg: str) -> None:

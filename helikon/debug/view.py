@@ -212,8 +212,13 @@ def stop_lines(stop: Any, position: int, paint: Paint = plain) -> list[str]:
     """Why `continue` or `next` stopped, when it was not the end of the run."""
     seq = stop.step.seq if stop.step else position
     if stop.reason == "breakpoint" and stop.breakpoint is not None:
-        shown = f"■ stopped at breakpoint {stop.breakpoint.describe()} after step {seq}"
-        return [paint(shown, "yellow", "bold")]
+        shown = f"■ stopped at breakpoint {safe_text(stop.breakpoint.describe())} after step {seq}"
+        if stop.nested is not None:
+            shown += f", hit in nested run {safe_text(stop.nested)}"
+        lines = [paint(shown, "yellow", "bold")]
+        if stop.nested is not None:
+            lines.append(paint("  `step in` opens the nested run", "dim"))
+        return lines
     if stop.reason == "diverged":
         return [paint(f"■ the replay diverged at step {seq}", "red", "bold")]
     if stop.reason == "turn":
@@ -240,4 +245,8 @@ def where_lines(debugger: Any, paint: Paint = plain) -> list[str]:
     if debugger.next_input is None:
         return [f"at step {debugger.position}, nothing observed yet"]
     first, *items = input_lines(debugger.next_input)
-    return [f"at step {debugger.position}; {paint('next input', 'bold')}: {first}", *items]
+    nested = [
+        paint(f"  nested: {safe_text(run)} (`step in` opens it)", "dim")
+        for run in debugger.nested_runs()
+    ]
+    return [f"at step {debugger.position}; {paint('next input', 'bold')}: {first}", *items, *nested]

@@ -10,7 +10,7 @@ extra); `open_store(url)` opens either. The driver writes through `helikon.run.j
 
 from __future__ import annotations
 
-from helikon.durable.as_trace import export_trace
+from helikon.durable.as_trace import export_trace, stored_trace
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -63,4 +63,5 @@ __all__ = [
     "StoredRun",
     "export_trace",
     "open_store",
+    "stored_trace",
 ]

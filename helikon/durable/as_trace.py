@@ -24,7 +24,7 @@ from typing import IO
 
 from helikon._version import __version__
 from helikon.core.chart.actions import model_phase
-from helikon.core.codec import loads
+from helikon.core.codec import dumps, loads
 from helikon.core.items import ZERO_USAGE
 from helikon.core.state import LoopState
 from helikon.core.table import ChartData
@@ -34,9 +34,12 @@ from helikon.trace import (
     EffectTrace,
     RowTrace,
     RunTrace,
+    Trace,
     TraceHeader,
+    TraceLine,
     TraceWriter,
     TransitionTrace,
+    read_trace,
 )
 
 TraceLines = list[TraceHeader | RunTrace | TransitionTrace | EffectTrace]
@@ -89,6 +92,20 @@ def trace_lines(store: RunStore, run_id: str) -> TraceLines:
     lines: TraceLines = [header]
     _Exporter(store, lines, root.header.chart_digest).add(root, chart)
     return lines
+
+
+def stored_trace(store: RunStore, run_id: str) -> Trace:
+    """The stored run `run_id` as a trace read back: what `helikon debug --store` and
+    `helikon studio --store` step through, with no trace file.
+
+    The lines go through `read_trace` as a file's would, so every check it makes (each row
+    against its run's chart, each chart against its digest) holds for a store's rows too.
+
+    Raises:
+        RunNotFound, StoreCorrupt: as `export_trace`.
+        TraceError: the lines do not read back as a trace (a row no check above caught).
+    """
+    return read_trace(dumps(line, TraceLine) for line in trace_lines(store, run_id))
 
 
 def chart_of(stored: StoredRun) -> ChartData:
@@ -165,7 +182,7 @@ class _Exporter:
         nested = [info for info in store.runs(include_nested=True) if info.parent_run_id]
         for info in sorted(nested, key=lambda info: (info.created_at, info.run_id)):
             parent = info.parent_run_id or ""
-            slot = (parent, _after_seq(parent, info.run_id))
+            slot = (parent, after_seq(parent, info.run_id))
             self.children.setdefault(slot, []).append(info.run_id)
 
     def add(self, stored: StoredRun, chart: ChartData) -> None:
@@ -205,7 +222,7 @@ class _Exporter:
             self.add(child, chart)
 
 
-def _after_seq(parent: str, child: str) -> int:
+def after_seq(parent: str, child: str) -> int:
     """The parent's seq a child's id names (`<parent>/<seq>`, `<parent>/<seq>:<call_id>`),
     or -1 when it names none."""
     prefix = parent + "/"

@@ -141,12 +141,32 @@ class BrowserSessions:
             raise AnotherDriver("another browser session drives this run")
         return browser.session
 
+    def switch(self, browser: BrowserSession, session: Session) -> None:
+        """`browser` replays `session` from now on (a run store's run it picked); the
+        replay it had is closed, unless other browser sessions are given copies of it.
+
+        Raises:
+            StudioError: the studio's run is shared (live): a browser cannot leave it.
+        """
+        if self.shared:
+            session.close()
+            raise StudioError("this studio drives one live run: it opens no other")
+        with self._lock:
+            old, browser.session = browser.session, session
+        if old is not self.first:
+            old.close()
+
     def view(self, browser: BrowserSession, data: dict[str, Any]) -> dict[str, Any]:
-        """A snapshot as `browser` sees it: a watcher is not shown the driver's breakpoints."""
+        """A snapshot as `browser` sees it: a watcher is not shown the driver's breakpoints;
+        `driving` says this browser session drives the shared run, `browsers` how many
+        browser sessions are open."""
         elsewhere = self.shared and self._driver not in (None, browser.id)
+        with self._lock:
+            watching = len(self._open)
+        seen = {"driving": self.shared and self._driver == browser.id, "browsers": watching}
         if elsewhere:
-            return {**data, "breakpoints": [], "driven_elsewhere": True}
-        return {**data, "driven_elsewhere": False}
+            return {**data, **seen, "breakpoints": [], "driven_elsewhere": True}
+        return {**data, **seen, "driven_elsewhere": False}
 
     def sessions(self) -> list[Session]:
         """Every session a browser session sees, and the first."""

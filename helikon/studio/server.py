@@ -13,6 +13,17 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/rewind        {"to": k}: go back to the run after k steps
     POST   /api/break         {"kind": "phase", "value": "ExecutingTools"}: 201
     DELETE /api/break/{id}    remove a breakpoint
+    POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved"}]}:
+                              answer a suspended live run (bound as agent.resume's), continue
+    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool", "value": ..., "then": [...]}:
+                              show a fork with that input after step k, compared with the run
+    POST   /api/unfork        back to the run the shown fork came from
+    POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
+    POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in
+    POST   /api/fork_stored   on a run store: {"at": seq, "kind", "value"}: fork the shown run
+                              into a new stored run (201), which this browser then replays
+    GET    /api/runs          on a run store: its runs (status, agent, phase, turns)
+    POST   /api/open          on a run store: {"run_id": ID}: this browser replays that run
 
 Each browser has a session of its own (`helikon.studio.browsers`): the page's answer sets a
 cookie naming it, and every /api/ request must carry it (403 otherwise). Its breakpoints and
@@ -27,15 +38,20 @@ or a page refused because too many are open. A request is read as hostile
 (`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
 request that does not arrive within `request_timeout` seconds is dropped.
 
-The server listens on 127.0.0.1 only and refuses any other address: whoever reaches it can
-run the agent and its tools. It also answers only requests whose Host header names that
-address (or `localhost`) with its port, so a web page cannot reach it through a DNS name of
-its own (DNS rebinding), and it refuses commands whose Origin is another site.
+The server listens on 127.0.0.1 by default: whoever reaches it can run the agent and its
+tools. There it answers only requests whose Host header names that address (or `localhost`)
+with its port, so a web page cannot reach it through a DNS name of its own (DNS rebinding),
+and it refuses commands whose Origin is another site. Bound to any other address it needs a
+token (`token=`; the CLI makes one and prints it): every request, the page, its files, the
+API and the event stream, must carry it, as `Authorization: Bearer TOKEN`, as `?token=TOKEN`
+(the URL printed at start), or in the cookie the page's answer sets from it; any other is
+refused (401) before it is read further. Commands must then come from the Host's own origin.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import threading
 from collections.abc import Callable
@@ -44,7 +60,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
 from helikon.studio.diagram import Diagram
@@ -62,7 +78,9 @@ from helikon.studio.session import (
     StudioError,
     StudioFailure,
     StudioNotFound,
+    check_edit,
 )
+from helikon.studio.stored import StoredRuns
 
 Command = Callable[[Session, dict[str, Any]], dict[str, Any]]
 """A command on the session a browser session drives, given the request's body."""
@@ -84,12 +102,21 @@ CSP = (
 )
 
 
-def check_bind(host: str) -> None:
-    """Raises `StudioError` unless `host` is 127.0.0.1."""
-    if host != LOOPBACK:
+MIN_TOKEN = 16  # characters a token must have
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raises `StudioError` unless `host` is 127.0.0.1, or an IPv4 address (or name) with a
+    token of at least `MIN_TOKEN` characters."""
+    if host == LOOPBACK:
+        return
+    if not host or ":" in host:
+        raise StudioError(f"the studio listens on an IPv4 address or name, not {host!r}")
+    if token is None or len(token) < MIN_TOKEN or not token.isascii() or not token.isprintable():
         raise StudioError(
-            f"the studio listens on {LOOPBACK} only, not {host!r}: whoever can reach it "
-            "can run the agent and its tools"
+            f"the studio listens on {host!r} only with a token (of {MIN_TOKEN} printable "
+            f"characters or more): whoever can reach it can run the agent and its tools; "
+            f"it listens on {LOOPBACK} without one"
         )
 
 
@@ -104,14 +131,17 @@ class StudioServer(ThreadingHTTPServer):
     Args:
         session: the debugger session to serve: shared by the browser sessions when live,
             copied for each when it can be (a replay).
-        host: must be "127.0.0.1".
+        host: "127.0.0.1", or another address with a `token`.
         port: 0 picks a free port (read it back from `url`).
         request_timeout: seconds a request may take to arrive; a slower one is dropped.
         browser_idle: seconds after which a browser session without an open page has left.
         max_browsers: how many browser sessions may be open at once.
+        runs: the run store `session` is a run of, for the page to list and open its runs
+            (closed with the studio).
+        token: what every request must carry when `host` is not 127.0.0.1 (required then).
 
     Raises:
-        StudioError: another bind address.
+        StudioError: another bind address without a token.
         OSError: the port is taken.
     """
 
@@ -126,13 +156,19 @@ class StudioServer(ThreadingHTTPServer):
         request_timeout: float = REQUEST_TIMEOUT,
         browser_idle: float = IDLE,
         max_browsers: int = LIMIT,
+        runs: StoredRuns | None = None,
+        token: str | None = None,
     ) -> None:
-        check_bind(host)
+        check_bind(host, token)
+        self.host = host
+        self.token = None if host == LOOPBACK else token
         self.request_timeout = request_timeout
         super().__init__((host, port), StudioHandler)
         self.session = session
+        self.runs = runs
         self.browsers = BrowserSessions(session, idle=browser_idle, limit=max_browsers)
-        self.diagram = Diagram(session.debugger.run.ctx.table)
+        self._diagrams: dict[str, Diagram] = {}
+        self._diagrams_lock = threading.Lock()
         self.files = {name: _read_static(name) for name in (*STATIC, "index.html")}
         self._thread: threading.Thread | None = None
 
@@ -142,7 +178,13 @@ class StudioServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/"
+        """The page's address (with `?token=` when one is needed)."""
+        query = f"?token={self.token}" if self.token else ""
+        return f"http://{self.host}:{self.port}/{query}"
+
+    @property
+    def token_cookie(self) -> str:
+        return f"helikon_studio_token_{self.port}"
 
     @property
     def cookie_name(self) -> str:
@@ -150,7 +192,7 @@ class StudioServer(ThreadingHTTPServer):
         return f"helikon_studio_{self.port}"
 
     def allowed_hosts(self) -> frozenset[str]:
-        return frozenset({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
+        return frozenset({f"{self.host}:{self.port}", f"localhost:{self.port}"})
 
     def start(self) -> None:
         """Serve from a background thread (`serve_forever` serves from this one)."""
@@ -168,11 +210,18 @@ class StudioServer(ThreadingHTTPServer):
             self._thread.join()
         self.server_close()
         self.browsers.close()
+        if self.runs is not None:
+            self.runs.close()
 
-    def with_diagram(self, data: dict[str, Any]) -> dict[str, Any]:
+    def with_diagram(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         """A snapshot with the chart facts and the chart drawn with its path."""
-        drawn = self.diagram.draw(data["path"], data["phase"])
-        return {**data, "chart": self.session.chart, "diagram": drawn}
+        table = session.tables[data["chart"]["digest"]]  # the chart the snapshot was taken on
+        with self._diagrams_lock:  # one drawer per chart: runs nested or stored may differ
+            diagram = self._diagrams.get(table.digest)
+            if diagram is None:
+                diagram = self._diagrams[table.digest] = Diagram(table)
+        drawn = diagram.draw(data["path"], data["phase"])
+        return {**data, "diagram": drawn}
 
     def __enter__(self) -> StudioServer:
         return self
@@ -207,7 +256,9 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
-            self._check_host()
+            self._check_token()
+            if self.server.token is None:
+                self._check_host()
             if method != "GET":
                 self._check_origin()
             path = urlsplit(self.path).path
@@ -267,7 +318,49 @@ class StudioHandler(BaseHTTPRequestHandler):
                 ),
             ),
             "/api/break/{id}": ("DELETE", lambda: self._delete_break(browser)),
+            "/api/decide": ("POST", command(lambda s, b: s.decide(b.get("decisions")))),
+            "/api/fork": (
+                "POST",
+                command(
+                    lambda s, b: s.fork(b.get("at"), b.get("kind"), b.get("value"), b.get("then"))
+                ),
+            ),
+            "/api/unfork": ("POST", command(lambda s, b: s.unfork())),
+            "/api/step_in": ("POST", command(lambda s, b: s.step_in(b.get("run_id")))),
+            "/api/step_out": ("POST", command(lambda s, b: s.step_out(b.get("to")))),
+            "/api/runs": ("GET", self._list_runs),
+            "/api/open": ("POST", lambda: self._open_run(browser)),
+            "/api/fork_stored": ("POST", lambda: self._fork_stored(browser)),
         }
+
+    def _stored(self) -> StoredRuns:
+        if self.server.runs is None:
+            raise HTTPProblem(
+                HTTPStatus.NOT_FOUND, "this studio shows no run store (helikon studio --store URL)"
+            )
+        return self.server.runs
+
+    def _list_runs(self) -> None:
+        self._send_json(HTTPStatus.OK, {"runs": self._stored().listing()})
+
+    def _fork_stored(self, browser: BrowserSession) -> None:
+        runs = self._stored()
+        body = self._body()
+        at, kind, value = check_edit(body.get("at"), body.get("kind"), body.get("value"))
+        shown = browser.session.state()
+        if shown.get("stored") is None or len(shown.get("breadcrumb", ())) > 1:
+            raise HTTPProblem(HTTPStatus.BAD_REQUEST, "fork a stored run, not a nested one")
+        fork_id = runs.fork(shown["stored"]["run_id"], at, kind, value)
+        session = runs.session(fork_id)
+        self.server.browsers.switch(browser, session)
+        self._send_state(browser, session.state(), HTTPStatus.CREATED)
+
+    def _open_run(self, browser: BrowserSession) -> None:
+        runs = self._stored()
+        body = self._body()
+        session = runs.session(body.get("run_id"))
+        self.server.browsers.switch(browser, session)
+        self._send_state(browser, session.state())
 
     def _command(self, browser: BrowserSession, run: Command, status: HTTPStatus) -> None:
         body = self._body()  # a bad body is refused before the run is claimed
@@ -286,9 +379,36 @@ class StudioHandler(BaseHTTPRequestHandler):
                 return self._send_file("index.html")
         browser = browsers.open()
         set_cookie = f"{self.server.cookie_name}={browser.id}; Path=/; HttpOnly; SameSite=Strict"
-        self._send_file("index.html", ("Set-Cookie", set_cookie))
+        headers = [("Set-Cookie", set_cookie)]
+        if self.server.token is not None:  # the page's requests (and event stream) carry it
+            token = (
+                f"{self.server.token_cookie}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
+            )
+            headers.append(("Set-Cookie", token))
+        self._send_file("index.html", *headers)
 
     # ------------------------------------------------------------ checks
+
+    def _check_token(self) -> None:
+        expected = self.server.token
+        if expected is None:
+            return
+        given = [
+            value
+            for value in (
+                _bearer(self.headers.get("Authorization")),
+                _query_token(self.path),
+                cookie(self.headers, self.server.token_cookie),
+            )
+            if value is not None
+        ]
+        if not given or not all(
+            hmac.compare_digest(value.encode(), expected.encode()) for value in given
+        ):
+            raise HTTPProblem(
+                HTTPStatus.UNAUTHORIZED,
+                "this studio needs its token: open the URL it printed at start",
+            )
 
     def _check_host(self) -> None:
         host = self.headers.get("Host", "")
@@ -297,9 +417,10 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _check_origin(self) -> None:
         origin = self.headers.get("Origin")
-        if origin is not None and origin not in {
-            f"http://{h}" for h in self.server.allowed_hosts()
-        }:
+        hosts = self.server.allowed_hosts()
+        if self.server.token is not None:  # reached by any name: its own origin only
+            hosts = frozenset({self.headers.get("Host", "")})
+        if origin is not None and origin not in {f"http://{h}" for h in hosts}:
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
@@ -310,7 +431,8 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _send_state(
         self, browser: BrowserSession, data: dict[str, Any], status: HTTPStatus = HTTPStatus.OK
     ) -> None:
-        self._send_json(status, self.server.with_diagram(self.server.browsers.view(browser, data)))
+        seen = self.server.browsers.view(browser, data)
+        self._send_json(status, self.server.with_diagram(browser.session, seen))
 
     def _send_json(self, status: HTTPStatus, data: Any) -> None:
         body = json.dumps(data, ensure_ascii=False).encode()
@@ -344,15 +466,16 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self._common_headers()
         self.end_headers()
-        updates = browser.session.updates
+        session = browser.session
+        updates = session.updates
         seen = _last_event_id(self.headers.get("Last-Event-ID"))
-        while not updates.closed:
+        while not updates.closed and browser.session is session:
             data = updates.wait(seen, KEEPALIVE)
             if data is None:
                 message = ": keepalive\n\n"
             else:
                 seen = data["version"]
-                shown = self.server.with_diagram(self.server.browsers.view(browser, data))
+                shown = self.server.with_diagram(session, self.server.browsers.view(browser, data))
                 text = json.dumps(shown, ensure_ascii=False)
                 message = f"id: {seen}\nevent: state\ndata: {text}\n\n"
             try:
@@ -383,6 +506,18 @@ def _flag(body: dict[str, Any], name: str = "live") -> bool:
     if not isinstance(value, bool):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"{name} must be true or false")
     return value
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    kind, _, value = header.partition(" ")
+    return value.strip() if kind.lower() == "bearer" else ""
+
+
+def _query_token(path: str) -> str | None:
+    found = parse_qs(urlsplit(path).query).get("token")
+    return None if not found else found[-1] if len(found) == 1 else ""
 
 
 def _last_event_id(header: str | None) -> int:

@@ -23,17 +23,22 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
+from helikon.debug.fork import calls_answer, text_answer, tool_answer
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
+from helikon.trace import Trace
 
 Mode = Literal["live", "replay"]
 T = TypeVar("T")
 
 BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
 WATCH_INTERVAL = 0.05  # seconds between looks at a continuing run's progress
+FOLLOW_INTERVAL = 0.25  # seconds between looks at a followed stored run
 CLOSE_TIMEOUT = 5.0
 
 
@@ -108,6 +113,82 @@ def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
     return known, value
 
 
+class Source(Protocol):
+    """Where a replay's recording comes from while its run goes on (a run store's run:
+    `helikon.studio.stored.StoredSource`)."""
+
+    run_id: str
+    status: str
+
+    @property
+    def ended(self) -> bool: ...
+
+    def newer(self) -> Trace | None:
+        """The newer recording, or None when nothing changed since the last call."""
+
+    def again(self) -> Source:
+        """Another source of the same run, for a copy of the session."""
+
+
+def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
+    """A fork request's step, kind and value, checked (see `Session.fork`).
+
+    Raises:
+        StudioError: one of them is not what a fork takes.
+    """
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise StudioError(f"at must be a whole number of steps; got {at!r}")
+    if kind not in ("text", "calls", "tool"):
+        raise StudioError(f"kind is text, calls or tool; got {kind!r}")
+    if kind == "tool":
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise StudioError("a tool edit's value is an object of call id to result text")
+    elif not isinstance(value, str):
+        raise StudioError(f"a {kind} edit's value is a string")
+    return at, str(kind), value
+
+
+def edit_for(debugger: Debugger, kind: str, value: Any) -> Any:
+    """The input a checked fork request names, for `debugger` at the fork point.
+
+    Raises:
+        DebuggerError: the run does not wait for that kind of input there.
+    """
+    if kind == "text":
+        return text_answer(debugger, value)
+    if kind == "calls":
+        return calls_answer(debugger, value)
+    return tool_answer(debugger, [part for pair in value.items() for part in pair])
+
+
+def _rows(debugger: Debugger) -> list[dict[str, Any]]:
+    """A run's steps for comparing: those taken, then (a replay) those recorded after."""
+    rows = [
+        {
+            "from": step.state_before.phase,
+            "to": step.state_after.phase,
+            "row": step.match.row.index,
+            "input": step.input.kind,
+            "appends": [to_data(i, Any) for i in step.outcome.conversation_appends],
+        }
+        for step in debugger.history
+    ]
+    for k in range(len(rows) + 1, len(debugger.expected) + 1):
+        line = debugger.expected[k]
+        rows.append(
+            {
+                "from": line.state_before.phase,
+                "to": line.state_after.phase,
+                "row": line.row.index,
+                "input": line.input.kind,
+                "appends": [to_data(i, Any) for i in line.appends],
+            }
+        )
+    return rows
+
+
 def _always(state: Any, next_input: Any) -> bool:
     return True
 
@@ -120,6 +201,8 @@ class Session:
         mode: "live" or "replay", for the page to show.
         fresh: builds another debugger like `debugger` before its first step, for `copy`
             (a replay's `Debugger.replay` again); None: the session cannot be copied.
+        source: where a replay's newer recording comes from while its run goes on: the
+            session follows it (a page at the end of the run steps on as records land).
     """
 
     def __init__(
@@ -128,21 +211,29 @@ class Session:
         *,
         mode: Mode = "live",
         fresh: Callable[[], Debugger] | None = None,
+        source: Source | None = None,
     ) -> None:
         self.debugger = debugger
         self.mode = mode
         self._fresh = fresh
+        self._source = source
         self.chart = chart_facts(debugger)
+        self.tables = {debugger.run.ctx.table.digest: debugger.run.ctx.table}
         self.updates = Updates()
         self._busy: str | None = None
         self._stop: dict[str, Any] | None = None
         self._error: str | None = None
         self._pause: Breakpoint | None = None
         self._closed = False
+        self._follower: asyncio.Task[None] | None = None
+        self._outer: list[Debugger] = []  # `step_in`: the runs the shown one is nested in
+        self._forks: list[tuple[Debugger, list[dict[str, Any]], int]] = []  # origin, rows, at
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
         self._thread.start()
         self._run(self._show)
+        if source is not None:
+            self._run(self._start_following)
 
     # ------------------------------------------------------------ commands (any thread)
 
@@ -159,7 +250,8 @@ class Session:
         """
         if self._fresh is None:
             raise StudioError("a live run cannot be copied: its steps have side effects")
-        return Session(self._fresh(), mode=self.mode, fresh=self._fresh)
+        source = None if self._source is None else self._source.again()
+        return Session(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
 
     def clear_breakpoints(self) -> dict[str, Any]:
         """Delete every breakpoint (for the next browser session to drive the run)."""
@@ -207,6 +299,127 @@ class Session:
             raise StudioError(f"to must be a whole number of steps; got {to!r}")
         return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
 
+    def decide(self, decisions: object) -> dict[str, Any]:
+        """Answer the suspended run's pending calls and continue it: `decisions` is a list
+        of `{"call_id", "arguments_hash", "approved"}`, bound as `agent.resume`'s are (to a
+        pending call of this suspension, by call id and arguments hash, once).
+
+        Raises:
+            StudioError: a replay (it runs no tool), a malformed list, or a decision that
+                does not bind (the debugger's message says why).
+        """
+        if self.mode == "replay":
+            raise StudioError(
+                "a replay runs no tool: decide in a live studio (helikon studio CHART) or "
+                "with helikon runs resume"
+            )
+        if not isinstance(decisions, list) or not decisions:
+            raise StudioError("decisions must be a non-empty list")
+        for given in decisions:
+            fields = given if isinstance(given, dict) else {}
+            if not (
+                isinstance(fields.get("call_id"), str)
+                and isinstance(fields.get("arguments_hash"), str)
+                and isinstance(fields.get("approved"), bool)
+            ):
+                raise StudioError(
+                    'each decision is {"call_id": str, "arguments_hash": str, "approved": bool}'
+                )
+        return self._run(lambda: self._drive("continue", lambda: self._decide(decisions)))
+
+    async def _decide(self, given: list[dict[str, Any]]) -> Stop:
+        bound = {request.call.call_id: request for request in self.debugger.pending()}
+        chosen = []
+        for fields in given:
+            request = bound.get(fields["call_id"])
+            run, seq = (request.run_id, request.seq) if request else (self.debugger.run.run_id, 0)
+            chosen.append(
+                ApprovalDecision(
+                    fields["call_id"], fields["arguments_hash"], fields["approved"], "", run, seq
+                )
+            )
+        try:
+            self.debugger.decide(chosen)
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        return await self._continue()
+
+    def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
+        """Fork the run after `at` steps with an edited input, and show the fork: `kind`
+        "text" (value: the model's answer), "calls" (value: a JSON list of tool calls, the
+        model's answer) or "tool" (value: an object of call id to result). `then`: the texts
+        the fork's model answers later calls with (default: the agent's own model). The
+        original is kept: `unfork` returns to it, and the snapshot compares the two.
+
+        Raises:
+            StudioError: a replay without its chart, a malformed request, or an input the
+                run does not wait for after `at` steps.
+        """
+        step, what, given = check_edit(at, kind, value)
+        if then is not None and (
+            not isinstance(then, list) or not all(isinstance(t, str) for t in then)
+        ):
+            raise StudioError("then is a list of texts")
+        return self._run(lambda: self._fork(step, what, given, then))
+
+    def unfork(self) -> dict[str, Any]:
+        """Back to the run the shown fork was forked from."""
+        return self._run(self._unfork)
+
+    async def _fork(self, at: int, kind: str, value: Any, then: list[str] | None) -> dict[str, Any]:
+        self._check_idle()
+        if self._outer:
+            raise StudioError("step out of the nested run first: forks are of the outer run")
+        original = self.debugger
+        rows = _rows(original)
+        try:
+            edit = edit_for(original.after(at), kind, value)
+            forked = original.fork(edit, at=at, turns=then)
+        except DebuggerError as exc:
+            raise StudioError(str(exc)) from None
+        self._forks.append((original, rows, at))
+        self._show_debugger(forked)
+        return self._publish()
+
+    async def _unfork(self) -> dict[str, Any]:
+        self._check_idle()
+        if not self._forks or self._outer:
+            raise StudioError("this run is not a fork (or a nested run is shown)")
+        original, _, _ = self._forks.pop()
+        self._show_debugger(original)
+        return self._publish()
+
+    def _comparison(self) -> dict[str, Any] | None:
+        """The shown fork beside the run it came from: the rows of both, which differ, and
+        where the paths diverge."""
+        if not self._forks or self._outer:
+            return None
+        original, rows, at = self._forks[-1]
+        mine = _rows(self.debugger)
+        steps = []
+        for k in range(max(len(rows), len(mine))):
+            before = rows[k] if k < len(rows) else None
+            after = mine[k] if k < len(mine) else None
+            steps.append(
+                {"step": k + 1, "original": before, "fork": after, "differs": before != after}
+            )
+        diverged = next((s["step"] for s in steps if s["differs"]), None)
+        return {"of": original.run.run_id, "at": at, "steps": steps, "diverged_at": diverged}
+
+    def step_in(self, run_id: object = None) -> dict[str, Any]:
+        """Show the run nested in the last step's effect (a handoff target, an agent called
+        as a tool; `run_id` names one of several), replayed as recorded on its chart."""
+        if run_id is not None and not isinstance(run_id, str):
+            raise StudioError(f"run_id must be a nested run's id; got {run_id!r}")
+        return self._run(lambda: self._nest(run_id))
+
+    def step_out(self, to: object = None) -> dict[str, Any]:
+        """Back to the run the shown one is nested in (`to`: how many levels up stay, 0:
+        the outermost run, as the breadcrumb's first entry)."""
+        if to is not None and (isinstance(to, bool) or not isinstance(to, int)):
+            raise StudioError(f"to must be a breadcrumb position; got {to!r}")
+        return self._run(lambda: self._unnest(to))
+
     def add_break(self, kind: object, value: object) -> dict[str, Any]:
         """Set a breakpoint; the snapshot returned has it under `breakpoint`."""
         checked = check_break(kind, value)
@@ -235,6 +448,8 @@ class Session:
             self._loop.run_forever()
         finally:
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            # a store read of a followed run may be in flight: let it finish first
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
             self._loop.close()
 
     def _run(self, command: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -255,7 +470,66 @@ class Session:
             error=self._error,
             hidden=hidden,
         )
+        data["chart"] = self.chart
+        data["pending"] = [
+            {
+                "call_id": request.call.call_id,
+                "tool": request.call.name,
+                "arguments": request.call.arguments,
+                "arguments_hash": request.arguments_hash,
+                "asked_by": self.debugger.asked_by(request),
+            }
+            for request in self.debugger.pending()
+        ]
+        data["breadcrumb"] = [
+            {"run_id": d.run.run_id, "agent": d.run.agent.name}
+            for d in (*self._outer, self.debugger)
+        ]
+        data["nested_runs"] = [] if self._busy else self.debugger.nested_runs()
+        data["compare"] = self._comparison()
+        source = self._source
+        data["stored"] = (
+            None
+            if source is None
+            else {"run_id": source.run_id, "status": source.status, "following": not source.ended}
+        )
         return self.updates.publish(data)
+
+    async def _start_following(self) -> None:
+        self._follower = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        """Take the source's newer recordings until its run ends (see `Source`); one that
+        arrives during a command waits for it to finish."""
+        assert self._source is not None
+        source = self._source
+        pending: Trace | None = None
+        while not source.ended or pending is not None:
+            await asyncio.sleep(FOLLOW_INTERVAL)
+            try:
+                if pending is None:
+                    pending = await asyncio.to_thread(source.newer)
+                if pending is None or self._busy is not None:
+                    continue
+                trace, pending = pending, None
+                self._busy = "follow"
+                root = (self._forks[0][0] if self._forks else None) or (
+                    self._outer[0] if self._outer else self.debugger
+                )
+                at_end = root.position >= len(root.expected)
+                if root.extend(trace) and at_end:
+                    while await root.step() is not None:
+                        pass
+            except Exception as exc:  # a store that stopped checking out: stop following
+                self._error = f"stopped following run {source.run_id}: {exc}"
+                source.status = "unreadable"
+                if self._busy != "follow":
+                    self._publish()
+                return
+            finally:
+                if self._busy == "follow":
+                    self._busy = None
+                    self._publish()
 
     def _check_idle(self) -> None:
         if self._busy is not None:
@@ -271,6 +545,8 @@ class Session:
             stop = await work()
             paused_by = None if self._pause is None else self._pause.id
             self._stop = None if stop is None else stop_data(stop, paused_by=paused_by)
+        except StudioError:  # refused before anything ran (a decision that does not bind)
+            raise
         except Exception as exc:
             self._error = f"{command} failed: {type(exc).__name__}: {exc}"
             raise StudioFailure(self._error) from exc
@@ -320,6 +596,34 @@ class Session:
             raise StudioError(str(exc)) from None
         self._stop = self._error = None
         return self._publish()
+
+    async def _nest(self, run_id: str | None) -> dict[str, Any]:
+        self._check_idle()
+        try:
+            nested = self.debugger.step_in(run_id)
+        except DebuggerError as exc:
+            raise StudioNotFound(str(exc)) from None
+        self._outer.append(self.debugger)
+        self._show_debugger(nested)
+        return self._publish()
+
+    async def _unnest(self, to: int | None) -> dict[str, Any]:
+        self._check_idle()
+        if not self._outer:
+            raise StudioError("this is the outermost run: step into a nested one first")
+        level = len(self._outer) - 1 if to is None else to
+        if not 0 <= level < len(self._outer):
+            raise StudioError(f"no run at breadcrumb position {level}")
+        shown = self._outer[level]
+        del self._outer[level:]
+        self._show_debugger(shown)
+        return self._publish()
+
+    def _show_debugger(self, debugger: Debugger) -> None:
+        self.debugger = debugger
+        self.chart = chart_facts(debugger)
+        self.tables.setdefault(debugger.run.ctx.table.digest, debugger.run.ctx.table)
+        self._stop = self._error = None
 
     async def _add_break(self, kind: BreakKind, value: str) -> dict[str, Any]:
         try:

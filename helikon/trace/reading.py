@@ -67,6 +67,36 @@ class Trace:
         """The nested runs' opening lines, by run id."""
         return {line.run_id: line for line in self.lines if isinstance(line, RunTrace)}
 
+    def nested(self, run_id: str) -> Trace:
+        """The trace of nested run `run_id` alone, as if it had been traced by itself: its
+        lines and its own nested runs' (a handoff target's, an agent as a tool's).
+
+        Raises:
+            TraceError: the trace opens no nested run `run_id`.
+        """
+        opened = self.runs.get(run_id)
+        if opened is None:
+            raise TraceError(f"the trace opens no nested run {run_id!r}")
+        header = TraceHeader(
+            opened.agent,
+            run_id,
+            opened.chart,
+            opened.chart_digest,
+            self.header.helikon_version,
+            self.charts[self.chart_of[run_id]],
+        )
+
+        def inside(line_run: str) -> bool:
+            return line_run == run_id or line_run.startswith(run_id + "/")
+
+        lines = [
+            line
+            for line in self.lines
+            if inside(line.run_id) and not (isinstance(line, RunTrace) and line.run_id == run_id)
+        ]
+        chart_of = {run: digest for run, digest in self.chart_of.items() if inside(run)}
+        return Trace(header, lines, self.charts, chart_of)
+
     def table(self, run_id: str | None = None) -> TransitionTable:
         """The chart run `run_id` (default: the root) ran on, rebuilt from the trace's record:
         it draws and shows rows; it cannot run (`TransitionTable.runnable` is False)."""

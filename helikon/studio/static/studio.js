@@ -61,7 +61,7 @@
     if (data.version < version) return; // an older snapshot, overtaken by the stream
     version = data.version;
     latest = data;
-    if (!chart) setUpChart(data.chart);
+    if (!chart || chart.digest !== data.chart.digest) setUpChart(data.chart);
     renderHeader(data);
     renderDiagram(data);
     renderBreakpoints(data.breakpoints);
@@ -69,6 +69,10 @@
     renderNext(data);
     renderTimeline(data);
     renderConversation(data.conversation);
+    renderStored(data);
+    renderCrumbs(data);
+    renderPending(data);
+    renderCompare(data);
     $("state").textContent = JSON.stringify(data.state, null, 2);
     $("next-input").textContent = data.next_input
       ? JSON.stringify(data.next_input.value, null, 2)
@@ -101,6 +105,10 @@
     const [text, kind] = statusText(data);
     $("status").textContent = text;
     $("status").className = "badge " + kind;
+    const others = (data.browsers || 1) - 1;
+    const watched = others > 0 ? others + " other browser session(s) open" : "";
+    const who = data.driving ? "you drive this run" : "";
+    $("watchers").textContent = [who, watched].filter(Boolean).join(" · ");
     const idle = !data.busy && !data.driven_elsewhere;
     $("step").disabled = !idle || data.finished;
     $("continue").disabled = !idle || data.finished;
@@ -262,7 +270,7 @@
       const head = h("div", "moment-head");
       head.append(h("span", "seq", "#" + step.seq));
       head.append(h("b", null, step.from + " → " + step.to));
-      head.append(rewindButton(index + 1, data));
+      head.append(rewindButton(index + 1, data), forkButton(index + 1, data));
       const detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
       item.append(head, h("div", "moment-detail muted", detail));
       if (step.divergence) item.append(h("p", "divergence", step.divergence));
@@ -271,6 +279,18 @@
     });
     const here = list.querySelector(".here");
     if (here && data.busy) here.scrollIntoView({ block: "nearest" });
+  }
+
+  function forkButton(at, data) {
+    const button = h("button", "small fork-here", "fork here");
+    button.type = "button";
+    button.title = "Fork after step " + at + ": replace the input the next step applies";
+    button.disabled = Boolean(data.busy) || data.driven_elsewhere;
+    button.addEventListener("click", function () {
+      $("fork-at").value = String(at);
+      $("fork-value").focus();
+    });
+    return button;
   }
 
   function rewindButton(to, data) {
@@ -303,10 +323,204 @@
     });
   }
 
+  // ------------------------------------------------------------ forks
+
+  function stepText(row) {
+    if (!row) return "—";
+    const said = row.appends
+      .filter((item) => item.type === "assistant_message" || item.type === "tool_call")
+      .map((item) => (item.type === "tool_call" ? item.name + "(" + item.arguments + ")" : item.content));
+    return row.from + " → " + row.to + " on " + row.input + (said.length ? ": " + said.join("; ") : "");
+  }
+
+  function renderCompare(data) {
+    const compare = data.compare;
+    $("fork-store-label").hidden = !data.stored;
+    $("compare").hidden = !compare;
+    $("unfork").hidden = !compare;
+    const idle = !data.busy && !data.driven_elsewhere;
+    $("fork-go").disabled = !idle;
+    $("unfork").disabled = !idle;
+    if (!compare) return;
+    $("diverged").textContent =
+      "fork of " + compare.of + " after step " + compare.at + ": " +
+      (compare.diverged_at ? "the paths diverge at step " + compare.diverged_at : "no step differs yet");
+    const body = $("compare-rows").querySelector("tbody");
+    body.replaceChildren();
+    compare.steps.forEach(function (step) {
+      const row = h("tr", step.differs ? "differs" : "same");
+      row.append(h("td", null, "#" + step.step), h("td", null, stepText(step.original)));
+      row.append(h("td", null, stepText(step.fork)));
+      body.append(row);
+    });
+  }
+
+  function submitFork(event) {
+    event.preventDefault();
+    const kind = $("fork-kind").value;
+    let value = $("fork-value").value;
+    if (kind === "tool") {
+      try {
+        value = JSON.parse(value);
+      } catch (err) {
+        showError("tool results are a JSON object of call id to result text");
+        return;
+      }
+    }
+    const lines = $("fork-then").value.split("\n").filter((line) => line.trim());
+    const body = { at: Number($("fork-at").value), kind: kind, value: value };
+    if (latest && latest.stored && $("fork-store").checked) {
+      call("POST", "/api/fork_stored", body).then(function (forked) {
+        if (forked) window.location.reload(); // the page starts over on the stored fork
+      });
+      return;
+    }
+    if (lines.length) body.then = lines;
+    call("POST", "/api/fork", body);
+  }
+
+  // ------------------------------------------------------------ approvals
+
+  function renderPending(data) {
+    const pending = data.pending || [];
+    $("approvals").hidden = pending.length === 0;
+    const body = $("pending").querySelector("tbody");
+    body.replaceChildren();
+    const idle = !data.busy && !data.driven_elsewhere && data.mode === "live";
+    pending.forEach(function (request) {
+      const row = h("tr", "pending-call");
+      row.dataset.callId = request.call_id;
+      row.append(h("td", "mono", request.tool), h("td", "mono", request.arguments));
+      row.append(h("td", "muted", request.asked_by));
+      const cell = h("td");
+      [
+        ["approve", true],
+        ["reject", false],
+      ].forEach(function ([label, approved]) {
+        const button = h("button", "small " + label, label[0].toUpperCase() + label.slice(1));
+        button.type = "button";
+        button.disabled = !idle;
+        button.title = label + " call " + request.call_id + " (only this one; the others wait)";
+        button.addEventListener("click", function () {
+          const decision = {
+            call_id: request.call_id,
+            arguments_hash: request.arguments_hash,
+            approved: approved,
+          };
+          call("POST", "/api/decide", { decisions: [decision] });
+        });
+        cell.append(button);
+      });
+      row.append(cell);
+      body.append(row);
+    });
+  }
+
+  // ------------------------------------------------------------ nested runs
+
+  function renderCrumbs(data) {
+    const crumbs = data.breadcrumb || [];
+    const nested = data.nested_runs || [];
+    $("crumbs").hidden = crumbs.length < 2 && nested.length === 0;
+    const list = $("breadcrumb");
+    list.replaceChildren();
+    crumbs.forEach(function (crumb, index) {
+      const item = h("li", index === crumbs.length - 1 ? "crumb here" : "crumb");
+      const label = crumb.agent + " · " + crumb.run_id;
+      if (index === crumbs.length - 1) {
+        item.append(h("b", null, label));
+      } else {
+        const up = h("button", "small crumb-link", label);
+        up.type = "button";
+        up.title = "Back to run " + crumb.run_id;
+        up.disabled = Boolean(data.busy) || data.driven_elsewhere;
+        up.addEventListener("click", () => call("POST", "/api/step_out", { to: index }));
+        item.append(up);
+      }
+      list.append(item);
+    });
+    const box = $("nested");
+    box.replaceChildren();
+    nested.forEach(function (runId) {
+      const open = h("button", "small step-into", "step into " + runId);
+      open.type = "button";
+      open.dataset.runId = runId;
+      open.disabled = Boolean(data.busy) || data.driven_elsewhere;
+      open.addEventListener("click", () => call("POST", "/api/step_in", { run_id: runId }));
+      box.append(open);
+    });
+    const idle = !data.busy && !data.driven_elsewhere;
+    $("step-in").disabled = !idle || nested.length === 0;
+    $("step-out").disabled = !idle || crumbs.length < 2;
+    $("toggle-break").disabled = !idle;
+  }
+
+  function toggleBreak() {
+    if (!latest) return;
+    const found = latest.breakpoints.find((b) => b.kind === "phase" && b.value === latest.phase);
+    if (found) call("DELETE", "/api/break/" + found.id);
+    else call("POST", "/api/break", { kind: "phase", value: latest.phase });
+  }
+
+  // ------------------------------------------------------------ a run store's runs
+
+  let runsShown = false;
+
+  function renderStored(data) {
+    const stored = data.stored;
+    $("runs-panel").hidden = !stored;
+    if (!stored) return;
+    const badge = $("following");
+    badge.hidden = false;
+    badge.textContent = stored.following ? "following: the run is " + stored.status : stored.status;
+    badge.className = "badge " + (stored.following ? "busy" : "idle");
+    if (!runsShown) {
+      runsShown = true;
+      loadRuns();
+      window.setInterval(loadRuns, 2000);
+    }
+  }
+
+  async function loadRuns() {
+    let response;
+    try {
+      response = await fetch("/api/runs");
+    } catch (err) {
+      return;
+    }
+    if (!response.ok) return;
+    const data = await response.json();
+    const body = $("runs").querySelector("tbody");
+    body.replaceChildren();
+    const current = latest ? latest.run_id : null;
+    data.runs.forEach(function (run) {
+      const row = h("tr", run.run_id === current ? "run current" : "run");
+      row.dataset.runId = run.run_id;
+      const forked = run.forked_from ? " (fork of " + run.forked_from + " at " + run.forked_at + ")" : "";
+      row.append(h("td", "mono", run.run_id + forked), h("td", null, run.agent));
+      row.append(h("td", "status " + run.status, run.status), h("td", "mono", run.phase));
+      row.append(h("td", null, run.turns));
+      const cell = h("td");
+      const open = h("button", "small open", run.run_id === current ? "open (shown)" : "open");
+      open.type = "button";
+      open.title = "Replay run " + run.run_id;
+      open.addEventListener("click", async function () {
+        const opened = await call("POST", "/api/open", { run_id: run.run_id });
+        if (opened) window.location.reload(); // the page starts over on the run's chart
+      });
+      cell.append(open);
+      row.append(cell);
+      body.append(row);
+    });
+  }
+
   // ------------------------------------------------------------ the breakpoint form
 
   function setUpChart(facts) {
+    shownSvg = null; // another chart: draw it afresh
+    $("tool-names").replaceChildren();
     chart = {
+      digest: facts.digest,
       phases: facts.phases.map((p) => p.name),
       guards: facts.guards,
       events: facts.events,
@@ -352,6 +566,11 @@
   $("continue").addEventListener("click", post("/api/continue"));
   $("pause").addEventListener("click", post("/api/pause"));
   $("back").addEventListener("click", post("/api/back", () => ({ steps: 1 })));
+  $("fork-form").addEventListener("submit", submitFork);
+  $("unfork").addEventListener("click", post("/api/unfork"));
+  $("step-in").addEventListener("click", post("/api/step_in"));
+  $("step-out").addEventListener("click", post("/api/step_out"));
+  $("toggle-break").addEventListener("click", toggleBreak);
   $("bp-kind").addEventListener("change", fillValues);
   $("break-form").addEventListener("submit", function (event) {
     event.preventDefault();
@@ -371,12 +590,20 @@
   });
   document.addEventListener("keydown", function (event) {
     if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey) return;
-    const button = { s: "step", c: "continue", b: "back", p: "pause" }[event.key];
+    const button = {
+      s: "step",
+      c: "continue",
+      b: "back",
+      p: "pause",
+      t: "toggle-break",
+      i: "step-in",
+      o: "step-out",
+    }[event.key];
     if (button && !$(button).disabled) $(button).click();
   });
 
   const stream = new EventSource("/api/events");
   stream.addEventListener("state", (event) => render(JSON.parse(event.data)));
   call("GET", "/api/state");
-  window.helikonStudio = { latest: () => latest };
+  window.helikonStudio = { latest: () => latest, loadRuns: loadRuns };
 })();

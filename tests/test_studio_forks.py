@@ -1,0 +1,148 @@
+"""Forks in the studio: fork a replay (on its chart) after any step with an edited model
+answer (text, tool calls) or tool result, see the fork beside the original (which steps
+differ, where the paths diverge), and go back to the original. Through the API and in
+Chromium.
+
+The run is the budget assistant's, recorded by `helikon run --trace`: asked about
+groceries it calls its tools at step 2 and answers at step 4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from browser_support import Browser
+from test_studio import BUDGET, GROCERIES, Client, needs_chromium, record, serve, studio_args
+
+from helikon.cli.studio import open_session
+from helikon.studio import Session
+
+ANSWER = "You have 90.00 EUR of your 400 EUR groceries budget left."
+
+
+def budget_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Session:
+    trace = record(tmp_path, GROCERIES)
+    capsys.readouterr()
+    return open_session(studio_args(trace=str(trace), chart_option=str(BUDGET)))
+
+
+def test_a_fork_with_an_edited_answer_is_shown_beside_the_original(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(budget_replay(tmp_path, capsys))
+    try:
+        client = Client(server)
+        client.post("/api/continue")
+        forked = client.post("/api/fork", {"at": 1, "kind": "text", "value": ANSWER})
+        assert forked["run_id"].endswith("-fork1") and forked["position"] == 1
+        done = client.post("/api/continue")
+        assert (done["phase"], done["conversation"][-1]["content"]) == ("Done", ANSWER)
+        compare = done["compare"]
+        assert (compare["at"], compare["diverged_at"]) == (1, 2)
+        assert [s["differs"] for s in compare["steps"]] == [False, True, True, True]
+        assert compare["steps"][1]["fork"]["to"] == "Done"
+        assert compare["steps"][1]["original"]["to"] == "ExecutingTools"
+        assert compare["steps"][3]["fork"] is None
+
+        back = client.post("/api/unfork")
+        assert back["compare"] is None and back["position"] == 4  # the original, unchanged
+    finally:
+        server.close()
+
+
+def test_forks_of_tool_calls_and_tool_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(budget_replay(tmp_path, capsys))
+    try:
+        client = Client(server)
+        status, data = client.request("POST", "/api/fork", {"at": 1, "kind": "text", "value": "x"})
+        assert status == 400 and "cannot fork after step 1: the run has taken 0" in data["error"]
+        client.post("/api/continue")
+        calls = [{"call_id": "c9", "name": "budget", "arguments": {"category": "groceries"}}]
+        client.post(
+            "/api/fork",
+            {"at": 1, "kind": "calls", "value": json.dumps(calls), "then": [ANSWER]},
+        )
+        done = client.post("/api/continue")
+        results = [i for i in done["conversation"] if i["type"] == "tool_result"]
+        assert [r["call_id"] for r in results] == ["c9"]  # the edited call ran, on the tool
+        assert done["conversation"][-1]["content"] == ANSWER
+        client.post("/api/unfork")
+
+        state = client.post("/api/rewind", {"to": 2})
+        first, second = [c["call_id"] for c in state["state"]["calls"]]
+        edited = {"at": 2, "kind": "tool", "value": {first: '{"left": 1}'}, "then": [ANSWER]}
+        client.post("/api/fork", edited)
+        done = client.post("/api/continue")
+        results = {
+            i["call_id"]: i["content"] for i in done["conversation"] if i["type"] == "tool_result"
+        }
+        assert results[first] == '{"left": 1}'  # edited; the other call keeps its result
+        assert results[second] != '{"left": 1}' and results[second]
+        for bad, message in (
+            ({"at": 1, "kind": "tool", "value": {"x": "y"}}, "waits for a model answer"),
+            ({"at": 1, "kind": "calls", "value": "[]"}, "tool calls are a JSON list"),
+            ({"at": 1, "kind": "poem", "value": "x"}, "kind is text, calls or tool"),
+            ({"at": True, "kind": "text", "value": "x"}, "at must be a whole number"),
+            ({"at": 1, "kind": "text", "value": 3}, "value is a string"),
+        ):
+            status, data = client.request("POST", "/api/fork", bad)
+            assert status == 400 and message in data["error"], (bad, data)
+            assert client.get()["position"] == 4  # a refused fork moves nothing
+    finally:
+        server.close()
+
+
+def test_a_replay_without_its_chart_cannot_fork(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = record(tmp_path, GROCERIES)
+    capsys.readouterr()
+    server = serve(open_session(studio_args(trace=str(trace))))
+    try:
+        client = Client(server)
+        client.post("/api/step")
+        status, data = client.request(
+            "POST", "/api/fork", {"at": 1, "kind": "text", "value": ANSWER}
+        )
+        assert status == 400 and "--chart CHART" in data["error"]
+    finally:
+        server.close()
+
+
+@needs_chromium
+def test_the_page_forks_with_an_edited_answer_and_compares(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(budget_replay(tmp_path, capsys))
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url, width=1440, height=1400)
+        page.wait_for("document.getElementById('position').textContent === 'step 0 of 4'")
+        page.click("#continue")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        page.evaluate(
+            "(() => { document.getElementById('fork-at').value = '1';"
+            f" document.getElementById('fork-value').value = {json.dumps(ANSWER)}; }})()"
+        )
+        page.click("#fork-go")
+        page.wait_for("!document.getElementById('compare').hidden")
+        page.press("c")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        assert ANSWER in page.evaluate("document.getElementById('conversation').textContent")
+        page.wait_for(
+            "document.getElementById('diverged').textContent.includes('diverge at step 2')"
+        )
+        differs = "document.querySelectorAll('#compare-rows tr.differs').length"
+        assert page.evaluate(differs) == 3
+        screenshot = tmp_path / "studio-fork.png"
+        page.screenshot(screenshot)
+        page.click("#unfork")
+        page.wait_for("document.getElementById('compare').hidden")
+        assert page.console_errors() == []
+    finally:
+        browser.close()
+        server.close()
