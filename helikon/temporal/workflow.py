@@ -329,6 +329,8 @@ class HelikonWorkflow:
             spent.append(usage)
 
         tasks = [asyncio.ensure_future(one(call)) for call in calls]
+        if not tasks:  # every call was settled without running (rejected, denied)
+            return ToolResults((), ZERO_USAGE)
         try:
             await self._wait(_all(tasks))
         except _Fatal as fatal:
