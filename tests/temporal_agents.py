@@ -16,10 +16,10 @@ from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
 from helikon.tools import ToolContext
 
 
-def weather_agent(**config: object) -> Agent:
+def weather_agent(*, needs_approval: bool = False, **config: object) -> Agent:
     """Two turns of tools (the second a parallel pair), then an answer."""
 
-    @tool(read_only=True)
+    @tool(read_only=True, needs_approval=needs_approval)
     def weather(city: str) -> str:
         """The weather in a city.
 

@@ -42,7 +42,7 @@ async def start_run(
     name = agent if isinstance(agent, str) else agent.name
     chart = "" if isinstance(agent, str) else chart_of(agent)
     run_id = run_id or uuid.uuid4().hex
-    request = m.RunRequest(run_id, name, chart, as_items(input))
+    request = m.RunRequest(run_id, name, chart, as_items(input), task_queue=task_queue)
     return await client.start_workflow(
         m.WORKFLOW, m.to_payload(request), id=run_id, task_queue=task_queue
     )

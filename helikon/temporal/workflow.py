@@ -157,7 +157,7 @@ class HelikonWorkflow:
                 "start a run with its run id as the workflow id"
             )
         try:
-            registry = registry_for(info.task_queue)
+            registry = registry_for(request.task_queue or info.task_queue)
             self.facts = registry.facts(request.agent, request.token_budget, chart=request.chart)
         except UnknownAgent as exc:
             raise _refused(str(exc)) from None
@@ -193,6 +193,12 @@ class HelikonWorkflow:
         return Start(items)
 
     @property
+    def _queue(self) -> str:
+        """The task queue whose registry this run's agents are in (the request names it:
+        a replay runs on a task queue of its own)."""
+        return self._request.task_queue or workflow.info().task_queue
+
+    @property
     def _facts(self) -> AgentFacts:
         assert self.facts is not None
         return self.facts
@@ -210,7 +216,7 @@ class HelikonWorkflow:
 
     @property
     def _facts_options(self) -> Any:
-        return registry_for(workflow.info().task_queue).options
+        return registry_for(self._queue).options
 
     def _continued(self) -> m.RunRequest:
         request = self._request
@@ -223,6 +229,7 @@ class HelikonWorkflow:
             parent_run_id=request.parent_run_id,
             token_budget=request.token_budget,
             deadline=self.deadline,
+            task_queue=self._queue,
         )
 
     # ------------------------------------------------------------ transitions
@@ -410,7 +417,7 @@ class HelikonWorkflow:
         budget = None
         if config.token_budget is not None:
             budget = max(config.token_budget - self.state.usage.total_tokens, 1)
-        digest = registry_for(workflow.info().task_queue).facts(agent.name).digest
+        digest = registry_for(self._queue).facts(agent.name).digest
         return m.RunRequest(
             run_id,
             agent.name,
@@ -419,6 +426,7 @@ class HelikonWorkflow:
             parent_run_id=request.run_id,
             token_budget=budget,
             deadline=self.deadline,
+            task_queue=self._queue,
         )
 
     async def _child(self, child: m.RunRequest) -> m.RunOutcome:
