@@ -293,3 +293,16 @@ async def wait_for_file(folder: Path, prefix: str) -> Path:
             return found[0]
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {prefix}* in {folder}")
+
+
+async def test_a_run_id_a_local_run_has_taken_fails_the_workflow_and_leaves_it_alone(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    local = [e async for e in structured_agent().run("a city", store=store, run_id=run_id)]
+    q = queue()
+    async with helikon_worker(client, q, [weather_agent()], store):
+        handle = await start_run(client, weather_agent(), "weather?", task_queue=q, run_id=run_id)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), WAIT)
+    assert "another run has this id" in str(failed.value.cause.cause)  # type: ignore[union-attr]
+    assert list(store.events(run_id)) == [e for e in local if e.type not in DELTAS]

@@ -70,8 +70,9 @@ class HelikonActivities:
     async def _write(self, writes: m.Writes | None) -> StoredRun | None:
         if writes is None:
             return None
+        facts = self.registry.facts(writes.agent, writes.token_budget)
         try:
-            return await write(self.store, writes)
+            return await write(self.store, writes, facts)
         except RunDiverged as exc:
             raise ApplicationError(str(exc), type="RunDiverged", non_retryable=True) from None
 

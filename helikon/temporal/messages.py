@@ -24,7 +24,7 @@ from helikon.core.errors import AgentError, HelikonError
 from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
 from helikon.core.state import LoopState, ModelRequest, TransitionInput
 from helikon.core.values import value
-from helikon.durable.records import EffectRecord, RunHeader, StepRecord
+from helikon.durable.records import EffectRecord, StepRecord
 
 WORKFLOW = "HelikonWorkflow"
 """The workflow type's name, as clients start it."""
@@ -80,16 +80,36 @@ class RunOutcome:
 
 
 @value
+class Step:
+    """One transition the workflow applied, as it travels: its seq, input, the row it took
+    and the guards checked. The writing activity applies the same pure `transition` again
+    to rebuild the full record (state after, action, events, appends) and checks it took
+    the same row, so the payload carries the input once rather than four times. `record`
+    is the full record when the outcome is not `transition`'s own (an output guardrail
+    tripped)."""
+
+    seq: int
+    input: TransitionInput
+    row: int
+    checked: tuple[tuple[str, bool], ...]
+    record: StepRecord | None = None
+
+
+@value
 class Writes:
-    """Records (and effects' events) the workflow made since its last write, to be written
-    to the run store first-write-wins by (run_id, seq). `header` and `chart_data` come with
-    the run's first write, which creates it."""
+    """Steps (and effects' events) the workflow made since its last write, to be written
+    to the run store first-write-wins by (run_id, seq). `agent` and `token_budget` name the
+    transition context the steps are rebuilt with. The run's first write (`create`) makes
+    it in the store, with the header and chart the writer derives from its own agent (and
+    `parent_run_id`), so the chart never rides in the history."""
 
     run_id: str
-    records: tuple[StepRecord, ...] = ()
+    agent: str
+    token_budget: int | None = None
+    steps: tuple[Step, ...] = ()
     effects: tuple[EffectRecord, ...] = ()
-    header: RunHeader | None = None
-    chart_data: str | None = None
+    create: bool = False
+    parent_run_id: str | None = None
     suspended: bool = False
 
 

@@ -5,7 +5,7 @@ worker's registry (by name, the chart's digest checked), then loops as the local
 does: apply one `transition` to (state, input) over the agent's compiled table, keep the
 record, perform the action the outcome asks for as activities (helikon.temporal.activities),
 whose answer is the next input. The workflow holds the state, never the conversation: the
-records ride on the next activity's input and are written to the run store, where the model
+steps ride on the next activity's input and are written to the run store, where the model
 activity reads the conversation, so a model call's payload is the appends since the last
 call and the history grows linearly (bench/temporal.py).
 
@@ -43,7 +43,6 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-    from helikon.core.codec import dumps
     from helikon.core.errors import (
         MaxAgentDepthExceeded,
         TimedOut,
@@ -72,7 +71,7 @@ with workflow.unsafe.imports_passed_through():
         pending_action,
         trip_output_guardrail,
     )
-    from helikon.durable.records import EffectRecord, RunHeader, StepRecord
+    from helikon.durable.records import EffectRecord, StepRecord
     from helikon.run.effects import INTERRUPTED, landed
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec
@@ -103,10 +102,9 @@ class HelikonWorkflow:
         self.seq = 0
         self.model_calls = 0
         self.guarded_input = False
-        self.records: list[StepRecord] = []
+        self.steps: list[m.Step] = []
         self.effects: list[EffectRecord] = []
-        self.header: RunHeader | None = None
-        self.chart_data: str | None = None
+        self.create = False
         self.pending: tuple[ApprovalRequest, ...] = ()
         self.decisions: tuple[ApprovalDecision, ...] | None = None
         self.stop: Cancel | Fail | None = None
@@ -171,17 +169,8 @@ class HelikonWorkflow:
 
     async def _new(self, request: m.RunRequest) -> Any:
         facts = self._facts
-        table = facts.ctx.table
         self.state = initial_state(facts.ctx)
-        self.header = RunHeader(
-            request.run_id,
-            facts.agent.name,
-            table.name,
-            table.digest,
-            facts.toolset,
-            request.parent_run_id,
-        )
-        self.chart_data = dumps(table.data())
+        self.create = True
         items = request.input
         if request.from_parent and request.parent_run_id is not None:
             conversation: m.Conversation = await self._read(
@@ -237,6 +226,7 @@ class HelikonWorkflow:
     async def _apply(self, inp: Any) -> NextAction:
         facts = self._facts
         match, outcome = matched_transition(self.state, inp, facts.ctx)
+        tripped = False
         if facts.agent.output_guardrails and outcome.next_state.phase == "Done":
             done: Any = outcome.next_state
             check = m.GuardrailCheck(facts.agent.name, self._take(), done.output)
@@ -250,9 +240,11 @@ class HelikonWorkflow:
             else:
                 if answer.error is not None:
                     outcome = trip_output_guardrail(outcome, answer.error)  # type: ignore[arg-type]
+                    tripped = True
         self.seq += 1
-        self.records.append(
-            StepRecord(
+        record = None
+        if tripped:  # not what `transition` gives: the writer cannot rebuild it
+            record = StepRecord(
                 self.seq,
                 inp,
                 match.row.index,
@@ -262,7 +254,7 @@ class HelikonWorkflow:
                 outcome.events,
                 outcome.conversation_appends,
             )
-        )
+        self.steps.append(m.Step(self.seq, inp, match.row.index, match.checked, record))
         self.state = outcome.next_state
         return outcome.next_action
 
@@ -542,23 +534,26 @@ class HelikonWorkflow:
 
     def _take(self) -> m.Writes:
         """What is not written yet, to ride on the next activity (`_written` once it ran)."""
+        request = self._request
         return m.Writes(
-            self._request.run_id,
-            tuple(self.records),
+            request.run_id,
+            request.agent,
+            request.token_budget,
+            tuple(self.steps),
             tuple(self.effects),
-            self.header,
-            self.chart_data,
+            self.create,
+            request.parent_run_id,
             isinstance(self.state, NeedsApproval),
         )
 
     def _written(self, writes: m.Writes) -> None:
-        del self.records[: len(writes.records)]
+        del self.steps[: len(writes.steps)]
         del self.effects[: len(writes.effects)]
-        if writes.header is not None:
-            self.header = self.chart_data = None
+        if writes.create:
+            self.create = False
 
     async def _flush(self, *, suspended: bool = False) -> None:
-        if not self.records and not self.effects:
+        if not self.steps and not self.effects:
             return
         writes = replace(self._take(), suspended=suspended)
         await workflow.execute_activity(
