@@ -4,6 +4,7 @@ workflow, its records in the run store read like a local run's."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -39,6 +40,7 @@ from helikon.durable import RunNotFound, SqliteRunStore
 from helikon.temporal import (
     RunOutcome,
     RunRequest,
+    TemporalOptions,
     current,
     decide,
     events,
@@ -306,3 +308,21 @@ async def test_a_run_id_a_local_run_has_taken_fails_the_workflow_and_leaves_it_a
             await asyncio.wait_for(handle.result(), WAIT)
     assert "another run has this id" in str(failed.value.cause.cause)  # type: ignore[union-attr]
     assert list(store.events(run_id)) == [e for e in local if e.type not in DELTAS]
+
+
+async def test_a_long_history_continues_as_new_carrying_only_ids_and_seq(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    q = queue()
+    options = TemporalOptions(continue_after_events=12)
+    async with helikon_worker(client, q, [weather_agent()], store, options=options):
+        handle = await start_run(client, weather_agent(), "weather?", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        latest = await handle.describe()
+        started = (await handle.fetch_history()).events[0]
+    assert ended.output is not None and ended.output.text == "Sunny everywhere."
+    assert latest.run_id != handle.first_execution_run_id  # it continued as new
+    carried = started.workflow_execution_started_event_attributes.input.payloads[0].data
+    request = json.loads(carried)
+    assert request["seq"] > 0 and request["input"] == []  # no conversation, no state
+    assert list(store.events(run_id)) == await local_events(weather_agent(), "weather?", run_id)

@@ -7,6 +7,8 @@ the same `AgentEvent`s a local run streams, without the token deltas a store nev
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -18,6 +20,7 @@ from helikon.core.events import TERMINAL_EVENTS, AgentEvent
 from helikon.core.items import Item
 from helikon.durable.records import RunNotFound
 from helikon.durable.store import RunStore
+from helikon.durable.views import events_of
 from helikon.run.prepare import as_items
 from helikon.run.spec import AgentSpec
 from helikon.temporal import messages as m
@@ -72,23 +75,27 @@ async def current(handle: WorkflowHandle[Any, Any]) -> m.Status:
 
 
 async def events(
-    store: RunStore, run_id: str, after: int = 0, *, wait: float = 30.0
+    store: RunStore, run_id: str, after: int = 0, *, wait: float = 30.0, poll: float = 0.05
 ) -> AsyncIterator[AgentEvent]:
-    """The run's events from the store after the first `after`, following it until its
-    stream ends (a terminal event); waits up to `wait` seconds for the run to appear."""
-    import asyncio
+    """The run's events from the store after the first `after`, following it until the next
+    terminal event (a suspension too: decide it, then follow again after the events seen);
+    waits up to `wait` seconds for the run to appear in the store.
 
-    waited = 0.0
+    Raises:
+        RunNotFound: the run did not appear in time.
+    """
+    deadline = time.monotonic() + wait
     while True:
         try:
-            await store.load(run_id)
-            break
+            stored = await store.load(run_id)
         except RunNotFound:
-            if waited >= wait:
+            if time.monotonic() > deadline:
                 raise
-            await asyncio.sleep(0.05)
-            waited += 0.05
-    async for event in store.events(run_id, after, follow=True):
-        yield event
-        if event.type in TERMINAL_EVENTS:
-            return
+            await asyncio.sleep(poll)
+            continue
+        for event in events_of(stored)[after:]:
+            after += 1
+            yield event
+            if event.type in TERMINAL_EVENTS:
+                return
+        await asyncio.sleep(poll)

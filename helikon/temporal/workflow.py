@@ -134,7 +134,7 @@ class HelikonWorkflow:
                 action = await self._apply(next_input)
                 if self.state.phase in TERMINAL_PHASES:
                     break
-                if self._should_continue():
+                if not isinstance(action, AwaitApproval) and self._should_continue():
                     await self._flush()
                     workflow.continue_as_new(m.to_payload(self._continued()))
             else:
@@ -201,7 +201,7 @@ class HelikonWorkflow:
         info = workflow.info()
         limit = self._facts_options.continue_after_events
         long = limit is not None and info.get_current_history_length() >= limit
-        return long or info.is_continue_as_new_suggested()
+        return (long or info.is_continue_as_new_suggested()) and workflow.all_handlers_finished()
 
     @property
     def _facts_options(self) -> Any:
