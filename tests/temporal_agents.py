@@ -12,7 +12,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
+from helikon import (
+    Agent,
+    InputGuardrail,
+    OutputGuardrail,
+    RunConfig,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
+from helikon.core.items import Usage
+from helikon.models.scripted import ScriptedTurn
 from helikon.tools import ToolContext
 
 
@@ -91,6 +101,41 @@ def manager_agent(**config: object) -> Agent:
         model=ScriptedModel(script),
         tools=[researcher.as_tool()],
         config=RunConfig(**config),  # type: ignore[arg-type]
+    )
+
+
+def guarded_agent(answer: str) -> Agent:
+    """An input guardrail on "forbidden" and an output guardrail on "secret"."""
+    no_forbidden = InputGuardrail("no_forbidden", lambda text, context: "forbidden" in text)
+    no_secret = OutputGuardrail("no_secret", lambda output, context: "secret" in output.text)
+    return Agent(
+        name="guarded",
+        model=ScriptedModel([answer]),
+        input_guardrails=[no_forbidden],
+        output_guardrails=[no_secret],
+    )
+
+
+def budget_manager(budget: int) -> Agent:
+    """A manager that spends 90 tokens, then asks a researcher that spends 50 on a call
+    asking for a tool, and would then answer."""
+
+    @tool(read_only=True)
+    def measure() -> str:
+        """Measure."""
+        return "42 km"
+
+    asks = ScriptedTurn([ToolCall("m1", "measure", "{}")], Usage(50, 0, 50, 1))
+    researcher = Agent(name="researcher", model=ScriptedModel([asks, "42 km"]), tools=[measure])
+    script = [
+        ScriptedTurn([ToolCall("a1", "researcher", '{"input": "how far?"}')], Usage(90, 0, 90, 1)),
+        "I could not find out.",
+    ]
+    return Agent(
+        name="manager",
+        model=ScriptedModel(script),
+        tools=[researcher.as_tool()],
+        config=RunConfig(token_budget=budget),
     )
 
 

@@ -44,11 +44,12 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
     from helikon.core.errors import (
+        GuardrailTripped,
         MaxAgentDepthExceeded,
         TimedOut,
         describe,
     )
-    from helikon.core.events import AgentUpdated, RunStarted, RunSuspended
+    from helikon.core.events import AgentUpdated, GuardrailTriggered, RunStarted, RunSuspended
     from helikon.core.items import ZERO_USAGE, ToolCall, ToolResult, Usage, UserMessage
     from helikon.core.state import (
         TERMINAL_PHASES,
@@ -289,6 +290,10 @@ class HelikonWorkflow:
                 answer: m.GuardrailAnswer = await self._activity(
                     "helikon_guardrail", check, m.GuardrailAnswer, self._options.model_timeout
                 )
+                if isinstance(answer.error, GuardrailTripped):
+                    error = answer.error
+                    triggered = GuardrailTriggered(error.guardrail, "input", error.message)
+                    self.effects.append(EffectRecord(self.seq, triggered))
                 if answer.error is not None:
                     return Fail(answer.error)
         call = m.ModelCall(facts.agent.name, self._take(), action.request, self.model_calls)
@@ -398,7 +403,7 @@ class HelikonWorkflow:
         state: Any = outcome.state
         if state.phase == "Failed":
             content = f"error: {agent.name} failed: {describe(state.error)}"
-            return ToolResult(call.call_id, content, True, "errored"), outcome.usage
+            return ToolResult(call.call_id, content), outcome.usage  # as the tool returns it
         output = state.output
         text = json.dumps(output.value) if output.value is not None else output.text or ""
         return ToolResult(call.call_id, text), outcome.usage
