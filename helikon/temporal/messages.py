@@ -81,9 +81,9 @@ class RunOutcome:
 
 @value
 class Step:
-    """One transition the workflow applied, as it travels: its seq, input, the row it took
-    and the guards checked. The writing activity applies the same pure `transition` again
-    to rebuild the full record (state after, action, events, appends) and checks it took
+    """One transition the workflow applied, as it travels: its seq, its input and the row
+    it took. The writing activity applies the same pure `transition` again to rebuild the
+    full record (guards checked, state after, action, events, appends) and checks it took
     the same row, so the payload carries the input once rather than four times. `record`
     is the full record when the outcome is not `transition`'s own (an output guardrail
     tripped)."""
@@ -91,7 +91,6 @@ class Step:
     seq: int
     input: TransitionInput
     row: int
-    checked: tuple[tuple[str, bool], ...]
     record: StepRecord | None = None
 
 

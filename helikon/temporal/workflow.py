@@ -255,7 +255,7 @@ class HelikonWorkflow:
                 outcome.events,
                 outcome.conversation_appends,
             )
-        self.steps.append(m.Step(self.seq, inp, match.row.index, match.checked, record))
+        self.steps.append(m.Step(self.seq, inp, match.row.index, record))
         self.state = outcome.next_state
         return outcome.next_action
 

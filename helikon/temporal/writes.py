@@ -110,15 +110,15 @@ async def write(store: RunStore, writes: Writes, facts: AgentFacts) -> StoredRun
 
 def rebuilt(run_id: str, state: Any, step: Step, ctx: TransitionCtx) -> StepRecord:
     """The full record of `step` from the state before it: `transition` applied again (it
-    is pure), checked to take the row the workflow took with the same guard values.
+    is pure), checked to take the row the workflow took.
 
     Raises:
-        RunDiverged: another row, or other guard values.
+        RunDiverged: another row.
     """
     if step.record is not None:
         return step.record
     match, outcome = matched_transition(state, step.input, ctx)
-    if match.row.index != step.row or match.checked != step.checked:
+    if match.row.index != step.row:
         raise RunDiverged(
             f"run {run_id!r}: step {step.seq} took row {step.row} in the workflow but row "
             f"{match.row.index} here: the workflow and this worker run different charts"
