@@ -156,6 +156,8 @@ async def test_a_handoff_runs_its_target_as_a_child_workflow(
     assert child.header.agent == "billing" and child.header.parent_run_id == run_id
     assert child.records[0].input.items[0] == UserMessage("my bill?")  # type: ignore[union-attr]
     assert any(e.type == "agent_updated" for e in store.events(run_id))
+    streamed = [e async for e in events(store, run_id)]  # the target's events inline
+    assert streamed == await local_events(triage_agent(), "my bill?", run_id)
 
 
 async def test_an_agent_as_a_tool_is_a_child_workflow_counted_in_the_parent(

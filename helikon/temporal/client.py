@@ -16,9 +16,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.events import TERMINAL_EVENTS, AgentEvent
+from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated
 from helikon.core.items import Item
-from helikon.durable.records import RunNotFound
+from helikon.durable.records import RunNotFound, StoredRun
 from helikon.durable.store import RunStore
 from helikon.durable.views import events_of
 from helikon.run.prepare import as_items
@@ -81,8 +81,12 @@ async def events(
     terminal event (a suspension too: decide it, then follow again after the events seen);
     waits up to `wait` seconds for the run to appear in the store.
 
+    A handoff target's events follow the `AgentUpdated` that starts it, all but its
+    terminal one, as a local run streams them (they are stored in the target's own run;
+    `after` counts the run's own events only).
+
     Raises:
-        RunNotFound: the run did not appear in time.
+        RunNotFound: the run, or a handoff target's, did not appear in time.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -93,9 +97,29 @@ async def events(
                 raise
             await asyncio.sleep(poll)
             continue
-        for event in events_of(stored)[after:]:
+        for event, target in _own_events(stored)[after:]:
             after += 1
             yield event
             if event.type in TERMINAL_EVENTS:
                 return
+            if target is not None:
+                async for nested in events(store, target, wait=wait, poll=poll):
+                    if nested.type not in TERMINAL_EVENTS:
+                        yield nested
         await asyncio.sleep(poll)
+
+
+def _own_events(stored: StoredRun) -> list[tuple[AgentEvent, str | None]]:
+    """A stored run's events in stream order (`events_of`), each `AgentUpdated` with the
+    id of the handoff target's run it starts (`{run_id}/{seq}`)."""
+    run_id = stored.header.run_id
+    handoffs = [
+        f"{run_id}/{effect.after_seq}"
+        for effect in stored.effects
+        if isinstance(effect.event, AgentUpdated)
+    ]
+    ordered: list[tuple[AgentEvent, str | None]] = []
+    for event in events_of(stored):
+        target = handoffs.pop(0) if isinstance(event, AgentUpdated) and handoffs else None
+        ordered.append((event, target))
+    return ordered
