@@ -82,11 +82,16 @@ def structured_agent() -> Agent:
     return Agent(name="structured", model=ScriptedModel(script), output_type=City)
 
 
-def triage_agent() -> Agent:
+def triage_agent(**config: object) -> Agent:
     """Hands off to billing, which answers."""
     billing = Agent(name="billing", model=ScriptedModel(["Your bill is 10 EUR."]))
     script = [[ToolCall("h1", "transfer_to_billing", "{}")]]
-    return Agent(name="triage", model=ScriptedModel(script), handoffs=[billing])
+    return Agent(
+        name="triage",
+        model=ScriptedModel(script),
+        handoffs=[billing],
+        config=RunConfig(**config),  # type: ignore[arg-type]
+    )
 
 
 def manager_agent(**config: object) -> Agent:

@@ -160,6 +160,18 @@ async def test_a_handoff_runs_its_target_as_a_child_workflow(
     assert streamed == await local_events(triage_agent(), "my bill?", run_id)
 
 
+async def test_a_handoff_past_the_depth_limit_ends_as_a_local_run_does(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    ended = await run_to_end(client, store, triage_agent(max_agent_depth=0), "bill?", run_id)
+    local = await local_events(triage_agent(max_agent_depth=0), "bill?", run_id)
+    assert local[-1].type == "run_failed"
+    assert ended.state.error == MaxAgentDepthExceeded(0, "billing")  # type: ignore[union-attr]
+    assert list(store.events(run_id)) == local
+    with pytest.raises(RunNotFound):
+        store.get(f"{run_id}/2")  # the target never ran
+
+
 async def test_an_agent_as_a_tool_is_a_child_workflow_counted_in_the_parent(
     client: Client, store: SqliteRunStore, run_id: str
 ) -> None:
