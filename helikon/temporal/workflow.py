@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec
     from helikon.temporal import messages as m
+    from helikon.temporal.options import TemporalOptions
     from helikon.temporal.registry import AgentFacts, UnknownAgent, registry_for
 
 
@@ -200,12 +201,13 @@ class HelikonWorkflow:
 
     def _should_continue(self) -> bool:
         info = workflow.info()
-        limit = self._facts_options.continue_after_events
+        limit = self._options.continue_after_events
         long = limit is not None and info.get_current_history_length() >= limit
         return (long or info.is_continue_as_new_suggested()) and workflow.all_handlers_finished()
 
     @property
-    def _facts_options(self) -> Any:
+    def _options(self) -> TemporalOptions:
+        """The worker's activity options (the same on every worker of the task queue)."""
         return registry_for(self._queue).options
 
     def _continued(self) -> m.RunRequest:
@@ -532,10 +534,6 @@ class HelikonWorkflow:
         return HandoffResult(None, state.error, state.usage)
 
     # ------------------------------------------------------------ activities and writes
-
-    @property
-    def _options(self) -> Any:
-        return self._facts_options
 
     def _take(self) -> m.Writes:
         """What is not written yet, to ride on the next activity (`_written` once it ran)."""
