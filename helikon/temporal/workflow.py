@@ -39,7 +39,12 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
@@ -625,11 +630,9 @@ def _listed(data: Any) -> list[Any]:
     return data
 
 
-def _cancelled(exc: BaseException) -> bool:
-    return (
-        isinstance(exc.__cause__, asyncio.CancelledError)
-        or "Cancel" in type(exc.__cause__).__name__
-    )
+def _cancelled(exc: ActivityError) -> bool:
+    """Whether an activity failed because it was cancelled (the workflow, or the deadline)."""
+    return isinstance(exc.cause, (CancelledError, asyncio.CancelledError))
 
 
 def _cause(exc: BaseException) -> str:
