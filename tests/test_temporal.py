@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_support import Backend
 
 pytest.importorskip("temporalio")
 
@@ -340,3 +341,18 @@ async def test_a_long_history_continues_as_new_carrying_only_ids_and_seq(
     request = json.loads(carried)
     assert request["seq"] > 0 and request["input"] == []  # no conversation, no state
     assert list(store.events(run_id)) == await local_events(weather_agent(), "weather?", run_id)
+
+
+async def test_a_run_on_each_store_backend_reads_like_a_local_run(
+    client: Client, backend: Backend, run_id: str
+) -> None:
+    """SQLite for the workers of one machine, PostgreSQL for many: the same records."""
+    store = backend.open()
+    q = queue()
+    async with helikon_worker(client, q, [manager_agent()], store):
+        handle = await start_run(client, manager_agent(), "where?", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    assert ended.state.phase == "Done"
+    reader = backend.open()  # another process, as far as the store can tell
+    assert list(reader.events(run_id)) == await local_events(manager_agent(), "where?", run_id)
+    assert reader.get(f"{run_id}/2:a1").info.status == "completed"
