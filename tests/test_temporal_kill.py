@@ -1,6 +1,8 @@
 """A worker killed with SIGKILL in the middle of a tool call: another worker finishes the
-run; the calls that had finished are not run again, and the one in flight runs again only
-if its tool may (`read_only` / `idempotent`), else it becomes an "interrupted" result."""
+run; a call that had finished (its completion recorded in the history) is not run again,
+and the one in flight runs again only if its tool may (`read_only` / `idempotent`), else it
+becomes an "interrupted" result. (A call whose tool returned but whose completion the dead
+worker had not reported yet is in flight as far as anyone can know: it counts as such.)"""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +66,17 @@ async def wait_for(folder: Path, pattern: str) -> None:
     raise AssertionError(f"no {pattern} in {folder}")
 
 
+async def only_pending(handle: Any, activity_id: str) -> None:
+    """Wait until `activity_id` is the workflow's one pending activity."""
+    for _ in range(int(WAIT / 0.05)):
+        described = await handle.describe()
+        pending = [a.activity_id for a in described.raw_description.pending_activities]
+        if pending == [activity_id]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{activity_id} is not the one pending activity")
+
+
 @pytest.mark.parametrize("read_only", [True, False], ids=["rerunnable", "runs-once"])
 async def test_a_killed_worker_is_replaced_and_finished_calls_run_once(
     temporal_address: str, tmp_path: Path, read_only: bool
@@ -75,8 +89,8 @@ async def test_a_killed_worker_is_replaced_and_finished_calls_run_once(
     try:
         agent = slow_agent(marks, read_only=read_only)
         handle = await start_run(client, agent, "go", task_queue=queue, run_id=run_id)
-        await wait_for(tmp_path, "quick-a-*")
         await wait_for(tmp_path, f"start-b-{first.process.pid}")
+        await only_pending(handle, "2:s1")  # the quick call's completion is recorded
     finally:
         first.kill()
     second = WorkerProcess(temporal_address, queue, store_url, marks, read_only)
