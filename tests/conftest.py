@@ -8,9 +8,11 @@ import os
 
 import pytest
 
-# Fixtures: a throwaway PostgreSQL cluster, and each run store backend in turn.
+# Fixtures: a throwaway PostgreSQL cluster, each run store backend in turn, and a Temporal
+# dev server.
 from postgres_support import postgres_url  # noqa: F401
 from store_support import backend, store  # noqa: F401
+from temporal_support import temporal_address  # noqa: F401
 
 os.environ.setdefault("HELIKON_STRICT_VALUES", "1")
 os.environ.setdefault("HELIKON_STORE", "none")

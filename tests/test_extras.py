@@ -162,3 +162,11 @@ def test_helikon_mcp_without_the_mcp_package_names_the_extra() -> None:
     assert done.stdout == (
         "ModuleNotFoundError|mcp|helikon.mcp needs the mcp package: pip install 'helikon[mcp]'\n"
     ), done.stderr
+
+
+def test_temporal_commands_without_temporalio_name_the_temporal_extra() -> None:
+    hint = "--temporal needs the temporal extra: pip install 'helikon[temporal]'"
+    worker = ["worker", str(TRIAGE), "--temporal", "127.0.0.1:1", "--store", "none"]
+    assert_hint(without(["temporalio"], worker), hint)
+    run = ["run", str(TRIAGE), "--offline", "--temporal", "127.0.0.1:1", "--store", "none"]
+    assert_hint(without(["temporalio"], run), hint)

@@ -41,7 +41,7 @@ def lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.Comple
 def test_the_import_contracts_hold() -> None:
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 kept, 0 broken" in result.stdout
+    assert "7 kept, 0 broken" in result.stdout
 
 
 def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
@@ -54,6 +54,17 @@ def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "helikon.core is not allowed to import helikon.run" in result.stdout
     assert "helikon.core.items -> helikon.run.driver" in result.stdout
+
+
+def test_the_driver_importing_the_temporal_runtime_breaks_the_layers(tmp_path: Path) -> None:
+    """helikon.temporal sits above the driver and the run store: nothing below imports it."""
+    shutil.copytree(PACKAGE, tmp_path / "helikon", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    journal = tmp_path / "helikon" / "run" / "journal.py"
+    journal.write_text(journal.read_text() + "\nimport helikon.temporal.writes  # upward\n")
+    result = lint_imports(tmp_path, pythonpath=tmp_path)
+    assert result.returncode == 1
+    assert "helikon.run is not allowed to import helikon.temporal" in result.stdout
 
 
 def test_an_io_import_in_the_core_breaks_the_purity_contract(tmp_path: Path) -> None:

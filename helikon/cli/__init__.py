@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from helikon.cli import chart_tests, charts, debug, docs, run, runs, studio, trace
+from helikon.cli import chart_tests, charts, debug, docs, run, runs, studio, temporal, trace
 from helikon.cli.usage import UsageError
 from helikon.export.console import safe_text
 
@@ -21,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     run.add_parsers(commands)
     runs.add_parser(commands)
+    temporal.add_parser(commands)
     charts.add_diagram_parser(commands)
     trace.add_parser(commands)
     charts.add_validate_parser(commands)

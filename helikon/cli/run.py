@@ -21,6 +21,7 @@ from helikon.cli.runs import (
     store_url,
     with_store,
 )
+from helikon.cli.temporal import add_temporal_arguments, command_run_temporal
 from helikon.cli.usage import UsageError
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.durable import RunNotFound, RunStore, open_store
@@ -49,6 +50,7 @@ def add_parsers(commands: Any) -> None:
     run.add_argument("--trace", metavar="OUT.jsonl", help="record every transition here")
     add_store_argument(run, ephemeral=True)
     run.add_argument("--run-id", metavar="ID", help="the run's id (default: a fresh one)")
+    add_temporal_arguments(run, required=False)
     run.set_defaults(handler=command_run)
 
 
@@ -119,6 +121,8 @@ def _new_store(args: argparse.Namespace) -> RunStore | None:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    if getattr(args, "temporal", None):
+        return command_run_temporal(args)
     try:
         module = load_module(args.chart)
         return asyncio.run(run_agent(module, args))

@@ -72,13 +72,20 @@ async def checked_output(
     """A completing step's outcome, or the failing one when an output guardrail trips or its
     check raises."""
     output = outcome.next_state.output  # type: ignore[union-attr]  # Done, checked by caller
+    error = await tripped_output(guardrails, output, context)
+    return outcome if error is None else trip_output_guardrail(outcome, error)
+
+
+async def tripped_output(
+    guardrails: Sequence[OutputGuardrail], output: FinalOutput, context: RunContext[Any]
+) -> GuardrailTripped | GuardrailFailed | None:
+    """The first output guardrail that trips on `output`, as an error; a check that raises
+    is `GuardrailFailed`."""
     for guardrail in guardrails:
         try:
             result = await verdict(guardrail.check(output, context))
         except Exception as exc:
-            failed = GuardrailFailed(guardrail.name, "output", f"{type(exc).__name__}: {exc}")
-            return trip_output_guardrail(outcome, failed)
+            return GuardrailFailed(guardrail.name, "output", f"{type(exc).__name__}: {exc}")
         if result.tripwire:
-            error = GuardrailTripped(guardrail.name, "output", result.message)
-            return trip_output_guardrail(outcome, error)
-    return outcome
+            return GuardrailTripped(guardrail.name, "output", result.message)
+    return None

@@ -60,7 +60,15 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
     # Calling it again resumes its child run from the store rather than starting another,
     # so a crash that left the call in flight may run it again: it is idempotent.
     tool_name = name or agent.name.replace("-", "_").replace(" ", "_")
+    run_agent.helikon_agent = agent  # type: ignore[attr-defined]  # read by agent_of
     return tool(name=tool_name, idempotent=True)(run_agent)
+
+
+def agent_of(made: Tool) -> AgentSpec | None:
+    """The agent a tool runs, when it is an agent as a tool (`agent_tool`); else None. A
+    runtime that nests runs itself (helikon.temporal, as child workflows) asks this."""
+    found = getattr(made.fn, "helikon_agent", None)
+    return found if isinstance(found, AgentSpec) else None
 
 
 async def _output(child: Run) -> FinalOutput | None:

@@ -1,0 +1,173 @@
+"""The activities of a Temporal run: the effects `HelikonWorkflow` asks for, on a worker.
+
+Each takes the records the workflow made since its last activity (`Writes`) and writes them
+to the run store first (helikon.temporal.writes), then does its effect:
+
+- `helikon_model`: reads the conversation from the store, calls the agent's model, answers
+  the next input (a `ModelResponse`, or a `Fail` for a model error, as a local run does);
+- `helikon_tool`: runs one tool call with the idempotency key a local durable run gives it
+  (`{run_id}:{seq}:{call_id}`), heartbeating while it runs so a dead worker is noticed;
+- `helikon_guardrail`: checks the run's input (read from the store) or its final output;
+- `helikon_write`: writes only (before a suspension, at the end, before continue-as-new);
+- `helikon_conversation`, `helikon_head`: read a stored run (a handoff target starts from
+  its parent's conversation; a continued workflow from its head).
+
+Payloads are JSON data checked on arrival (helikon.temporal.messages). A store failure
+raises, so Temporal retries the activity; a store that holds another run of the id raises a
+non-retryable error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from helikon.core.errors import FatalToolError, ModelCallFailed, ModelError, ToolFailed
+from helikon.core.items import ToolCall
+from helikon.core.state import Fail
+from helikon.durable.records import StoredRun
+from helikon.durable.store import RunStore
+from helikon.models.base import ModelInput, ResponseAssembler
+from helikon.run.config import RunContext
+from helikon.run.conversation import Conversation
+from helikon.run.guardrails import tripped_input, tripped_output
+from helikon.run.spec import model_of
+from helikon.run.stored import model_calls
+from helikon.temporal import messages as m
+from helikon.temporal.registry import AgentRegistry
+from helikon.temporal.writes import RunDiverged, write
+from helikon.tools import ToolContext, execute_batch
+
+HEARTBEAT_SECONDS = 1.0
+"""How often a running tool's activity heartbeats (its heartbeat timeout is longer)."""
+
+
+class HelikonActivities:
+    """The activities of the runs of `registry`'s agents, writing to `store`; `deps` is
+    what tools, guardrails and models get as `RunContext.deps` / `ToolContext.deps`."""
+
+    def __init__(self, registry: AgentRegistry, store: RunStore, deps: Any = None) -> None:
+        self.registry = registry
+        self.store = store
+        self.deps = deps
+
+    def all(self) -> Sequence[Callable[..., Any]]:
+        """Every activity, for `Worker(activities=...)`."""
+        return (
+            self.helikon_model,
+            self.helikon_tool,
+            self.helikon_guardrail,
+            self.helikon_write,
+            self.helikon_conversation,
+            self.helikon_head,
+        )
+
+    async def _write(self, writes: m.Writes | None) -> StoredRun | None:
+        if writes is None:
+            return None
+        facts = self.registry.facts(writes.agent, writes.token_budget)
+        try:
+            return await write(self.store, writes, facts)
+        except RunDiverged as exc:
+            raise ApplicationError(str(exc), type="RunDiverged", non_retryable=True) from None
+
+    async def _stored(self, run_id: str, written: StoredRun | None) -> StoredRun:
+        return written if written is not None else await self.store.load(run_id)
+
+    @activity.defn
+    async def helikon_write(self, data: Any) -> None:
+        await self._write(m.from_payload(m.Writes, data, "helikon_write's input"))
+
+    @activity.defn
+    async def helikon_model(self, data: Any) -> Any:
+        call: m.ModelCall = m.from_payload(m.ModelCall, data, "helikon_model's input")
+        facts = self.registry.facts(call.agent)
+        stored = await self._stored(call.writes.run_id, await self._write(call.writes))
+        conversation = Conversation(item for record in stored.records for item in record.appends)
+        request = ModelInput(
+            facts.agent.instructions,
+            conversation.window(),
+            facts.specs if call.request.tools else (),
+            call.request,
+            facts.config.model_settings,
+            calls_before=call.calls_before,
+        )
+        assembler = ResponseAssembler()
+        chunks = model_of(facts.agent).stream(request)
+        try:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        except ModelError as exc:  # a failed call still counts what it spent
+            spent = exc.usage if exc.usage is not None else assembler.usage
+            return m.to_payload(m.ModelAnswer(Fail(exc.error, (), spent)))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a model adapter's bug must not crash the run
+            failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
+            return m.to_payload(m.ModelAnswer(Fail(failure, (), assembler.usage)))
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+        return m.to_payload(m.ModelAnswer(assembler.response(facts.agent.name)))
+
+    @activity.defn
+    async def helikon_tool(self, data: Any) -> Any:
+        run: m.ToolRun = m.from_payload(m.ToolRun, data, "helikon_tool's input")
+        facts = self.registry.facts(run.agent)
+        await self._write(run.writes)
+
+        def context_for(call: ToolCall) -> ToolContext[Any]:
+            return ToolContext(run.run_id, call.call_id, facts.agent.name, self.deps, run.seq)
+
+        batch = asyncio.ensure_future(execute_batch((run.call,), facts.tools, context_for))
+        try:
+            while True:
+                done, _ = await asyncio.wait((batch,), timeout=HEARTBEAT_SECONDS)
+                if done:
+                    break
+                activity.heartbeat()
+            (result,) = batch.result()
+        except FatalToolError as exc:
+            error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
+            return m.to_payload(m.ToolAnswer(fatal=error))
+        finally:
+            if not batch.done():
+                batch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await batch
+        return m.to_payload(m.ToolAnswer(result))
+
+    @activity.defn
+    async def helikon_guardrail(self, data: Any) -> Any:
+        check: m.GuardrailCheck = m.from_payload(m.GuardrailCheck, data, "helikon_guardrail")
+        facts = self.registry.facts(check.agent)
+        context = RunContext(self.deps)
+        if check.output is not None:
+            await self._write(check.writes)
+            error = await tripped_output(facts.agent.output_guardrails, check.output, context)
+        else:
+            stored = await self._stored(check.writes.run_id, await self._write(check.writes))
+            items = [item for record in stored.records for item in record.appends]
+            error = await tripped_input(facts.agent.input_guardrails, items, context)
+        return m.to_payload(m.GuardrailAnswer(error))
+
+    @activity.defn
+    async def helikon_conversation(self, run_id: str) -> Any:
+        stored = await self.store.load(run_id)
+        items = tuple(item for record in stored.records for item in record.appends)
+        return m.to_payload(m.Conversation(items))
+
+    @activity.defn
+    async def helikon_head(self, run_id: str) -> Any:
+        stored = await self.store.load(run_id)
+        if not stored.records:
+            raise ApplicationError(f"run {run_id!r} has no step stored", non_retryable=True)
+        head = stored.records[-1]
+        calls = model_calls(stored)
+        return m.to_payload(m.Head(head.state_after, head.seq, calls, stored.header.chart_digest))

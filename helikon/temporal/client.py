@@ -1,0 +1,125 @@
+"""Starting runs on Temporal, deciding their approvals, and reading their events.
+
+`start_run` starts `HelikonWorkflow` with the run id as the workflow id; the run's events
+are read from the run store the workers write (`events`), as `helikon runs show` reads them:
+the same `AgentEvent`s a local run streams, without the token deltas a store never keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from helikon.core.approvals import ApprovalDecision
+from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated
+from helikon.core.items import Item
+from helikon.durable.records import RunNotFound, StoredRun
+from helikon.durable.store import RunStore
+from helikon.durable.views import events_of
+from helikon.run.prepare import as_items
+from helikon.run.spec import AgentSpec
+from helikon.temporal import messages as m
+from helikon.temporal.registry import AgentRegistry
+
+
+def chart_of(agent: AgentSpec) -> str:
+    """The digest of the chart `agent` runs (what a worker checks a run against)."""
+    return AgentRegistry([agent]).facts(agent.name).digest
+
+
+async def start_run(
+    client: Client,
+    agent: AgentSpec | str,
+    input: str | Sequence[Item],
+    *,
+    task_queue: str,
+    run_id: str | None = None,
+) -> WorkflowHandle[Any, Any]:
+    """Start a run of `agent` (an agent, whose chart the worker must run; or a name) on
+    `task_queue`; its handle (`handle.id` is the run id)."""
+    name = agent if isinstance(agent, str) else agent.name
+    chart = "" if isinstance(agent, str) else chart_of(agent)
+    run_id = run_id or uuid.uuid4().hex
+    request = m.RunRequest(run_id, name, chart, as_items(input), task_queue=task_queue)
+    return await client.start_workflow(
+        m.WORKFLOW, m.to_payload(request), id=run_id, task_queue=task_queue
+    )
+
+
+async def outcome(handle: WorkflowHandle[Any, Any]) -> m.RunOutcome:
+    """How the run ended (waits for it)."""
+    data = await handle.result()
+    result: m.RunOutcome = m.from_payload(m.RunOutcome, data, "the workflow's result")
+    return result
+
+
+async def decide(
+    handle: WorkflowHandle[Any, Any], decisions: Sequence[ApprovalDecision]
+) -> m.Status:
+    """Decide the run's pending approvals by update; refused (`WorkflowUpdateFailedError`)
+    unless every decision binds to a pending call of the suspension it waits at."""
+    data = await handle.execute_update("decide", [m.to_payload(d) for d in decisions])
+    status: m.Status = m.from_payload(m.Status, data, "decide's answer")
+    return status
+
+
+async def current(handle: WorkflowHandle[Any, Any]) -> m.Status:
+    """Where the run is now (the `current` query)."""
+    status: m.Status = m.from_payload(m.Status, await handle.query("current"), "current()")
+    return status
+
+
+async def events(
+    store: RunStore, run_id: str, after: int = 0, *, wait: float = 30.0, poll: float = 0.05
+) -> AsyncIterator[AgentEvent]:
+    """The run's events from the store after the first `after`, following it until the next
+    terminal event (a suspension too: decide it, then follow again after the events seen);
+    waits up to `wait` seconds for the run to appear in the store.
+
+    A handoff target's events follow the `AgentUpdated` that starts it, all but its
+    terminal one, as a local run streams them (they are stored in the target's own run;
+    `after` counts the run's own events only).
+
+    Raises:
+        RunNotFound: the run, or a handoff target's, did not appear in time.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            stored = await store.load(run_id)
+        except RunNotFound:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(poll)
+            continue
+        for event, target in _own_events(stored)[after:]:
+            after += 1
+            yield event
+            if event.type in TERMINAL_EVENTS:
+                return
+            if target is not None:
+                async for nested in events(store, target, wait=wait, poll=poll):
+                    if nested.type not in TERMINAL_EVENTS:
+                        yield nested
+        await asyncio.sleep(poll)
+
+
+def _own_events(stored: StoredRun) -> list[tuple[AgentEvent, str | None]]:
+    """A stored run's events in stream order (`events_of`), each `AgentUpdated` with the
+    id of the handoff target's run it starts (`{run_id}/{seq}`)."""
+    run_id = stored.header.run_id
+    handoffs = [
+        f"{run_id}/{effect.after_seq}"
+        for effect in stored.effects
+        if isinstance(effect.event, AgentUpdated)
+    ]
+    ordered: list[tuple[AgentEvent, str | None]] = []
+    for event in events_of(stored):
+        target = handoffs.pop(0) if isinstance(event, AgentUpdated) and handoffs else None
+        ordered.append((event, target))
+    return ordered

@@ -1,0 +1,214 @@
+"""What crosses Temporal's wire: the workflow's input and result, each activity's input and
+answer, and the approval update's argument, as `@value`s.
+
+Payloads are plain JSON data (`to_payload`, `from_payload`, through `helikon.core.codec`), so
+Temporal's default data converter carries them and any client can start a run without a
+helikon converter. What a payload says is hostile until checked: `from_payload` validates it
+as the type it must be and names what was wrong.
+
+Why payloads stay small: the workflow never holds the conversation. Each step's record rides
+on the next activity's input (`Writes`); the model activity writes them to the run store and
+reads the conversation back from it, so a model call's input is the appends since the last
+call, not the whole conversation (bench/temporal.py measures both).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from helikon.core.approvals import ApprovalRequest
+from helikon.core.codec import from_data, to_data
+from helikon.core.errors import AgentError, HelikonError
+from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
+from helikon.core.state import LoopState, ModelRequest, TransitionInput
+from helikon.core.values import value
+from helikon.durable.records import EffectRecord, StepRecord
+
+WORKFLOW = "HelikonWorkflow"
+"""The workflow type's name, as clients start it."""
+
+
+class PayloadError(HelikonError, ValueError):
+    """A payload is not the value it must be; the message names which and why."""
+
+
+@value
+class RunRequest:
+    """The workflow's input: which run, of which agent on which chart, from where.
+
+    `chart` is the digest the caller expects; the worker's agent must run that chart.
+    A new run (`seq` 0) starts from `input` (or, with `from_parent`, from its parent's
+    conversation as the store holds it: a handoff). A continued run (`seq` > 0, after
+    continue-as-new) reads its state from the store: only ids and the seq are carried.
+    `token_budget` is what a nested run may still spend of its root's budget; `deadline`
+    is the root's `RunConfig.timeout` as an epoch second (0: none), so nesting and
+    continue-as-new keep one deadline. `task_queue` names the worker registry the agent is
+    looked up in (default: the workflow's task queue; a replay runs on another).
+    """
+
+    run_id: str
+    agent: str
+    chart: str = ""
+    input: tuple[Item, ...] = ()
+    seq: int = 0
+    depth: int = 0
+    parent_run_id: str | None = None
+    from_parent: bool = False
+    token_budget: int | None = None
+    deadline: float = 0.0
+    task_queue: str = ""
+
+
+@value
+class RunOutcome:
+    """The workflow's result: the run's last state (Done or Failed), its seq and usage."""
+
+    run_id: str
+    state: LoopState
+    seq: int
+
+    @property
+    def output(self) -> FinalOutput | None:
+        return getattr(self.state, "output", None)
+
+    @property
+    def usage(self) -> Usage:
+        usage: Usage = self.state.usage
+        return usage
+
+
+@value
+class Step:
+    """One transition the workflow applied, as it travels: its seq, its input and the row
+    it took. The writing activity applies the same pure `transition` again to rebuild the
+    full record (guards checked, state after, action, events, appends) and checks it took
+    the same row, so the payload carries the input once rather than four times. `record`
+    is the full record when the outcome is not `transition`'s own (an output guardrail
+    tripped)."""
+
+    seq: int
+    input: TransitionInput
+    row: int
+    record: StepRecord | None = None
+
+
+@value
+class Writes:
+    """Steps (and effects' events) the workflow made since its last write, to be written
+    to the run store first-write-wins by (run_id, seq). `agent` and `token_budget` name the
+    transition context the steps are rebuilt with. The run's first write (`create`) makes
+    it in the store, with the header and chart the writer derives from its own agent (and
+    `parent_run_id`), so the chart never rides in the history."""
+
+    run_id: str
+    agent: str
+    token_budget: int | None = None
+    steps: tuple[Step, ...] = ()
+    effects: tuple[EffectRecord, ...] = ()
+    create: bool = False
+    parent_run_id: str | None = None
+    suspended: bool = False
+
+
+@value
+class ModelCall:
+    """One model call: the writes before it, the request, and how many calls came before
+    (a scripted model answers by it). The conversation is read from the store."""
+
+    agent: str
+    writes: Writes
+    request: ModelRequest
+    calls_before: int = 0
+
+
+@value
+class ModelAnswer:
+    """A model call's outcome: the next input (a `ModelResponse`, or a `Fail`)."""
+
+    input: TransitionInput
+
+
+@value
+class ToolRun:
+    """One tool call of the batch entered at `seq`."""
+
+    agent: str
+    run_id: str
+    seq: int
+    call: ToolCall
+    writes: Writes | None = None
+
+
+@value
+class ToolAnswer:
+    """A tool call's result, or the error that fails the run (a `FatalToolError`)."""
+
+    result: ToolResult | None = None
+    fatal: AgentError | None = None
+    usage: Usage = ZERO_USAGE
+
+
+@value
+class GuardrailCheck:
+    """Check the run's input (`output` None: the user's messages, read from the store) or
+    its final `output` with the agent's guardrails."""
+
+    agent: str
+    writes: Writes
+    output: FinalOutput | None = None
+
+
+@value
+class GuardrailAnswer:
+    """The guardrail error that stops the run (tripped or failed), or none."""
+
+    error: AgentError | None = None
+
+
+@value
+class Head:
+    """A stored run at its head, for a continued workflow: state, seq and model calls."""
+
+    state: LoopState
+    seq: int
+    model_calls: int
+    chart_digest: str
+
+
+@value
+class Conversation:
+    """A stored run's conversation (a handoff target starts from its parent's)."""
+
+    items: tuple[Item, ...]
+
+
+@value
+class Status:
+    """What the `current()` query answers: phase, seq, pending approvals, usage."""
+
+    run_id: str
+    phase: str
+    seq: int
+    pending: tuple[ApprovalRequest, ...]
+    usage: Usage
+
+
+def to_payload(message: Any) -> Any:
+    """`message` as JSON data for Temporal's default converter."""
+    return to_data(message)
+
+
+def from_payload(kind: Any, data: Any, what: str) -> Any:
+    """`data` checked as `kind`; `what` names it in the error.
+
+    Raises:
+        PayloadError: the data is not a valid `kind`.
+    """
+    try:
+        return from_data(kind, data)
+    except ValidationError as exc:
+        raise PayloadError(
+            f"{what} is not a valid {getattr(kind, '__name__', kind)}: {exc}"
+        ) from None

@@ -1,0 +1,75 @@
+"""Recorded workflow histories for the replay test (tests/test_temporal_replay.py).
+
+`python tests/temporal_histories.py` runs each case on a fresh dev server and writes its
+history to tests/histories/<case>.json. Record them again only when a change is meant to
+break replay (a changed chart: a new task queue; a driver change: `workflow.patched`), and
+say so in the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from temporal_agents import manager_agent, payments_agent, triage_agent, weather_agent
+
+from helikon import Agent
+
+HISTORIES = Path(__file__).resolve().parent / "histories"
+
+CASES: dict[str, tuple[Callable[[], Agent], str]] = {
+    "tools": (weather_agent, "weather?"),
+    "approval": (payments_agent, "pay"),
+    "handoff": (triage_agent, "my bill?"),
+    "agent_tool": (manager_agent, "where is Paris?"),
+}
+"""Each case: the agent, and what the user says. Its run id and task queue are its name."""
+
+
+def task_queue(case: str) -> str:
+    return f"replay-{case}"
+
+
+async def record(address: str) -> None:
+    from temporalio.client import Client
+
+    from helikon.durable import SqliteRunStore
+    from helikon.temporal import decide, events, helikon_worker, outcome, start_run
+
+    client = await Client.connect(address)
+    with tempfile.TemporaryDirectory() as folder:
+        for case, (make, text) in CASES.items():
+            with SqliteRunStore(Path(folder) / f"{case}.db", key=b"r" * 32) as store:
+                q = task_queue(case)
+                async with helikon_worker(client, q, [make()], store):
+                    handle = await start_run(client, make(), text, task_queue=q, run_id=case)
+                    if case == "approval":
+                        _ = [e async for e in events(store, case)]
+                        (request,) = store.pending(case)
+                        await decide(handle, [request.approve()])
+                    await asyncio.wait_for(outcome(handle), 60)
+                    history = await handle.fetch_history()
+            HISTORIES.mkdir(exist_ok=True)
+            (HISTORIES / f"{case}.json").write_text(history.to_json() + "\n")
+            print(f"recorded {case}: {len(history.events)} events")
+
+
+def main() -> None:
+    from temporal_support import DevServer, temporal_cli
+
+    cli = temporal_cli()
+    if cli is None:
+        sys.exit("the temporal CLI is not installed")
+    server = DevServer(cli)
+    try:
+        server.wait_ready()
+        asyncio.run(record(server.address))
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
