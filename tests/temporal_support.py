@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from postgres_support import free_port
@@ -118,3 +119,15 @@ def temporal_address() -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):
             server.stop()
+
+
+async def only_pending(handle: Any, activity_id: str, wait: float = 60.0) -> None:
+    """Wait until `activity_id` is the workflow's one pending activity (the others'
+    completions are recorded in its history)."""
+    for _ in range(int(wait / 0.05)):
+        described = await handle.describe()
+        pending = [a.activity_id for a in described.raw_description.pending_activities]
+        if pending == [activity_id]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{activity_id} is not the one pending activity")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from store_support import Backend
+from temporal_support import only_pending
 
 pytest.importorskip("temporalio")
 
@@ -271,6 +272,7 @@ async def test_cancelling_the_workflow_feeds_cancel_through_the_chart(
     async with helikon_worker(client, q, [slow_agent(marks)], store):
         handle = await start_run(client, slow_agent(marks), "go", task_queue=q, run_id=run_id)
         await wait_for_file(tmp_path, "start-b-")
+        await only_pending(handle, "2:s1")  # the quick call's completion is recorded
         await handle.cancel()
         ended = await asyncio.wait_for(outcome(handle), WAIT)
     assert ended.state.phase == "Failed"

@@ -13,13 +13,13 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("temporalio")
 
 from temporal_agents import slow_agent
+from temporal_support import only_pending
 from temporalio.client import Client
 
 from helikon.durable import SqliteRunStore
@@ -64,17 +64,6 @@ async def wait_for(folder: Path, pattern: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {pattern} in {folder}")
-
-
-async def only_pending(handle: Any, activity_id: str) -> None:
-    """Wait until `activity_id` is the workflow's one pending activity."""
-    for _ in range(int(WAIT / 0.05)):
-        described = await handle.describe()
-        pending = [a.activity_id for a in described.raw_description.pending_activities]
-        if pending == [activity_id]:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{activity_id} is not the one pending activity")
 
 
 @pytest.mark.parametrize("read_only", [True, False], ids=["rerunnable", "runs-once"])

@@ -366,15 +366,22 @@ class HelikonWorkflow:
         options = self._options
         attempts = options.rerun_attempts if tool is not None and tool.rerunnable else 1
         run = m.ToolRun(facts.agent.name, self._request.run_id, seq, call, writes)
+        handle = workflow.start_activity(
+            "helikon_tool",
+            m.to_payload(run),
+            activity_id=f"{seq}:{call.call_id}",
+            start_to_close_timeout=timedelta(seconds=options.tool_timeout),
+            heartbeat_timeout=timedelta(seconds=options.tool_heartbeat),
+            retry_policy=RetryPolicy(maximum_attempts=attempts),
+        )
         try:
-            data = await workflow.execute_activity(
-                "helikon_tool",
-                m.to_payload(run),
-                activity_id=f"{seq}:{call.call_id}",
-                start_to_close_timeout=timedelta(seconds=options.tool_timeout),
-                heartbeat_timeout=timedelta(seconds=options.tool_heartbeat),
-                retry_policy=RetryPolicy(maximum_attempts=attempts),
-            )
+            data = await handle
+        except asyncio.CancelledError:
+            # A stop delivered with this call's completion: the call ran, so it keeps its
+            # result (a stop keeps finished work), as a local batch does.
+            if not handle.done() or handle.cancelled() or handle.exception() is not None:
+                raise
+            data = handle.result()
         except ActivityError as exc:
             if _cancelled(exc):
                 raise
