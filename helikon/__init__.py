@@ -15,6 +15,12 @@ from helikon.core.approvals import (
 from helikon.core.chart.compile import (
     compile_chart,
 )
+from helikon.core.chart.compose import (
+    ChartDraft,
+    RowSpec,
+    extend,
+    to,
+)
 from helikon.core.chart.default import (
     DEFAULT_TABLE,
 )
@@ -234,6 +240,7 @@ __all__ = [
     "Cancelled",
     "ChartData",
     "ChartDefinitionError",
+    "ChartDraft",
     "Compacting",
     "CompactionSummary",
     "Conversation",
@@ -289,6 +296,7 @@ __all__ = [
     "RepairingOutput",
     "ReplayModel",
     "Row",
+    "RowSpec",
     "Run",
     "RunCompleted",
     "RunConfig",
@@ -338,11 +346,13 @@ __all__ = [
     "UserMessage",
     "arguments_hash",
     "compile_chart",
+    "extend",
     "initial_state",
     "match_row",
     "pending_action",
     "read_trace",
     "run_sync",
+    "to",
     "tool",
     "transition",
     "trip_output_guardrail",

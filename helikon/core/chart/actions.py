@@ -342,6 +342,24 @@ def complete(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     return Outcome(Done(output), events, TERMINATE, inp.items)
 
 
+# ---------------------------------------------------------------- custom phases
+
+
+def enter_phase(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Append the user's input and call the model in custom phase `target` (its prompt, no
+    tools). Not a turn: no TurnStarted, the turn count stays."""
+    next_state = CustomPhase(target, state.turn, state.usage)
+    return Outcome(next_state, (), ctx.call_for(target), inp.items)
+
+
+def keep_reply(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Keep a custom phase's reply as one assistant message (its text only: its tool calls
+    never run) and open turn `state.turn` in model-calling phase `target`."""
+    reply = AssistantMessage(text_of(inp.items))
+    events = (MessageOutput(reply), TurnStarted(state.turn))
+    return enter(target, state.turn, with_usage(state, inp), ctx, events, (reply,))
+
+
 # ---------------------------------------------------------------- approvals
 
 
@@ -546,6 +564,8 @@ ACTIONS: Mapping[str, Action] = {
         fail_handoff,
         cancel_run,
         fail_run,
+        enter_phase,
+        keep_reply,
     )
 }
 IMPLICIT_ACTIONS: Mapping[str, Action] = {"absorb": absorb, "reject_input": reject_input}

@@ -34,18 +34,30 @@ def compile_chart(
 
     Args:
         chart: a `LoopChart` (python-statemachine `StateChart`) subclass; not an instance.
-        guards: extra named guards, added to (and overriding) the default ones.
-        actions: extra named actions, added to (and overriding) the default ones.
+        guards: extra named guards, added to (and overriding) the default ones and the
+            chart's own (its `guards` attribute).
+        actions: extra named actions, added to (and overriding) the default ones and the
+            chart's own (its `actions` attribute).
 
     Raises:
         ChartDefinitionError: the chart cannot be compiled; the message lists every
             problem, each naming its state and input.
     """
-    guard_fns = {**GUARDS, **(guards or {})}
-    action_fns = {**ACTIONS, **(actions or {})}
     spec = read_chart(chart)
+    guard_fns = {**GUARDS, **_own(chart, "guards"), **(guards or {})}
+    action_fns = {**ACTIONS, **_own(chart, "actions"), **(actions or {})}
     check_chart(spec, guard_fns, action_fns)
     return build_table(spec, guard_fns, action_fns)
+
+
+def _own(chart: Any, registry: str) -> dict[str, Any]:
+    """The guards or actions a chart class carries (`LoopChart.guards`, `.actions`)."""
+    found = getattr(chart, registry, None) or {}
+    if not isinstance(found, Mapping):
+        raise ChartDefinitionError(
+            f"chart {chart.__name__}: {registry} must map names to functions, got {found!r}"
+        )
+    return dict(found)
 
 
 def read_chart(chart: Any) -> ChartSpec:
