@@ -41,6 +41,7 @@ from helikon.core.errors import (
     BudgetExceeded,
     Cancelled,
     ChartDefinitionError,
+    EffectFailed,
     EmptyModelResponse,
     FatalToolError,
     GuardrailFailed,
@@ -103,6 +104,8 @@ from helikon.core.state import (
     Compacting,
     CustomPhase,
     Done,
+    EffectPhase,
+    EffectResult,
     ExecuteTools,
     ExecutingTools,
     Fail,
@@ -116,6 +119,7 @@ from helikon.core.state import (
     NeedsApproval,
     NextAction,
     RepairingOutput,
+    RunEffect,
     Start,
     Terminate,
     ToolResults,
@@ -156,6 +160,11 @@ from helikon.models.scripted import (
 )
 from helikon.run.agent import (
     Agent,
+)
+from helikon.run.chart_effects import (
+    Effect,
+    EffectContext,
+    effect,
 )
 from helikon.run.config import (
     RunConfig,
@@ -248,6 +257,11 @@ __all__ = [
     "Debugger",
     "DebuggerError",
     "Done",
+    "Effect",
+    "EffectContext",
+    "EffectFailed",
+    "EffectPhase",
+    "EffectResult",
     "EmptyModelResponse",
     "ExecuteTools",
     "ExecutingTools",
@@ -301,6 +315,7 @@ __all__ = [
     "RunCompleted",
     "RunConfig",
     "RunContext",
+    "RunEffect",
     "RunError",
     "RunFailed",
     "RunResult",
@@ -346,6 +361,7 @@ __all__ = [
     "UserMessage",
     "arguments_hash",
     "compile_chart",
+    "effect",
     "extend",
     "initial_state",
     "match_row",

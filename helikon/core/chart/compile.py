@@ -21,7 +21,7 @@ from helikon.core.chart.guards import GUARDS, Guard
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import BUILTIN_PHASES, INPUT_KINDS
+from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
 from helikon.core.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
 
 
@@ -81,6 +81,7 @@ def read_chart(chart: Any) -> ChartSpec:
         tuple(rows),
         MappingProxyType(dict(getattr(chart, "awaits", {}))),
         MappingProxyType(dict(getattr(chart, "prompts", {}))),
+        MappingProxyType(dict(getattr(chart, "effects", {}))),
     )
 
 
@@ -151,10 +152,10 @@ def _phase(state: Any) -> Phase:
 
 def _row(index: int, state: Any, transition: Any, event: str) -> Row:
     where = f"state {state.name}, input {event}"
-    if event not in INPUT_KINDS:
+    if event not in INPUT_KINDS and event != EFFECT_RESULT:
         raise ChartDefinitionError(
             f"{where}: unknown input kind {event!r}; "
-            f"events must be one of {', '.join(INPUT_KINDS)}",
+            f"events must be one of {', '.join((*INPUT_KINDS, EFFECT_RESULT))}",
             state=state.name,
             input_kind=event,
         )
@@ -201,9 +202,12 @@ def build_table(
     """Freeze a checked spec: resolve names and make the table total with implicit rows."""
     rows = list(spec.rows)
     dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
+    # A chart without effect phases has no effect_result rows at all: its table, and its
+    # digest, are what they were before effect phases existed.
+    kinds = (*INPUT_KINDS, EFFECT_RESULT) if spec.effects else INPUT_KINDS
     for phase in spec.phases:
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
-        for kind in INPUT_KINDS:
+        for kind in kinds:
             own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
             if not own:
                 action = "absorb" if phase.final else "reject_input"
@@ -223,6 +227,7 @@ def build_table(
         MappingProxyType({name: _doc(guards[name]) for name in sorted(used_guards)}),
         MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
         spec.prompts,
+        spec.effects,
     )
 
 

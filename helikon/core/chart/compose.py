@@ -42,7 +42,7 @@ from helikon.core.chart.compile import read_chart
 from helikon.core.chart.dsl import LoopChart
 from helikon.core.chart.guards import GUARDS
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import INPUT_KINDS
+from helikon.core.state import EFFECT_RESULT, INPUT_KINDS
 from helikon.core.table import GuardRef, Row
 
 
@@ -383,7 +383,9 @@ def _at(common: list[_DraftRow], phase: str) -> list[_DraftRow]:
 
 
 # Class attributes a built chart declares besides its states: its events and registries.
-_RESERVED = frozenset({*INPUT_KINDS, "prompts", "awaits", "effects", "guards", "actions"})
+_RESERVED = frozenset(
+    {*INPUT_KINDS, EFFECT_RESULT, "prompts", "awaits", "effects", "guards", "actions"}
+)
 
 
 def _attr(name: str, taken: set[str] | frozenset[str]) -> str:
