@@ -20,7 +20,13 @@ from helikon.cli.loading import load_module
 from helikon.export import TraceOverlay, chart_to_dot, chart_to_mermaid
 
 ROOT = Path(__file__).resolve().parent.parent
-CHARTS = ("default", "charts/budget_assistant.py", "charts/triage.py", "charts/plan_act.py")
+CHARTS = (
+    "default",
+    "charts/budget_assistant.py",
+    "charts/triage.py",
+    "charts/plan_act.py",
+    "charts/retrieve_answer.py",
+)
 POLITE_TEST = ROOT / "tests" / "test_charttest_paths.py"
 
 
