@@ -60,7 +60,15 @@ def polite_chart(tmp_path: Path, *, witnesses: bool) -> str:
 # ---------------------------------------------------------------- helikon test
 
 
-@pytest.mark.parametrize("chart", [*CHARTS, "charts/approval_gated.py", "charts.plan_act"])
+@pytest.mark.parametrize(
+    "chart",
+    [
+        *CHARTS,
+        "charts/approval_gated.py",
+        "charts.plan_act",
+        "charts/retrieve_answer.py:RetrieveAnswerChart",  # a bare agent: its effects are probes
+    ],
+)
 def test_test_covers_every_declared_row_and_exits_0(
     capsys: pytest.CaptureFixture[str], chart: str
 ) -> None:
