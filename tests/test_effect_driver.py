@@ -89,7 +89,7 @@ async def test_a_raising_effect_fails_the_run_naming_it() -> None:
 @pytest.mark.parametrize(
     ("output", "why"),
     [
-        ({1: "a"}, "keys must be text"),
+        ({"ok": {1: "a"}}, "key 1 is not text"),
         (float("nan"), "Out of range float values are not JSON compliant"),
         ({"when": object()}, "is not JSON serializable"),
     ],
@@ -103,6 +103,15 @@ async def test_an_effect_that_returns_no_json_fails_the_run(output: Any, why: st
     assert failed.error.kind == "effect_failed"
     assert failed.error.message.startswith("returned a value that is not JSON")
     assert why in failed.error.message
+
+
+async def test_an_effects_tuples_read_back_as_lists() -> None:
+    async def lookup(context: EffectContext) -> Any:
+        return {"pair": ("a", 1)}
+
+    model = ScriptedModel(["ok"])
+    await lookup_agent(model, lookup).run("hi").collect()
+    assert model.requests[0].items[-1] == SystemMessage('Result of lookup: {"pair": ["a", 1]}')
 
 
 async def test_cancel_stops_the_effect_in_flight() -> None:

@@ -18,7 +18,6 @@ when it is `idempotent` (with the same idempotency key), else the run fails with
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -129,27 +128,36 @@ def missing_effects(chart_effects: Mapping[str, str], effects: Mapping[str, Effe
 
 
 def as_json(effect_name: str, output: Any) -> tuple[JsonValue, str] | EffectFailed:
-    """`output` as a JSON value and its canonical text, or why it is not JSON (a value that
-    is not plain data, NaN or an infinity, a key that is not a string)."""
+    """`output` as a JSON value and its text, or why it is not JSON (an object that is not
+    plain data, NaN or an infinity, a key that is not text). Tuples read back as lists."""
     try:
         text = json.dumps(output, sort_keys=True, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         return EffectFailed(effect_name, f"returned a value that is not JSON: {exc}")
-    if not _plain(output):
-        return EffectFailed(effect_name, "returned a value that is not JSON: keys must be text")
+    key = _key_not_text(output)
+    if key is not None:
+        return EffectFailed(
+            effect_name, f"returned a value that is not JSON: key {key!r} is not text"
+        )
     value: JsonValue = json.loads(text)
     return value, text
 
 
-def _plain(value: Any) -> bool:
-    """JSON round-trips to the same value: dict keys are strings, no tuples pass as lists."""
+def _key_not_text(value: Any) -> Any:
+    """A dict key somewhere in `value` that is not a string (json.dumps would convert it)."""
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain(item) for item in value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return value is None or isinstance(value, (str, int, bool))
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return key
+            found = _key_not_text(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found = _key_not_text(item)
+            if found is not None:
+                return found
+    return None
 
 
 __all__ = [
