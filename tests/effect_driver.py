@@ -2,9 +2,11 @@
 effect phase runs `lookup`, and may be killed while the effect is in flight.
 
     python tests/effect_driver.py STORE.db RUN_ID LOG [--fresh] [--idempotent] [--block]
+        [--block-model]
 
 `lookup` appends its idempotency key to LOG; with `--block` it then prints "in effect" and
-waits forever (the test kills the process there). Without `--fresh` the run is resumed
+waits forever (the test kills the process there); with `--block-model` the model call after
+it prints "in model" and hangs. Without `--fresh` the run is resumed
 (force: the test knows the last driver is dead). Prints the run's final phase and error.
 """
 
@@ -13,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -41,7 +45,20 @@ TABLE = compile_chart(
 )
 
 
-def agent(log: Path, *, idempotent: bool, block: bool) -> Agent:
+def model(block: bool) -> ScriptedModel:
+    """Answers "answered"; with `block`, prints "in model" and hangs instead (until killed)."""
+    if not block:
+        return ScriptedModel(["answered"])
+
+    def hang(request: Any) -> str:
+        print("in model", flush=True)
+        time.sleep(3600)
+        return "never"
+
+    return ScriptedModel([hang])
+
+
+def agent(log: Path, *, idempotent: bool, block: bool, block_model: bool = False) -> Agent:
     async def lookup(context: EffectContext) -> JsonValue:
         with log.open("a") as file:
             file.write(context.idempotency_key + "\n")
@@ -51,13 +68,18 @@ def agent(log: Path, *, idempotent: bool, block: bool) -> Agent:
         return {"passages": ["found"]}
 
     found = effect(name="lookup", idempotent=idempotent)(lookup)
-    return Agent("looker", ScriptedModel(["answered"]), chart=TABLE, effects=[found])
+    return Agent("looker", model(block_model), chart=TABLE, effects=[found])
 
 
 async def main(args: list[str]) -> None:
     path, run_id, log = args[0], args[1], Path(args[2])
     store = SqliteRunStore(path)
-    worker = agent(log, idempotent="--idempotent" in args, block="--block" in args)
+    worker = agent(
+        log,
+        idempotent="--idempotent" in args,
+        block="--block" in args,
+        block_model="--block-model" in args,
+    )
     if "--fresh" in args:
         stream = worker.run("look it up", store=store, run_id=run_id)
     else:

@@ -27,7 +27,7 @@ from helikon import (
     extend,
     to,
 )
-from helikon.durable import SqliteRunStore, StoreError
+from helikon.durable import RunStore, SqliteRunStore, StoreError
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "effect_driver.py"
@@ -93,11 +93,23 @@ def test_an_idempotent_effect_in_flight_runs_again_with_the_same_key(tmp_path: P
         stored.close()
 
 
+def test_an_effect_that_finished_before_a_crash_is_not_run_again(tmp_path: Path) -> None:
+    store, log = tmp_path / "runs.db", tmp_path / "lookup.log"
+    process = driver(store, log, "--fresh", "--block-model")
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.strip() == "in model", process.communicate()[1]
+    os.kill(process.pid, signal.SIGKILL)  # the effect finished; the model call is in flight
+    process.communicate()
+    assert resumed(store, log) == {"last": "run_completed", "error": None}
+    assert log.read_text().splitlines() == ["r1:1:lookup"]
+
+
 class FailsToAppend:
     """A run store whose `append` of step `seq` fails, as a full disk would: the run stops
     there, its effect finished and recorded, its next step never written."""
 
-    def __init__(self, store: SqliteRunStore, seq: int) -> None:
+    def __init__(self, store: RunStore, seq: int) -> None:
         self.store = store
         self.seq = seq
 
@@ -111,7 +123,8 @@ class FailsToAppend:
         return head
 
 
-async def test_a_finished_effect_is_not_run_again_on_resume(tmp_path: Path) -> None:
+async def test_a_finished_effect_is_not_run_again_on_resume(store: RunStore) -> None:
+    """On every backend: the effect's result was stored, the step after it was not."""
     runs: list[str] = []
 
     async def lookup(context: EffectContext) -> JsonValue:
@@ -131,24 +144,18 @@ async def test_a_finished_effect_is_not_run_again_on_resume(tmp_path: Path) -> N
         .rows("Retrieving", "effect_result", to("CallingModel", on="keep_effect_result"))
         .build()
     )
-    store = SqliteRunStore(tmp_path / "runs.db")
-    try:
 
-        def looker() -> Agent:
-            return Agent(
-                "looker", ScriptedModel(["answered"]), chart=table, effects=[effect(lookup)]
-            )
+    def looker() -> Agent:
+        return Agent("looker", ScriptedModel(["answered"]), chart=table, effects=[effect(lookup)])
 
-        broken: Any = FailsToAppend(store, seq=2)
-        events = [event async for event in looker().run("look", store=broken, run_id="r1")]
-        assert events[-1].type == "run_failed" and events[-1].error.kind == "store_failed"
-        (call,) = store.get("r1").calls
-        assert call.result is not None  # the effect finished and was recorded
-        assert store.get("r1").records[-1].state_after.phase == "Retrieving"
-        result = await looker().resume("r1", store=store, force=True).collect()
-        assert result.final_output == "answered"
-        assert runs == ["r1:1:lookup"]
-        inputs = [record.input for record in store.get("r1").records]
-        assert inputs[1].kind == "effect_result" and inputs[1].output == {"passages": ["found"]}
-    finally:
-        store.close()
+    broken: Any = FailsToAppend(store, seq=2)
+    events = [event async for event in looker().run("look", store=broken, run_id="r1")]
+    assert events[-1].type == "run_failed" and events[-1].error.kind == "store_failed"
+    (call,) = store.get("r1").calls
+    assert call.result is not None  # the effect finished and was recorded
+    assert store.get("r1").records[-1].state_after.phase == "Retrieving"
+    result = await looker().resume("r1", store=store, force=True).collect()
+    assert result.final_output == "answered"
+    assert runs == ["r1:1:lookup"]
+    inputs = [record.input for record in store.get("r1").records]
+    assert inputs[1].kind == "effect_result" and inputs[1].output == {"passages": ["found"]}
