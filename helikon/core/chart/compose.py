@@ -172,7 +172,8 @@ class ChartDraft:
         self, source: str, input_kind: str, *rows: RowSpec | str, before: str | None = None
     ) -> ChartDraft:
         """Add `rows` (as in `rows()`) to the rows of `source` on `input_kind`: before the
-        row named by its action `before`, or (by default) before the unguarded fallback."""
+        row named `before` (as `retarget` names rows), or by default before the unguarded
+        fallback."""
         at = self._positions(source, input_kind)
         if not at:
             return self.rows(source, input_kind, *rows)
@@ -188,8 +189,9 @@ class ChartDraft:
     def retarget(
         self, source: str, input_kind: str, action: str, *, to: str, on: str | None = None
     ) -> ChartDraft:
-        """The row of `source` on `input_kind` named by its `action` now goes `to` another
-        phase (running action `on`, when given; its guards stay)."""
+        """The row of `source` on `input_kind` named `action` (its action, or "action ->
+        Target" when several rows there run it) now goes `to` another phase, running action
+        `on` when given; its guards stay."""
         self._phase(to)
         where = self._named(source, input_kind, action)
         row = self._rows[where]
