@@ -393,8 +393,8 @@ def keep_effect_result(state: Any, inp: Any, ctx: TransitionCtx, target: str) ->
 def last_message(items: tuple[Item, ...]) -> str:
     """The text of the last user or assistant message among `items` ("" if none)."""
     for item in reversed(items):
-        if type(item) in (UserMessage, AssistantMessage):
-            return str(item.content)  # type: ignore[union-attr]
+        if isinstance(item, (UserMessage, AssistantMessage)):
+            return item.content
     return ""
 
 
