@@ -15,6 +15,12 @@ from helikon.core.approvals import (
 from helikon.core.chart.compile import (
     compile_chart,
 )
+from helikon.core.chart.compose import (
+    ChartDraft,
+    RowSpec,
+    extend,
+    to,
+)
 from helikon.core.chart.default import (
     DEFAULT_TABLE,
 )
@@ -35,6 +41,7 @@ from helikon.core.errors import (
     BudgetExceeded,
     Cancelled,
     ChartDefinitionError,
+    EffectFailed,
     EmptyModelResponse,
     FatalToolError,
     GuardrailFailed,
@@ -97,6 +104,8 @@ from helikon.core.state import (
     Compacting,
     CustomPhase,
     Done,
+    EffectPhase,
+    EffectResult,
     ExecuteTools,
     ExecutingTools,
     Fail,
@@ -110,6 +119,7 @@ from helikon.core.state import (
     NeedsApproval,
     NextAction,
     RepairingOutput,
+    RunEffect,
     Start,
     Terminate,
     ToolResults,
@@ -166,6 +176,11 @@ from helikon.models.scripted import (
 )
 from helikon.run.agent import (
     Agent,
+)
+from helikon.run.chart_effects import (
+    Effect,
+    EffectContext,
+    effect,
 )
 from helikon.run.config import (
     RunConfig,
@@ -250,6 +265,7 @@ __all__ = [
     "Cancelled",
     "ChartData",
     "ChartDefinitionError",
+    "ChartDraft",
     "Compacting",
     "CompactionSummary",
     "Conversation",
@@ -258,6 +274,11 @@ __all__ = [
     "DebuggerError",
     "DecisionSpent",
     "Done",
+    "Effect",
+    "EffectContext",
+    "EffectFailed",
+    "EffectPhase",
+    "EffectResult",
     "EmptyModelResponse",
     "ExecuteTools",
     "ExecutingTools",
@@ -308,10 +329,12 @@ __all__ = [
     "RepairingOutput",
     "ReplayModel",
     "Row",
+    "RowSpec",
     "Run",
     "RunCompleted",
     "RunConfig",
     "RunContext",
+    "RunEffect",
     "RunError",
     "RunExists",
     "RunFailed",
@@ -367,12 +390,15 @@ __all__ = [
     "UserMessage",
     "arguments_hash",
     "compile_chart",
+    "effect",
+    "extend",
     "initial_state",
     "match_row",
     "open_store",
     "pending_action",
     "read_trace",
     "run_sync",
+    "to",
     "tool",
     "transition",
     "trip_output_guardrail",

@@ -20,7 +20,13 @@ from helikon.cli.loading import load_module
 from helikon.export import TraceOverlay, chart_to_dot, chart_to_mermaid
 
 ROOT = Path(__file__).resolve().parent.parent
-CHARTS = ("default", "charts/budget_assistant.py", "charts/triage.py", "charts/plan_act.py")
+CHARTS = (
+    "default",
+    "charts/budget_assistant.py",
+    "charts/triage.py",
+    "charts/plan_act.py",
+    "charts/retrieve_answer.py",
+)
 POLITE_TEST = ROOT / "tests" / "test_charttest_paths.py"
 
 
@@ -54,7 +60,15 @@ def polite_chart(tmp_path: Path, *, witnesses: bool) -> str:
 # ---------------------------------------------------------------- helikon test
 
 
-@pytest.mark.parametrize("chart", [*CHARTS, "charts/approval_gated.py", "charts.plan_act"])
+@pytest.mark.parametrize(
+    "chart",
+    [
+        *CHARTS,
+        "charts/approval_gated.py",
+        "charts.plan_act",
+        "charts/retrieve_answer.py:RetrieveAnswerChart",  # a bare agent: its effects are probes
+    ],
+)
 def test_test_covers_every_declared_row_and_exits_0(
     capsys: pytest.CaptureFixture[str], chart: str
 ) -> None:

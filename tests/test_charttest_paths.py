@@ -19,7 +19,7 @@ from helikon.charttest.setup import PROBE_HANDOFF
 from helikon.cli.loading import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
-CHART_FILES = ("budget_assistant", "triage", "plan_act", "approval_gated")
+CHART_FILES = ("budget_assistant", "triage", "plan_act", "approval_gated", "retrieve_answer")
 DUPLICATE = "the driver's stream assembler merges fragments by call id"
 
 

@@ -17,7 +17,14 @@ from helikon.core.items import Usage
 from helikon.core.transition import match_row
 
 ROOT = Path(__file__).resolve().parent.parent
-CHARTS = ("default", "budget_assistant", "triage", "plan_act", "approval_gated")
+CHARTS = (
+    "default",
+    "budget_assistant",
+    "triage",
+    "plan_act",
+    "approval_gated",
+    "retrieve_answer",
+)
 
 
 def subject(name: str) -> Subject:
@@ -65,14 +72,19 @@ def test_only_duplicate_call_ids_is_a_step_the_driver_cannot_deliver(
 
 
 def test_paths_are_among_the_shortest(planned: tuple[Bench, Plan]) -> None:
-    """Breadth first: a start row is one step, a row from the first model call two."""
+    """Breadth first: a start row is one step, a row from the phase `start` enters (the
+    first model call, or a chart's first effect) two."""
     bench, plan = planned
     rows = bench.table.rows
+    initial = bench.table.initial
+    (entered,) = {
+        r.target for r in rows if (r.source, r.input_kind, r.guards) == (initial, "start", ())
+    }
     for path in plan.paths:
         row = rows[path.target.row]
         if row.input_kind == "start":
             assert len(path.steps) == 1
-        elif row.source == bench.table.initial:
+        elif row.source == entered:
             assert len(path.steps) == 2
 
 

@@ -42,7 +42,7 @@ from helikon.testing import OpenAIServer, PlannedReply
 
 ROOT = Path(__file__).resolve().parent.parent
 CHARTS = ROOT / "charts"
-CHART_NAMES = ("budget_assistant", "triage", "plan_act", "approval_gated")
+CHART_NAMES = ("budget_assistant", "triage", "plan_act", "approval_gated", "retrieve_answer")
 EXPORTERS = {
     "dot": chart_to_dot,
     "mermaid": chart_to_mermaid,

@@ -176,7 +176,7 @@ def test_an_event_that_is_not_an_input_kind_is_refused() -> None:
     assert str(error) == (
         "state CallingModel, input model_responded: unknown input kind 'model_responded'; "
         "events must be one of start, model_response, tool_results, approval_decisions, "
-        "handoff_result, cancel, fail"
+        "handoff_result, cancel, fail, effect_result"
     )
     assert (error.state, error.input_kind) == ("CallingModel", "model_responded")
 

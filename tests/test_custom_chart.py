@@ -8,8 +8,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
-
 from helikon import (
     DEFAULT_TABLE,
     AssistantMessage,
@@ -17,7 +15,6 @@ from helikon import (
     CallModel,
     Cancel,
     Cancelled,
-    ChartDefinitionError,
     CustomPhase,
     Done,
     EmptyModelResponse,
@@ -46,6 +43,7 @@ from helikon import (
     pending_action,
     transition,
 )
+from helikon.core.chart.actions import ACTIONS
 
 CHART_FILE = Path(__file__).resolve().parents[1] / "charts" / "plan_act.py"
 
@@ -79,17 +77,23 @@ def run(ctx: TransitionCtx, *inputs: Any) -> list[TransitionOutcome]:
     return outcomes
 
 
-def test_the_chart_compiles_with_its_registries() -> None:
+def test_the_chart_carries_its_actions() -> None:
     assert TABLE.name == "PlanActChart"
     assert TABLE.initial == "Planning"
-    assert set(plan_act.PLAN_ACT_ACTIONS) == {"start_planning", "record_plan"}
-    assert plan_act.PLAN_ACT_GUARDS == {}
+    chart = plan_act.PlanActChart
+    assert set(chart.actions) == {"start_planning", "record_plan"}
+    assert chart.guards == {}
     assert TABLE.prompts == {"Planning": PROMPT}
-    # It compiles only with its actions: they are not helikon's.
-    with pytest.raises(ChartDefinitionError, match="unknown action 'start_planning'"):
-        compile_chart(plan_act.PLAN_ACT)
-    recompiled = compile_chart(plan_act.PLAN_ACT, actions=plan_act.PLAN_ACT_ACTIONS)
-    assert recompiled.digest == TABLE.digest
+    # The chart's own action names run helikon's custom-phase actions.
+    assert chart.actions["start_planning"] is ACTIONS["enter_phase"]
+    assert chart.actions["record_plan"] is ACTIONS["keep_reply"]
+    assert compile_chart(chart).digest == TABLE.digest
+    # An action passed to compile_chart overrides the chart's own.
+    overridden = compile_chart(chart, actions={"record_plan": ACTIONS["complete"]})
+    _, planned = run(
+        TransitionCtx(table=overridden), Start(), ModelResponse((AssistantMessage("a"),))
+    )
+    assert planned.next_state.phase == "Done"
 
 
 def test_planning_is_the_custom_initial_phase() -> None:

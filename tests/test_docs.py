@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helikon.cli.docs import chart_files, default_page, generate, page_markdown
+from helikon.cli.docs import chart_files, chart_page, default_page, generate, page_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -128,3 +128,13 @@ def test_the_mcp_how_tos_complete_example_runs_as_written(tmp_path: Path) -> Non
         "You need coffee and oat milk; I deleted the note.",
         "['read_note', 'delete_note']",
     ], done.stdout + done.stderr
+
+
+def test_a_chart_pages_agent_lists_the_effects_its_chart_runs() -> None:
+    page = page_markdown(chart_page(ROOT / "charts" / "retrieve_answer.py"))
+    assert (
+        "| `retrieve` | `Retrieving` | The handbook passages whose topic the question names "
+        "(at most three). | runs again if in flight |"
+    ) in page.splitlines()
+    plan_act = page_markdown(chart_page(ROOT / "charts" / "plan_act.py"))
+    assert "### Effects" not in plan_act

@@ -68,21 +68,21 @@ COMPLETE = row_index("CallingModel", "model_response", "Done", "complete")
 TOOL_RUN = (START, TOOL_CALLS, NEXT_TURN, TOOL_CALLS, NEXT_TURN, COMPLETE)
 
 
-def load_plan_act() -> TransitionTable | None:
-    path = ROOT / "charts" / "plan_act.py"
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("charts.plan_act", path)
+def load_chart(name: str, table: str) -> TransitionTable:
+    path = ROOT / "charts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"charts.{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    table: TransitionTable = module.PLAN_ACT_TABLE
-    return table
+    loaded: TransitionTable = getattr(module, table)
+    return loaded
 
 
-CHARTS: dict[str, TransitionTable] = {"default_chart": DEFAULT_TABLE}
-if (plan_act := load_plan_act()) is not None:
-    CHARTS["plan_act"] = plan_act
+CHARTS: dict[str, TransitionTable] = {
+    "default_chart": DEFAULT_TABLE,
+    "plan_act": load_chart("plan_act", "PLAN_ACT_TABLE"),
+    "retrieve_answer": load_chart("retrieve_answer", "RETRIEVE_ANSWER_TABLE"),
+}
 
 EXPORTERS: dict[str, Callable[[TransitionTable], str]] = {
     "dot": chart_to_dot,

@@ -29,6 +29,7 @@ PINNED = {
     "approval_gated": DEFAULT_DIGEST,
     "budget_assistant": DEFAULT_DIGEST,
     "plan_act": "57e6010b5d5d8b4d4a442d03f0400eb789edd9d75854020e65935a3e292a5a54",
+    "retrieve_answer": "22e60df0827a5f3006fdfcb918d4f22b3bcd51e26c1112acfe727db1eae68a64",
     "triage": DEFAULT_DIGEST,
 }
 

@@ -13,9 +13,12 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from helikon.charttest.setup import (
     PROBE_ASK_TOOL,
     PROBE_BLOCK_TOOL,
+    PROBE_EFFECT_OUTPUT,
     PROBE_OUTPUT,
     PROBE_TARGET,
     PROBE_TOOL,
@@ -28,6 +31,7 @@ from helikon.core.context import TransitionCtx
 from helikon.core.table import TransitionTable
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
+from helikon.run.chart_effects import Effect, EffectContext
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
 from helikon.tools import Tool, ToolContext, tool
@@ -48,6 +52,10 @@ class Effects(Protocol):
         """The planned decision on `request`; raises to fail the run."""
         ...
 
+    def effect_output(self, effect: str) -> JsonValue:
+        """The planned result of the chart's effect `effect`; raises to fail the run."""
+        ...
+
 
 class _Planning:
     def tool_output(self, call_id: str) -> str:
@@ -58,6 +66,9 @@ class _Planning:
 
     def approve(self, request: ApprovalRequest, context: RunContext[Any]) -> bool:
         return True
+
+    def effect_output(self, effect: str) -> JsonValue:
+        return PROBE_EFFECT_OUTPUT
 
 
 NO_EFFECTS: Effects = _Planning()
@@ -94,6 +105,19 @@ def probe_target(model: Any, effects: Effects) -> Agent:
     )
 
 
+def probe_effects(agent: Agent, effects: Effects) -> tuple[Effect, ...]:
+    """The agent's effects, each replaced by a probe of its name that returns (or raises)
+    what the path planned: the test plans effect results as it plans model responses."""
+
+    def probe(name: str, idempotent: bool) -> Effect:
+        async def run(context: EffectContext) -> JsonValue:
+            return effects.effect_output(name)
+
+        return Effect(name, run, idempotent)
+
+    return tuple(probe(each.name, each.idempotent) for each in agent.effects)
+
+
 def variant(
     agent: Agent, setup: Setup, effects: Effects = NO_EFFECTS, *, approvals: bool = False
 ) -> Agent:
@@ -123,6 +147,7 @@ def variant(
         output_type=output,
         config=config,
         on_approval=handler,
+        effects=probe_effects(agent, effects),
     )
 
 

@@ -8,10 +8,10 @@ run's trace sink, records the row and guard outcomes of every transition the roo
 applies (with `match_row`, as a trace does), and between a transition and the effect that
 follows it, it stops the run where the path says: `run.cancel()` for a `Cancel`. A `Fail` is
 the effect's own failure: the model call raises `ModelError`, a probe raises
-`FatalToolError`, the approval handler raises, or, during a handoff, the synthetic target
-arms the root run's deadline and waits for it. After its last step a path's run is cancelled
-unless it ended; those transitions count toward coverage, and only the planned ones are
-checked.
+`FatalToolError`, the approval handler raises, a chart's effect (a probe too) raises, or,
+during a handoff, the synthetic target arms the root run's deadline and waits for it. After
+its last step a path's run is cancelled unless it ended; those transitions count toward
+coverage, and only the planned ones are checked.
 """
 
 from __future__ import annotations
@@ -21,10 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 from helikon.charttest.bench import Bench, variant
-from helikon.charttest.inputs import FATAL_MESSAGE, HANDLER_FAILURE
+from helikon.charttest.inputs import EFFECT_FAILURE, FATAL_MESSAGE, HANDLER_FAILURE
 from helikon.charttest.paths import ChartPath, PathStep, approval_mode
-from helikon.charttest.setup import CHILD_TEXT, CHILD_USAGE, PROBE_BLOCK_TOOL, PROBE_OUTPUT
+from helikon.charttest.setup import (
+    CHILD_TEXT,
+    CHILD_USAGE,
+    PROBE_BLOCK_TOOL,
+    PROBE_EFFECT_OUTPUT,
+    PROBE_OUTPUT,
+)
 from helikon.charttest.targets import Checked
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.errors import FatalToolError, ModelError
@@ -123,6 +131,15 @@ class Controller:
     def block(self) -> None:
         if self.root is not None:
             self.root.expire_after(0)
+
+    def effect_output(self, effect: str) -> JsonValue:
+        inp = self.next_input()
+        if inp is not None and inp.kind == "fail":
+            raise RuntimeError(EFFECT_FAILURE)
+        if inp is not None and inp.kind == "effect_result":
+            output: JsonValue = inp.output
+            return output
+        return PROBE_EFFECT_OUTPUT
 
     def approve(self, request: ApprovalRequest, context: RunContext[Any]) -> bool:
         inp = self.next_input()

@@ -20,6 +20,7 @@ from helikon.charttest.setup import (
     CHILD_TEXT,
     CHILD_USAGE,
     PROBE_ASK_TOOL,
+    PROBE_EFFECT_OUTPUT,
     PROBE_OUTPUT,
     PROBE_TARGET,
     PROBE_TOOL,
@@ -28,6 +29,7 @@ from helikon.core.context import TransitionCtx
 from helikon.core.errors import (
     ApprovalHandlerFailed,
     Cancelled,
+    EffectFailed,
     ModelCallFailed,
     TimedOut,
     ToolFailed,
@@ -52,6 +54,7 @@ from helikon.core.state import (
     Compacting,
     CustomPhase,
     Done,
+    EffectResult,
     ExecuteTools,
     ExecutingTools,
     Fail,
@@ -62,12 +65,14 @@ from helikon.core.state import (
     ModelResponse,
     NeedsApproval,
     RepairingOutput,
+    RunEffect,
     Start,
     ToolResults,
 )
 from helikon.core.transition import pending_action
 from helikon.models.base import ResponseAssembler
 from helikon.models.scripted import ScriptedTurn, chunks_of
+from helikon.run.chart_effects import as_json
 
 RESPONSE_USAGE = Usage(10, 5, 15, 1)
 """What a planned model response reports: some tokens, so budgets and contexts can fill."""
@@ -75,6 +80,7 @@ CANCEL_REASON = "helikon test: cancelled here"
 MODEL_FAILURE = ModelCallFailed("unavailable", "helikon test: the model call fails here")
 FATAL_MESSAGE = "helikon test: the tool fails the run here"
 HANDLER_FAILURE = "helikon test: the approval handler fails here"
+EFFECT_FAILURE = "helikon test: the effect fails here"
 ONE_REQUEST = Usage(requests=1)
 PROBES = frozenset({PROBE_TOOL, PROBE_ASK_TOOL})
 AWAITED: dict[type, str] = {
@@ -82,6 +88,7 @@ AWAITED: dict[type, str] = {
     ExecuteTools: "tool_results",
     AwaitApproval: "approval_decisions",
     Handoff: "handoff_result",
+    RunEffect: "effect_result",
 }
 
 
@@ -99,6 +106,8 @@ def first_input(kind: str, state: Any, ctx: TransitionCtx, text: str) -> Any:
         return ApprovalDecisions(tuple(request.approve() for request in pending))
     if kind == "handoff_result":
         return HandoffResult(FinalOutput(CHILD_TEXT, None, CHILD_USAGE), None, CHILD_USAGE)
+    if kind == "effect_result":
+        return EffectResult(getattr(state, "effect", ""), PROBE_EFFECT_OUTPUT)
     if kind == "cancel":
         return Cancel(CANCEL_REASON)
     return stop_failure(state, ctx)
@@ -124,6 +133,8 @@ def stop_failure(state: Any, ctx: TransitionCtx) -> Fail:
         return Fail(ApprovalHandlerFailed(call.call_id, call.name, message))
     if isinstance(action, Handoff):
         return Fail(TimedOut(0.0), (), CHILD_USAGE)
+    if isinstance(action, RunEffect):
+        return Fail(EffectFailed(action.effect, f"raised RuntimeError: {EFFECT_FAILURE}"))
     return Fail(MODEL_FAILURE, (), ONE_REQUEST)
 
 
@@ -155,6 +166,8 @@ def undeliverable(state: Any, inp: Any, ctx: TransitionCtx, first: bool) -> str 
         return _unrunnable(inp, action)
     if isinstance(inp, ApprovalDecisions) and isinstance(action, AwaitApproval):
         return _unbound(inp, action)
+    if isinstance(inp, EffectResult) and isinstance(action, RunEffect):
+        return _unreturned(inp, action)
     return _unscripted(state, inp)
 
 
@@ -199,6 +212,15 @@ def _unbound(inp: ApprovalDecisions, action: AwaitApproval) -> str | None:
     return None
 
 
+def _unreturned(inp: EffectResult, action: RunEffect) -> str | None:
+    if inp.effect != action.effect:
+        return f"the driver reports effect {action.effect!r}'s result, not {inp.effect!r}'s"
+    checked = as_json(inp.effect, inp.output)
+    if isinstance(checked, EffectFailed) or checked[0] != inp.output:
+        return "an effect's result reaches the chart as JSON, and this output is not JSON"
+    return None
+
+
 def _unscripted(state: Any, inp: Any) -> str | None:
     if not isinstance(inp, HandoffResult):
         return f"the test does not script {inp.kind} inputs"
@@ -221,6 +243,7 @@ def stray_input(kind: str) -> Any:
         "tool_results": ToolResults(()),
         "approval_decisions": ApprovalDecisions(()),
         "handoff_result": HandoffResult(FinalOutput("late"), None),
+        "effect_result": EffectResult("late", None),
         "cancel": Cancel("late"),
         "fail": Fail(MODEL_FAILURE),
     }

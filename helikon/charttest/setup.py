@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from helikon.core.errors import ModelCallFailed
 from helikon.core.items import Usage
@@ -33,6 +33,8 @@ PROBE_TARGET = "helikon-probe-target"
 PROBE_HANDOFF = "transfer_to_helikon_probe_target"
 PROBE_OUTPUT = "probe: ok"
 """What a probe tool returns unless a witness planned another result."""
+PROBE_EFFECT_OUTPUT: JsonValue = {"probe": "ok"}
+"""What a chart's effect returns in a path (its effects are probes, as its tools are)."""
 PROBE_TOOLS: dict[Probe, str] = {"allow": PROBE_TOOL, "ask": PROBE_ASK_TOOL}
 CHILD_TEXT = "handled"
 """The synthetic handoff target's answer when a path has it succeed."""

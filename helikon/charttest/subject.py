@@ -13,11 +13,19 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from pydantic import JsonValue
+
 from helikon.charttest.draft import Witness
+from helikon.charttest.setup import PROBE_EFFECT_OUTPUT
 from helikon.core.table import TransitionTable
 from helikon.run.agent import Agent
+from helikon.run.chart_effects import Effect, EffectContext
 
 DEFAULT_INPUT = "Hello."
+
+
+async def _probe_output(context: EffectContext) -> JsonValue:
+    return PROBE_EFFECT_OUTPUT
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,12 @@ class Subject:
         name: str | None = None,
         witnesses: Mapping[str, Witness] | None = None,
     ) -> Subject:
-        """A bare agent (no tools, no instructions) running `table`."""
+        """A bare agent (no tools, no instructions) running `table`; the chart's effects
+        are probes returning `PROBE_EFFECT_OUTPUT` (a path plans their results anyway)."""
+        effects = tuple(Effect(name, _probe_output) for name in sorted(set(table.effects.values())))
 
         def agent(model: Any) -> Agent:
-            return Agent(name="agent", model=model, chart=table)
+            return Agent(name="agent", model=model, chart=table, effects=effects)
 
         return cls(name or table.name, agent, witnesses=dict(witnesses or {}))
 

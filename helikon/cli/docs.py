@@ -301,8 +301,29 @@ def _agent_section(agent: Agent, table: TransitionTable) -> list[str]:
     lines += [f"| `{name}` | {_config_value(agent, name)} |" for name in CONFIG_FIELDS]
     lines += ["", "Instructions:", "", *_quoted(agent.instructions), ""]
     lines += _tools_section(agent.tools, "### Tools")
+    lines += _effects_section(agent)
     lines += _handoffs_section(agent.handoff_targets())
     return lines
+
+
+def _effects_section(agent: Agent) -> list[str]:
+    """The effects the agent's chart runs: which phase runs each, and what it does."""
+    if not agent.effects:
+        return []
+    table = agent.chart or DEFAULT_TABLE
+    runs = {effect: phase for phase, effect in table.effects.items()}
+    lines = [
+        "### Effects",
+        "",
+        "| effect | run by | what it does | on resume |",
+        "|---|---|---|---|",
+    ]
+    for each in agent.effects:
+        phase = f"`{runs[each.name]}`" if each.name in runs else "—"
+        doc = _cell(inspect.getdoc(each.fn) or "")
+        resume = "runs again if in flight" if each.idempotent else "fails the run if in flight"
+        lines.append(f"| `{each.name}` | {phase} | {doc} | {resume} |")
+    return [*lines, ""]
 
 
 def _config_value(agent: Agent, name: str) -> str:

@@ -182,6 +182,18 @@ class TimedOut:
 
 
 @value
+class EffectFailed:
+    """A chart's effect did not return a result: it raised, returned something that is not
+    JSON, is not registered on the agent, or was in flight when the run stopped and may
+    not run again (`interrupted`: it is not idempotent)."""
+
+    effect: str
+    message: str
+    interrupted: bool = False
+    kind: Literal["effect_failed"] = field(default="effect_failed", init=False)
+
+
+@value
 class UnexpectedInput:
     """The driver fed a phase an input it never waits for: a driver bug, failed closed."""
 
@@ -207,6 +219,7 @@ AgentError = Annotated[
     | ToolFailed
     | ToolsUnavailable
     | TimedOut
+    | EffectFailed
     | UnexpectedInput,
     Field(discriminator="kind"),
 ]

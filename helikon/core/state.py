@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, JsonValue, Tag
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.errors import AgentError
@@ -135,6 +135,18 @@ class CustomPhase:
     usage: Usage = ZERO_USAGE
 
 
+@value
+class EffectPhase:
+    """A custom phase running the chart's effect `effect` (a retrieval, a code step, an HTTP
+    call) with `args`; its result comes back as an `EffectResult` input."""
+
+    phase: str
+    effect: str
+    args: JsonValue
+    turn: int
+    usage: Usage = ZERO_USAGE
+
+
 BUILTIN_PHASES = (
     "CallingModel",
     "ExecutingTools",
@@ -150,8 +162,12 @@ TERMINAL_PHASES = frozenset({"Done", "Failed"})
 
 
 def _phase_tag(value: Any) -> str:
-    phase = value.get("phase") if isinstance(value, dict) else getattr(value, "phase", None)
-    return phase if phase in BUILTIN_PHASES else "custom"
+    data = value if isinstance(value, dict) else None
+    phase = data.get("phase") if data is not None else getattr(value, "phase", None)
+    if phase in BUILTIN_PHASES:
+        return str(phase)
+    effect = data.get("effect") if data is not None else getattr(value, "effect", None)
+    return "custom" if effect is None else "effect"
 
 
 LoopState = Annotated[
@@ -164,7 +180,8 @@ LoopState = Annotated[
     | Annotated[Compacting, Tag("Compacting")]
     | Annotated[Done, Tag("Done")]
     | Annotated[Failed, Tag("Failed")]
-    | Annotated[CustomPhase, Tag("custom")],
+    | Annotated[CustomPhase, Tag("custom")]
+    | Annotated[EffectPhase, Tag("effect")],
     Discriminator(_phase_tag),
 ]
 
@@ -220,6 +237,16 @@ class HandoffResult:
 
 
 @value
+class EffectResult:
+    """What effect `effect` returned: `output`, a JSON value (an effect that raised, or was
+    cut short, comes back as `Fail(EffectFailed)` instead)."""
+
+    effect: str
+    output: JsonValue = None
+    kind: Literal["effect_result"] = field(default="effect_result", init=False)
+
+
+@value
 class Cancel:
     """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`;
     `results` and `usage` are what finished before it stopped (see `Fail`)."""
@@ -248,7 +275,14 @@ class Fail:
 
 
 TransitionInput = Annotated[
-    Start | ModelResponse | ToolResults | ApprovalDecisions | HandoffResult | Cancel | Fail,
+    Start
+    | ModelResponse
+    | ToolResults
+    | ApprovalDecisions
+    | HandoffResult
+    | EffectResult
+    | Cancel
+    | Fail,
     Field(discriminator="kind"),
 ]
 INPUT_KINDS = (
@@ -260,6 +294,10 @@ INPUT_KINDS = (
     "cancel",
     "fail",
 )
+"""The input kinds every chart's table has rows for (implicit ones where it declares none)."""
+EFFECT_RESULT = "effect_result"
+"""The input kind of an effect phase: only a chart with effect phases has rows for it, so
+adding it left every other chart's table, and digest, as it was."""
 
 # ---------------------------------------------------------------- actions
 
@@ -314,6 +352,15 @@ class Handoff:
 
 
 @value
+class RunEffect:
+    """Run the chart's effect `effect` with `args` and report its JSON result."""
+
+    effect: str
+    args: JsonValue = None
+    kind: Literal["run_effect"] = field(default="run_effect", init=False)
+
+
+@value
 class Terminate:
     """Nothing more to do: the run is over."""
 
@@ -321,7 +368,7 @@ class Terminate:
 
 
 NextAction = Annotated[
-    CallModel | ExecuteTools | AwaitApproval | Handoff | Terminate,
+    CallModel | ExecuteTools | AwaitApproval | Handoff | RunEffect | Terminate,
     Field(discriminator="kind"),
 ]
 TERMINATE = Terminate()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from helikon.core.errors import HelikonError
@@ -81,6 +82,8 @@ class TransitionTable:
     guard_docs: Mapping[str, str]
     action_docs: Mapping[str, str]
     prompts: Mapping[str, str]
+    effects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Effect phase -> the name of the effect it runs (`LoopChart.effects`)."""
 
     def rows_for(self, phase: str, input_kind: str) -> tuple[Row, ...]:
         """The rows tried, in order, for `input_kind` in `phase` (implicit ones included)."""
@@ -99,7 +102,7 @@ class TransitionTable:
 
     def as_data(self) -> dict[str, Any]:
         """The table as plain JSON-able data (stable key order)."""
-        return _as_data(self.name, self.initial, self.phases, self.rows)
+        return _as_data(self.name, self.initial, self.phases, self.rows, self.effects)
 
     @property
     def digest(self) -> str:
@@ -116,13 +119,20 @@ class TransitionTable:
             dict(self.guard_docs),
             dict(self.action_docs),
             dict(self.prompts),
+            dict(self.effects),
         )
 
 
 def _as_data(
-    name: str, initial: str, phases: tuple[Phase, ...], rows: tuple[Row, ...]
+    name: str,
+    initial: str,
+    phases: tuple[Phase, ...],
+    rows: tuple[Row, ...],
+    effects: Mapping[str, str],
 ) -> dict[str, Any]:
-    return {
+    """The data a digest is taken of. `effects` is there only when a chart has effect
+    phases, so every chart without one kept the digest it had before they existed."""
+    data: dict[str, Any] = {
         "name": name,
         "initial": initial,
         "phases": [{"name": p.name, "final": p.final, "custom": p.custom} for p in phases],
@@ -139,6 +149,9 @@ def _as_data(
             for r in rows
         ],
     }
+    if effects:
+        data["effects"] = dict(sorted(effects.items()))
+    return data
 
 
 def _digest(data: dict[str, Any]) -> str:
@@ -170,10 +183,11 @@ class ChartData:
     guard_docs: dict[str, str]
     action_docs: dict[str, str]
     prompts: dict[str, str]
+    effects: dict[str, str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
-        return _digest(_as_data(self.name, self.initial, self.phases, self.rows))
+        return _digest(_as_data(self.name, self.initial, self.phases, self.rows, self.effects))
 
     def problems(self) -> list[str]:
         """What makes this data no chart: unknown phases, misnumbered rows (empty if none)."""
@@ -189,6 +203,9 @@ class ChartData:
             for end in (row.source, row.target):
                 if end not in names:
                     found.append(f"row {position} names {end!r}, which is not a phase")
+        for phase in self.effects:
+            if phase not in names:
+                found.append(f"effect phase {phase!r} is not a phase")
         return found
 
     def table(self) -> TransitionTable:
@@ -219,6 +236,7 @@ class ChartData:
             dict(self.guard_docs),
             dict(self.action_docs),
             dict(self.prompts),
+            dict(self.effects),
         )
 
 

@@ -23,6 +23,7 @@ from helikon.core.state import (
     ApplyingHandoff,
     AwaitApproval,
     CallModel,
+    EffectPhase,
     ExecuteTools,
     ExecutingTools,
     Failed,
@@ -30,6 +31,7 @@ from helikon.core.state import (
     NeedsApproval,
     NextAction,
     RepairingOutput,
+    RunEffect,
     TransitionOutcome,
 )
 from helikon.core.table import Row
@@ -153,6 +155,8 @@ def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
         return Handoff(state.target, state.call_id)
     if isinstance(state, RepairingOutput):
         return CallModel(ctx.repair_request(state.errors))
+    if isinstance(state, EffectPhase):
+        return RunEffect(state.effect, state.args)
     return CallModel(ctx.request_for(phase))
 
 

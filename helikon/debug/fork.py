@@ -35,6 +35,7 @@ _WAITS = {
     "execute_tools": "tool results (`fork tool`)",
     "await_approval": "approval decisions (`fork approve` / `fork reject`)",
     "handoff": "a handoff's result",
+    "run_effect": "an effect's result",
 }
 
 

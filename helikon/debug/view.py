@@ -87,6 +87,7 @@ _INPUTS: dict[str, Callable[[Any], str]] = {
     "tool_results": lambda i: _items(i.results),
     "approval_decisions": lambda i: "; ".join(map(_decision, i.decisions)),
     "handoff_result": _handoff_result,
+    "effect_result": lambda i: f"{i.effect} -> {json.dumps(i.output, ensure_ascii=False)}",
     "cancel": lambda i: i.reason or "(no reason)",
     "fail": lambda i: describe(i.error),
 }

@@ -209,6 +209,8 @@ class ChartGraph:
     digest: str = ""
     overlaid: bool = False
     coverage: bool = False
+    effects: tuple[tuple[str, str], ...] = ()
+    """(effect phase, the effect it runs), in phase order."""
 
     def node(self, node_id: str) -> ChartNode:
         for node in self.nodes:
@@ -265,6 +267,9 @@ def extract(
         digest=table.digest,
         overlaid=overlay is not None,
         coverage=hits.coverage,
+        effects=tuple(
+            (p.name, table.effects[p.name]) for p in table.phases if p.name in table.effects
+        ),
     )
 
 

@@ -36,6 +36,9 @@ def _summary(graph: ChartGraph) -> Iterator[str]:
         yield f"- Terminal phases: {', '.join(terminals)}"
     if custom:
         yield f"- Custom phases: {', '.join(map(_code, custom))}"
+    if graph.effects:
+        runs = [f"{_code(phase)} runs {_code(effect)}" for phase, effect in graph.effects]
+        yield f"- Effect phases: {', '.join(runs)}"
     if graph.digest:
         yield f"- Table digest: {_code(graph.digest)}"
     current = next((n.id for n in graph.nodes if n.current), None)

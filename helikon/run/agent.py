@@ -49,10 +49,12 @@ class Agent(AgentSpec):
         mcp_servers: tool sources, such as connected `helikon.mcp.MCPServer`s: a run lists
             their tools once, before its first transition, and keeps them to its end (a
             source that cannot list them fails the run with `ToolsUnavailable`).
+        effects: the `Effect`s (from `@effect`) the chart's effect phases run, by name.
 
     Raises:
         ValueError: a model string that names no model (an unknown provider or wire
-            format, or no name).
+            format, or no name); an effect the chart runs that `effects` lacks, or two
+            effects of one name.
         ModuleNotFoundError: a model string, without the `openai` extra installed.
     """
 

@@ -11,6 +11,7 @@ the results that finished and applies the in-flight rule to the calls that had n
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from helikon.core.approvals import arguments_hash
 from helikon.core.errors import (
     Cancelled,
+    EffectFailed,
     FatalToolError,
     GuardrailTripped,
     MaxAgentDepthExceeded,
@@ -41,11 +43,13 @@ from helikon.core.state import (
     AwaitApproval,
     CallModel,
     Cancel,
+    EffectResult,
     ExecuteTools,
     Fail,
     Handoff,
     HandoffResult,
     NextAction,
+    RunEffect,
     ToolResults,
 )
 from helikon.core.tool_spec import ToolSpec
@@ -58,6 +62,7 @@ from helikon.models.base import (
     ToolCallChunk,
 )
 from helikon.run.approvals import ask_handler
+from helikon.run.chart_effects import Effect, EffectContext, as_json, effects_by_name
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input
@@ -75,6 +80,25 @@ REDACTED = (
     "error: interrupted: the call's arguments were redacted when stored, so it is not run "
     "again with other arguments than the model's"
 )
+
+
+EFFECT_INTERRUPTED = (
+    "interrupted: the run stopped while this effect ran, so it may have run; it is not run "
+    "again (it is not idempotent)"
+)
+EFFECT_REDACTED = (
+    "interrupted: the effect's arguments or result were redacted when stored, so it is not "
+    "run again with other arguments, nor its result reused"
+)
+
+
+def effect_call_id(name: str) -> str:
+    """The id an effect's record has among a step's calls in a run store."""
+    return f"effect:{name}"
+
+
+def dumps_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 class Stopped(BaseException):
@@ -165,10 +189,15 @@ class RunEffects:
             elif isinstance(action, Handoff):
                 async for event in self._hand_off(action):
                     yield event
+            elif isinstance(action, RunEffect):
+                self.next_input = await self._run_effect(action)
         except Stopped:
             self.next_input = self._stop
+        self._stop_wins()
+
+    def _stop_wins(self) -> None:
+        """A stop requested while the effect completed wins, keeping what it finished."""
         if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
-            # A stop requested while the effect completed wins, keeping what it finished.
             self.next_input = landed(self._stop, self.next_input)
 
     # ------------------------------------------------------------ the model
@@ -312,6 +341,70 @@ class RunEffects:
             elif not (tool := self.tools.get(call.name)) or not tool.rerunnable:
                 settled[call.call_id] = ToolResult(call.call_id, INTERRUPTED, True, "errored")
         return settled
+
+    # ------------------------------------------------------------ a chart's effects
+
+    async def _run_effect(self, action: RunEffect) -> EffectResult | Fail:
+        """Run the chart's effect `action.effect`: its JSON result, or `Fail(EffectFailed)`
+        when it raised, returned no JSON, is not registered, or may not run again after a
+        crash. With a store, it is recorded before it starts and when it returns; a resumed
+        run reuses a finished one's result (see `helikon.run.chart_effects`)."""
+        name, seq = action.effect, self.seq
+        registered = self.agent_effects.get(name)
+        if registered is None:
+            return Fail(EffectFailed(name, "no effect of this name is registered on the agent"))
+        call = ToolCall(effect_call_id(name), name, dumps_json(action.args))
+        journal = self.journal
+        if journal is not None:
+            known = self._effect_before(seq, call, registered.idempotent)
+            if known is not None:
+                return known
+            try:
+                await journal.call_started(seq, call, arguments_hash(call.arguments))
+            except StoreError as exc:
+                return Fail(store_failed(exc))
+        context = EffectContext.of(self.run_id, seq, name, action.args)
+        try:
+            output = await self._wait(registered(context))
+        except (Stopped, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # the user's effect failed: the run fails, saying how
+            return Fail(EffectFailed(name, f"raised {type(exc).__name__}: {exc}"))
+        checked = as_json(name, output)
+        if isinstance(checked, EffectFailed):
+            return Fail(checked)
+        value, text = checked
+        if journal is not None:
+            try:
+                await journal.call_finished(seq, call, ToolResult(call.call_id, text))
+            except StoreError as exc:
+                return Fail(store_failed(exc))
+        return EffectResult(name, value)
+
+    def _effect_before(
+        self, seq: int, call: ToolCall, idempotent: bool
+    ) -> EffectResult | Fail | None:
+        """What a resumed run knows of the effect of step `seq`: its stored result, or the
+        in-flight rule's answer; None when it is to run (never started, or idempotent)."""
+        assert self.journal is not None
+        record = self.journal.calls.get((seq, call.call_id))
+        if record is None:
+            return None
+        name = call.name
+        if record.arguments_hash != arguments_hash(call.arguments):
+            return Fail(EffectFailed(name, EFFECT_REDACTED, interrupted=True))
+        if record.result is not None:
+            try:
+                return EffectResult(name, json.loads(record.result.content))
+            except ValueError:  # its result was redacted when stored: it cannot be reused
+                pass
+        if idempotent:
+            return None
+        return Fail(EffectFailed(name, EFFECT_INTERRUPTED, interrupted=True))
+
+    @property
+    def agent_effects(self) -> dict[str, Effect]:
+        return effects_by_name(self.agent.effects)
 
     # ------------------------------------------------------------ approvals
 

@@ -35,6 +35,7 @@ from helikon.core.items import Item, ToolCall
 from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
+    EffectPhase,
     ExecutingTools,
     LoopState,
     NeedsApproval,
@@ -256,6 +257,11 @@ def check_derivable(
                 not in approved
             ):
                 _check_runnable(snapshot, ctx, call, signed=signed, waiting=False)
+    elif isinstance(state, EffectPhase) and ctx.table.effects.get(state.phase) != state.effect:
+        raise SnapshotMismatch(
+            f"snapshot of run {snapshot.run_id} would run effect {state.effect!r} in phase "
+            f"{state.phase}, which the chart does not run there"
+        )
 
 
 def _check_batch(

@@ -17,6 +17,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.table import TransitionTable
 from helikon.models.base import Model
 from helikon.models.names import model_named
+from helikon.run.chart_effects import Effect, effects_by_name, missing_effects
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.guardrails import InputGuardrail, OutputGuardrail
 from helikon.tools import Tool, ToolSource
@@ -107,10 +108,19 @@ class AgentSpec:
     on_approval: ApprovalHandler | None = None
     description: str = ""
     mcp_servers: Sequence[ToolSource] = ()
+    effects: Sequence[Effect] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):
             object.__setattr__(self, "model", model_named(self.model))
+        registered = effects_by_name(self.effects)
+        runs = self.chart is not None and self.chart.runnable  # not a table only drawn
+        missing = missing_effects(self.chart.effects if runs and self.chart else {}, registered)
+        if missing:
+            raise ValueError(
+                f"agent {self.name!r}: its chart's {'; '.join(missing)}, which the agent does "
+                "not register: pass it in effects=[...]"
+            )
 
     def handoff_targets(self) -> tuple[HandoffTo, ...]:
         """The handoffs as `HandoffTo`s; a target given by name stays a name until a run

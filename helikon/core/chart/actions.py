@@ -10,8 +10,11 @@ batch ends (executed, denied, rejected, skipped or cancelled).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from pydantic import JsonValue
 
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.chart.guards import allowed_handoff, calls_of, text_of
@@ -20,6 +23,7 @@ from helikon.core.errors import (
     AgentError,
     BudgetExceeded,
     Cancelled,
+    EffectFailed,
     EmptyModelResponse,
     InvalidStructuredOutput,
     MaxTurnsExceeded,
@@ -48,9 +52,11 @@ from helikon.core.items import (
     FinalOutput,
     Item,
     Reasoning,
+    SystemMessage,
     ToolCall,
     ToolResult,
     Usage,
+    UserMessage,
 )
 from helikon.core.state import (
     TERMINATE,
@@ -61,6 +67,7 @@ from helikon.core.state import (
     Compacting,
     CustomPhase,
     Done,
+    EffectPhase,
     ExecuteTools,
     ExecutingTools,
     Failed,
@@ -68,6 +75,7 @@ from helikon.core.state import (
     Handoff,
     NeedsApproval,
     RepairingOutput,
+    RunEffect,
     TransitionOutcome,
 )
 
@@ -342,6 +350,54 @@ def complete(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     return Outcome(Done(output), events, TERMINATE, inp.items)
 
 
+# ---------------------------------------------------------------- custom phases
+
+
+def enter_phase(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Append the user's input and call the model in custom phase `target` (its prompt, no
+    tools). Not a turn: no TurnStarted, the turn count stays."""
+    next_state = CustomPhase(target, state.turn, state.usage)
+    return Outcome(next_state, (), ctx.call_for(target), inp.items)
+
+
+def keep_reply(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Keep a custom phase's reply as one assistant message (its text only: its tool calls
+    never run) and open turn `state.turn` in model-calling phase `target`."""
+    reply = AssistantMessage(text_of(inp.items))
+    events = (MessageOutput(reply), TurnStarted(state.turn))
+    return enter(target, state.turn, with_usage(state, inp), ctx, events, (reply,))
+
+
+def enter_effect(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Append the input's items and run effect phase `target`'s effect, its arguments
+    `{"text": the input's last message}` (the user's request, a model's reply). Not a turn."""
+    usage = state.usage + getattr(inp, "usage", ZERO_USAGE)
+    items: tuple[Item, ...] = getattr(inp, "items", ())
+    effect = ctx.table.effects.get(target)
+    if effect is None:
+        error = EffectFailed(target, f"phase {target!r} runs no effect: name one in effects")
+        return failure(error, usage, (), items)
+    args: JsonValue = {"text": last_message(items)}
+    next_state = EffectPhase(target, effect, args, state.turn, usage)
+    return Outcome(next_state, (), RunEffect(effect, args), items)
+
+
+def keep_effect_result(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """Give the model the effect's output (JSON, as a system message naming the effect) and
+    open turn `state.turn` in model-calling phase `target`."""
+    output = json.dumps(inp.output, ensure_ascii=False, sort_keys=True)
+    note = SystemMessage(f"Result of {inp.effect}: {output}")
+    return enter(target, state.turn, state.usage, ctx, (TurnStarted(state.turn),), (note,))
+
+
+def last_message(items: tuple[Item, ...]) -> str:
+    """The text of the last user or assistant message among `items` ("" if none)."""
+    for item in reversed(items):
+        if isinstance(item, (UserMessage, AssistantMessage)):
+            return item.content
+    return ""
+
+
 # ---------------------------------------------------------------- approvals
 
 
@@ -546,6 +602,10 @@ ACTIONS: Mapping[str, Action] = {
         fail_handoff,
         cancel_run,
         fail_run,
+        enter_phase,
+        keep_reply,
+        enter_effect,
+        keep_effect_result,
     )
 }
 IMPLICIT_ACTIONS: Mapping[str, Action] = {"absorb": absorb, "reject_input": reject_input}

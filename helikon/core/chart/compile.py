@@ -21,7 +21,7 @@ from helikon.core.chart.guards import GUARDS, Guard
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import BUILTIN_PHASES, INPUT_KINDS
+from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
 from helikon.core.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
 
 
@@ -34,18 +34,30 @@ def compile_chart(
 
     Args:
         chart: a `LoopChart` (python-statemachine `StateChart`) subclass; not an instance.
-        guards: extra named guards, added to (and overriding) the default ones.
-        actions: extra named actions, added to (and overriding) the default ones.
+        guards: extra named guards, added to (and overriding) the default ones and the
+            chart's own (its `guards` attribute).
+        actions: extra named actions, added to (and overriding) the default ones and the
+            chart's own (its `actions` attribute).
 
     Raises:
         ChartDefinitionError: the chart cannot be compiled; the message lists every
             problem, each naming its state and input.
     """
-    guard_fns = {**GUARDS, **(guards or {})}
-    action_fns = {**ACTIONS, **(actions or {})}
     spec = read_chart(chart)
+    guard_fns = {**GUARDS, **_own(chart, "guards"), **(guards or {})}
+    action_fns = {**ACTIONS, **_own(chart, "actions"), **(actions or {})}
     check_chart(spec, guard_fns, action_fns)
     return build_table(spec, guard_fns, action_fns)
+
+
+def _own(chart: Any, registry: str) -> dict[str, Any]:
+    """The guards or actions a chart class carries (`LoopChart.guards`, `.actions`)."""
+    found = getattr(chart, registry, None) or {}
+    if not isinstance(found, Mapping):
+        raise ChartDefinitionError(
+            f"chart {chart.__name__}: {registry} must map names to functions, got {found!r}"
+        )
+    return dict(found)
 
 
 def read_chart(chart: Any) -> ChartSpec:
@@ -69,6 +81,7 @@ def read_chart(chart: Any) -> ChartSpec:
         tuple(rows),
         MappingProxyType(dict(getattr(chart, "awaits", {}))),
         MappingProxyType(dict(getattr(chart, "prompts", {}))),
+        MappingProxyType(dict(getattr(chart, "effects", {}))),
     )
 
 
@@ -139,10 +152,10 @@ def _phase(state: Any) -> Phase:
 
 def _row(index: int, state: Any, transition: Any, event: str) -> Row:
     where = f"state {state.name}, input {event}"
-    if event not in INPUT_KINDS:
+    if event not in INPUT_KINDS and event != EFFECT_RESULT:
         raise ChartDefinitionError(
             f"{where}: unknown input kind {event!r}; "
-            f"events must be one of {', '.join(INPUT_KINDS)}",
+            f"events must be one of {', '.join((*INPUT_KINDS, EFFECT_RESULT))}",
             state=state.name,
             input_kind=event,
         )
@@ -189,9 +202,12 @@ def build_table(
     """Freeze a checked spec: resolve names and make the table total with implicit rows."""
     rows = list(spec.rows)
     dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
+    # A chart without effect phases has no effect_result rows at all: its table, and its
+    # digest, are what they were before effect phases existed.
+    kinds = (*INPUT_KINDS, EFFECT_RESULT) if spec.effects else INPUT_KINDS
     for phase in spec.phases:
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
-        for kind in INPUT_KINDS:
+        for kind in kinds:
             own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
             if not own:
                 action = "absorb" if phase.final else "reject_input"
@@ -211,6 +227,7 @@ def build_table(
         MappingProxyType({name: _doc(guards[name]) for name in sorted(used_guards)}),
         MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
         spec.prompts,
+        spec.effects,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import INPUT_KINDS
+from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
 from helikon.core.table import GuardRef, Row
 
 MAX_GUARDS_PER_PAIR = 16  # 2**16 valuations: the dead-row check stays instant
@@ -68,17 +68,37 @@ def check_terminals(spec: ChartSpec) -> Iterator[Problem]:
 
 
 def check_declarations(spec: ChartSpec) -> Iterator[Problem]:
-    """The chart's `awaits` and `prompts` name its own phases and real input kinds."""
+    """The chart's `awaits`, `prompts` and `effects` name its own phases and real input
+    kinds; an effect phase is a custom, non-final phase without a prompt, and only effect
+    phases have `effect_result` rows."""
     phases = {phase.name for phase in spec.phases}
+    kinds_known = (*INPUT_KINDS, EFFECT_RESULT)
     for name, kinds in spec.awaits.items():
         if name not in phases:
             yield Problem(name, None, "named in awaits, but the chart has no such state")
         for kind in kinds:
-            if kind not in INPUT_KINDS:
+            if kind not in kinds_known:
                 yield Problem(name, kind, f"awaits names an unknown input kind {kind!r}")
     for name in spec.prompts:
         if name not in phases:
             yield Problem(name, None, "named in prompts, but the chart has no such state")
+    yield from _check_effects(spec, phases)
+
+
+def _check_effects(spec: ChartSpec, phases: set[str]) -> Iterator[Problem]:
+    finals = {phase.name for phase in spec.phases if phase.final}
+    for name, effect in spec.effects.items():
+        if name not in phases:
+            yield Problem(name, None, "named in effects, but the chart has no such state")
+        elif name in BUILTIN_PHASES or name in finals:
+            yield Problem(name, None, "only a custom, non-final phase can run an effect")
+        if not (isinstance(effect, str) and effect.isidentifier()):
+            yield Problem(name, None, f"the effect's name {effect!r} must be an identifier")
+        if name in spec.prompts:
+            yield Problem(name, None, "an effect phase calls no model: it takes no prompt")
+    for row in spec.rows:
+        if row.input_kind == EFFECT_RESULT and row.source not in spec.effects:
+            yield Problem(row.source, row.input_kind, "only an effect phase gets effect results")
 
 
 def check_names(
