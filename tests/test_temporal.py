@@ -36,8 +36,9 @@ from temporalio.service import RPCError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from helikon import Agent, Cancelled, MaxAgentDepthExceeded, MaxTurnsExceeded, TimedOut
+from helikon.core.errors import EffectFailed
 from helikon.core.items import UserMessage
-from helikon.core.state import Cancel
+from helikon.core.state import Cancel, EffectResult
 from helikon.durable import RunNotFound, SqliteRunStore
 from helikon.temporal import (
     RunOutcome,
@@ -358,3 +359,49 @@ async def test_a_run_on_each_store_backend_reads_like_a_local_run(
     reader = backend.open()  # another process, as far as the store can tell
     assert list(reader.events(run_id)) == await local_events(manager_agent(), "where?", run_id)
     assert reader.get(f"{run_id}/2:a1").info.status == "completed"
+
+
+# ---------------------------------------------------------------- effect phases
+
+
+def handbook(**effects: Any) -> Agent:
+    """charts/retrieve_answer.py's agent, offline (its effect replaced when given)."""
+    from charts.retrieve_answer import agent, script
+    from helikon import ScriptedModel
+
+    built = agent(ScriptedModel(script()))
+    return replace(built, effects=list(effects.values())) if effects else built
+
+
+async def test_an_effect_phase_runs_as_an_activity_as_it_runs_locally(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    from charts.retrieve_answer import EXAMPLE_INPUT
+
+    ended = await run_to_end(client, store, handbook(), EXAMPLE_INPUT, run_id)
+    local = SqliteRunStore(":memory:")
+    try:
+        await handbook().run(EXAMPLE_INPUT, store=local, run_id="local").collect()
+        want = [(r.row, r.input) for r in local.get("local").records]
+    finally:
+        local.close()
+    assert ended.state.phase == "Done"
+    got = [(r.row, r.input) for r in store.get(run_id).records]
+    assert got == want  # the same rows, the retrieve effect's result among the inputs
+    assert any(isinstance(inp, EffectResult) and inp.effect == "retrieve" for _, inp in got)
+
+
+async def test_an_effect_that_raises_fails_the_run_naming_it(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    from helikon.run.chart_effects import Effect
+
+    async def broken(context: Any) -> Any:
+        raise OSError("the index is down")
+
+    agent = handbook(retrieve=Effect("retrieve", broken))
+    ended = await run_to_end(client, store, agent, "travel?", run_id)
+    assert ended.state.phase == "Failed"
+    assert ended.state.error == EffectFailed(  # type: ignore[union-attr]
+        "retrieve", "raised OSError: the index is down"
+    )

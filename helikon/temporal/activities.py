@@ -7,6 +7,8 @@ to the run store first (helikon.temporal.writes), then does its effect:
   the next input (a `ModelResponse`, or a `Fail` for a model error, as a local run does);
 - `helikon_tool`: runs one tool call with the idempotency key a local durable run gives it
   (`{run_id}:{seq}:{call_id}`), heartbeating while it runs so a dead worker is noticed;
+- `helikon_effect`: runs a chart's effect phase's effect (`helikon.run.chart_effects`) with
+  the key a local durable run gives it (`{run_id}:{seq}:{effect}`), heartbeating too;
 - `helikon_guardrail`: checks the run's input (read from the store) or its final output;
 - `helikon_write`: writes only (before a suspension, at the end, before continue-as-new);
 - `helikon_conversation`, `helikon_head`: read a stored run (a handoff target starts from
@@ -27,12 +29,19 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from helikon.core.errors import FatalToolError, ModelCallFailed, ModelError, ToolFailed
+from helikon.core.errors import (
+    EffectFailed,
+    FatalToolError,
+    ModelCallFailed,
+    ModelError,
+    ToolFailed,
+)
 from helikon.core.items import ToolCall
-from helikon.core.state import Fail
+from helikon.core.state import EffectResult, Fail
 from helikon.durable.records import StoredRun
 from helikon.durable.store import RunStore
 from helikon.models.base import ModelInput, ResponseAssembler
+from helikon.run.chart_effects import EffectContext, as_json, effects_by_name
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input, tripped_output
@@ -61,6 +70,7 @@ class HelikonActivities:
         return (
             self.helikon_model,
             self.helikon_tool,
+            self.helikon_effect,
             self.helikon_guardrail,
             self.helikon_write,
             self.helikon_conversation,
@@ -142,6 +152,39 @@ class HelikonActivities:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await batch
         return m.to_payload(m.ToolAnswer(result))
+
+    @activity.defn
+    async def helikon_effect(self, data: Any) -> Any:
+        run: m.EffectRun = m.from_payload(m.EffectRun, data, "helikon_effect's input")
+        facts = self.registry.facts(run.agent)
+        await self._write(run.writes)
+        registered = effects_by_name(facts.agent.effects).get(run.effect)
+        if registered is None:
+            error = EffectFailed(run.effect, "no effect of this name is registered on the agent")
+            return m.to_payload(m.EffectAnswer(error=error))
+        context = EffectContext.of(run.run_id, run.seq, run.effect, run.args)
+        task = asyncio.ensure_future(registered(context))
+        try:
+            while True:
+                done, _ = await asyncio.wait((task,), timeout=HEARTBEAT_SECONDS)
+                if done:
+                    break
+                activity.heartbeat()
+            output = task.result()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the user's effect failed: the run fails, saying how
+            error = EffectFailed(run.effect, f"raised {type(exc).__name__}: {exc}")
+            return m.to_payload(m.EffectAnswer(error=error))
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        checked = as_json(run.effect, output)
+        if isinstance(checked, EffectFailed):
+            return m.to_payload(m.EffectAnswer(error=checked))
+        return m.to_payload(m.EffectAnswer(EffectResult(run.effect, checked[0])))
 
     @activity.defn
     async def helikon_guardrail(self, data: Any) -> Any:

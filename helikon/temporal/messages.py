@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.codec import from_data, to_data
-from helikon.core.errors import AgentError, HelikonError
+from helikon.core.errors import AgentError, EffectFailed, HelikonError
 from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
-from helikon.core.state import LoopState, ModelRequest, TransitionInput
+from helikon.core.state import EffectResult, LoopState, ModelRequest, TransitionInput
 from helikon.core.values import value
 from helikon.durable.records import EffectRecord, StepRecord
 
@@ -148,6 +148,26 @@ class ToolAnswer:
     result: ToolResult | None = None
     fatal: AgentError | None = None
     usage: Usage = ZERO_USAGE
+
+
+@value
+class EffectRun:
+    """The effect a chart's effect phase runs, asked for at `seq` (the `RunEffect` action)."""
+
+    agent: str
+    run_id: str
+    seq: int
+    effect: str
+    writes: Writes
+    args: JsonValue = None
+
+
+@value
+class EffectAnswer:
+    """What the effect returned, or why the run fails (`EffectFailed`)."""
+
+    result: EffectResult | None = None
+    error: EffectFailed | None = None
 
 
 @value

@@ -20,8 +20,9 @@ through the chart, which decides how the run ends; the workflow then completes w
 Continue-as-new, when Temporal suggests it, carries only ids and the seq: the next run
 reads its state from the store.
 
-Extension point: the effect phases of custom charts (a `NextAction` this module does not
-know) go in `_perform`; until then such an action fails the workflow closed.
+A custom chart's effect phase (`RunEffect`) is an activity too, `helikon_effect`, retried
+only when the effect is `idempotent`. An action this module does not know fails the
+workflow closed.
 
 Driver changes that alter what a workflow schedules must be guarded with
 `workflow.patched(...)` so that histories recorded before replay unchanged (the replay test
@@ -49,6 +50,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
     from helikon.core.errors import (
+        EffectFailed,
         GuardrailTripped,
         MaxAgentDepthExceeded,
         TimedOut,
@@ -68,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
         HandoffResult,
         NeedsApproval,
         NextAction,
+        RunEffect,
         Start,
         ToolResults,
     )
@@ -78,7 +81,7 @@ with workflow.unsafe.imports_passed_through():
         trip_output_guardrail,
     )
     from helikon.durable.records import EffectRecord, StepRecord
-    from helikon.run.effects import INTERRUPTED, landed
+    from helikon.run.effects import EFFECT_INTERRUPTED, INTERRUPTED, landed
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec
     from helikon.temporal import messages as m
@@ -276,10 +279,46 @@ class HelikonWorkflow:
                 return await self._await_approval(action)
             if isinstance(action, Handoff):
                 return await self._hand_off(action)
+            if isinstance(action, RunEffect):
+                return await self._run_effect(action)
         except _Stopped:
             return self._halted
-        # The effect phases of custom charts plug in here (see the module docstring).
-        raise _refused(f"the Temporal runtime cannot perform action {action.kind!r} yet")
+        raise _refused(f"the Temporal runtime cannot perform action {action.kind!r}")
+
+    async def _run_effect(self, action: RunEffect) -> Any:
+        """A chart's effect phase: its effect as an activity (activity id `seq:effect:name`),
+        retried only when it is `idempotent`; one lost with its worker fails the run,
+        interrupted, as a local run resumed after a crash does."""
+        name = action.effect
+        registered = next((e for e in self._facts.agent.effects if e.name == name), None)
+        if registered is None:
+            return Fail(EffectFailed(name, "no effect of this name is registered on the agent"))
+        options = self._options
+        attempts = options.rerun_attempts if registered.idempotent else 1
+        run = m.EffectRun(
+            self._facts.agent.name, self._request.run_id, self.seq, name, self._take(), action.args
+        )
+        try:
+            data = await self._wait(
+                workflow.execute_activity(
+                    "helikon_effect",
+                    m.to_payload(run),
+                    activity_id=f"{self.seq}:effect:{name}",
+                    start_to_close_timeout=timedelta(seconds=options.tool_timeout),
+                    heartbeat_timeout=timedelta(seconds=options.tool_heartbeat),
+                    retry_policy=RetryPolicy(maximum_attempts=attempts),
+                )
+            )
+        except ActivityError as exc:
+            if attempts == 1:
+                return Fail(EffectFailed(name, EFFECT_INTERRUPTED, interrupted=True))
+            return Fail(EffectFailed(name, f"failed: {_cause(exc)}"))
+        self._written(run.writes)
+        answer: m.EffectAnswer = m.from_payload(m.EffectAnswer, data, "helikon_effect's answer")
+        if answer.error is not None:
+            return Fail(answer.error)
+        assert answer.result is not None
+        return answer.result
 
     @property
     def _halted(self) -> Cancel | Fail:
