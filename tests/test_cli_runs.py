@@ -637,3 +637,24 @@ def test_subprocess_a_run_another_driver_holds_is_refused_unless_forced(
     assert (forced.returncode, forced.stderr) == (0, "")
     assert stored(db, "s1").info.status == "completed"
     assert helikon("runs", "delete", "s1", *store).stdout == "deleted run s1\n"
+
+
+def test_pending_approvals_of_a_temporal_run_say_its_workflow_decides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run a Temporal workflow owns is decided by the workflow's update, not resumed here
+    (its `temporal:` lease refuses `helikon runs resume`)."""
+    import argparse
+
+    from helikon import ApprovalRequest, ToolCall
+    from helikon.cli.runs import _show_pending
+
+    pending = [ApprovalRequest.for_call(ToolCall("t1", "transfer", '{"amount": 5}'))]
+    args = argparse.Namespace(run_id="r1", store=None)
+    _show_pending(pending, args, "temporal:r1")
+    temporal = capsys.readouterr().out
+    _show_pending(pending, args, "host:1:abc")
+    local = capsys.readouterr().out
+    assert "decide update (helikon.temporal.decide)" in temporal
+    assert "helikon runs resume" not in temporal
+    assert "helikon runs resume r1 --chart CHART" in local

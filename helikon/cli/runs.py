@@ -248,7 +248,7 @@ def command_show(args: argparse.Namespace) -> int:
     print(f"created {when(info.created_at)}  updated {when(info.updated_at)}")
     for line in _relations(stored.header.parent_run_id, info, nested):
         print(line)
-    _show_pending(pending_of(stored), args)
+    _show_pending(pending_of(stored), args, info.lease_owner)
     events = events_of(stored)
     shown = events[-args.events :] if args.events > 0 else []
     print(f"last events ({len(shown)} of {len(events)}):")
@@ -275,6 +275,10 @@ def _relations(parent: str | None, info: RunInfo, nested: Sequence[RunInfo]) -> 
         yield f"nested run {safe_text(run.run_id)} ({agent}, {status})"
 
 
+TEMPORAL_OWNER = "temporal:"
+"""How the lease of a run a Temporal workflow drives is named (helikon.temporal.writes)."""
+
+
 def lease_expired(info: RunInfo, now: float | None = None) -> bool:
     """No live owner holds the run's lease (a row's own text for the time counts as none)."""
     try:
@@ -284,14 +288,20 @@ def lease_expired(info: RunInfo, now: float | None = None) -> bool:
     return expires is None or expires <= (time.time() if now is None else now)
 
 
-def _show_pending(pending: Sequence[ApprovalRequest], args: argparse.Namespace) -> None:
+def _show_pending(
+    pending: Sequence[ApprovalRequest], args: argparse.Namespace, owner: object = None
+) -> None:
     if not pending:
         return
-    print(
-        f"pending approvals ({len(pending)}); decide with: helikon runs resume "
-        f"{shlex.quote(safe_text(args.run_id))} --chart CHART --approve all|none|ask"
-        f"{with_store(args)}"
-    )
+    if isinstance(owner, str) and owner.startswith(TEMPORAL_OWNER):
+        how = "its Temporal workflow owns it: decide with the workflow's decide update"
+        print(f"pending approvals ({len(pending)}); {how} (helikon.temporal.decide)")
+    else:
+        print(
+            f"pending approvals ({len(pending)}); decide with: helikon runs resume "
+            f"{shlex.quote(safe_text(args.run_id))} --chart CHART --approve all|none|ask"
+            f"{with_store(args)}"
+        )
     for request in pending:
         tool_call = request.call  # the model chose the name and the arguments: escaped
         name, arguments = safe_text(tool_call.name), safe_text(tool_call.arguments)
