@@ -11,6 +11,7 @@ less than a hop to a worker thread would. SQL text is in `helikon.durable.sqlite
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -455,14 +456,14 @@ class SqliteRunStore:
     async def aruns(
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]:
-        return self.runs(status, include_nested=include_nested)
+        return await asyncio.to_thread(self.runs, status, include_nested=include_nested)
 
     def pending(self, run_id: str) -> tuple[Any, ...]:
         """The `ApprovalRequest`s a suspended run waits on (stamped: decide on these)."""
         return pending_of(self.get(run_id))
 
     async def apending(self, run_id: str) -> tuple[Any, ...]:
-        return self.pending(run_id)
+        return await asyncio.to_thread(self.pending, run_id)
 
     def events(self, run_id: str, after: int = 0, *, follow: bool = False) -> EventStream:
         """The run's events after the first `after` (`for` or `async for` them); with
@@ -514,7 +515,7 @@ class SqliteRunStore:
             return self._delete_tree(db, run_id)
 
     async def adelete(self, run_id: str) -> int:
-        return self.delete(run_id)
+        return await asyncio.to_thread(self.delete, run_id)
 
     def _delete_tree(self, db: sqlite3.Connection, run_id: str) -> int:
         todo, seen = [run_id], {run_id}
@@ -540,7 +541,7 @@ class SqliteRunStore:
         return gone
 
     async def aprune(self, older_than: float) -> int:
-        return self.prune(older_than)
+        return await asyncio.to_thread(self.prune, older_than)
 
     def put_chart(self, digest: str, data: str) -> None:
         with self._write() as db:

@@ -87,7 +87,10 @@ class EventStream:
     async def __aiter__(self) -> AsyncIterator[AgentEvent]:
         seen = self.after
         while True:
-            stored = self._get(self.run_id) if self._aget is None else await self._aget(self.run_id)
+            if self._aget is None:  # a store whose reads block: off the event loop
+                stored = await asyncio.to_thread(self._get, self.run_id)
+            else:
+                stored = await self._aget(self.run_id)
             fresh, ended = self._batch(stored, seen)
             for event in fresh:
                 yield event
@@ -118,16 +121,16 @@ class Session:
         return self.store.session_items(self.session_id)
 
     async def aitems(self) -> tuple[Item, ...]:
-        return self.items()
+        return await asyncio.to_thread(self.items)
 
     def add(self, items: Sequence[Item], run_id: str = "") -> None:
         self.store.add_session_items(self.session_id, items, run_id)
 
     async def aadd(self, items: Sequence[Item], run_id: str = "") -> None:
-        self.add(items, run_id)
+        await asyncio.to_thread(self.add, items, run_id)
 
     def clear(self) -> None:
         self.store.clear_session(self.session_id)
 
     async def aclear(self) -> None:
-        self.clear()
+        await asyncio.to_thread(self.clear)
