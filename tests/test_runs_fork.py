@@ -23,7 +23,6 @@ from helikon.debug.debugger import DebuggerError
 from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunStore, open_store, stored_trace
-from helikon.run.snapshot import SnapshotMismatch
 
 ONCE = "transfer 10 to ann\n"
 
@@ -72,16 +71,17 @@ async def test_a_fork_shares_the_prefix_and_runs_no_tool_before_its_fork_point(
     assert store.get("r1").records == original.records  # the original is left as it was
 
 
-async def test_a_fork_amid_an_approved_batch_is_refused_by_resume(
+async def test_a_fork_amid_an_approved_batch_resumes_without_asking_again(
     store: RunStore, tmp_path: Path
 ) -> None:
-    # After seq 3 the approved transfer runs: a resume cannot tell it was approved (the
-    # decision is the input of seq 3, not part of the state), so it refuses to run it.
+    # After seq 3 the approved transfer runs: the decision is the input of seq 3, which the
+    # fork shares, so the resumed fork goes on without asking, and the transfer, finished
+    # at the fork point, keeps its result and does not run again.
     log = tmp_path / "transfers.log"
     await finished_run(store, log)
     await fork_stored(store, "r1", 3, fork_id="f1")
-    with pytest.raises(SnapshotMismatch, match="needs approval: refusing to resume"):
-        await resumed(store, "f1", log)
+    await resumed(store, "f1", log)
+    assert store.get("f1").info.status == "completed"
     assert log.read_text() == ONCE
 
 

@@ -300,6 +300,18 @@ async def test_a_call_is_started_once_and_its_first_result_wins(store: RunStore)
     assert store.get("r1").calls[0].finished
 
 
+async def test_a_call_started_from_a_finished_record_is_started_then_finished(
+    store: RunStore,
+) -> None:
+    """A copy of a finished call (as a fork writes it): `start_call` records the start
+    only, whatever result the record carries; `finish_call` then records the result."""
+    writer = await create(store)
+    await store.start_call("r1", writer.lease, call(RESULT))
+    assert store.get("r1").calls == (call(),)
+    await store.finish_call("r1", writer.lease, call(RESULT))
+    assert store.get("r1").calls == (call(RESULT),)
+
+
 async def test_a_decision_is_spent_once(store: RunStore) -> None:
     await suspended_run(store)
     await store.decide("r1", 2, [approve()])

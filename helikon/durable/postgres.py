@@ -27,6 +27,7 @@ import weakref
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -453,7 +454,7 @@ class PostgresRunStore:
     async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         async with self._transaction() as cur:
             await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await self._write_calls(cur, run_id, (call,))
+            await self._write_calls(cur, run_id, (replace(call, result=None),))
 
     async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record a call's result; the first result written wins.

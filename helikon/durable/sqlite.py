@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -324,10 +325,11 @@ class SqliteRunStore:
         )
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        """Record that a call starts (a call already recorded keeps its row)."""
+        """Record that a call starts (a call already recorded keeps its row; a result the
+        record carries is not written: that is `finish_call`'s)."""
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            self._write_calls(db, run_id, (call,))
+            self._write_calls(db, run_id, (replace(call, result=None),))
 
     async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record a call's result; the first result written wins."""
