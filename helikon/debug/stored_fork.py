@@ -30,7 +30,7 @@ from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.fork import waiting_for
 from helikon.durable import RunStore, StepRecord, StoredRun, stored_trace
 from helikon.durable.as_trace import after_seq, chart_of
-from helikon.durable.records import CallRecord, EffectRecord, RunHeader
+from helikon.durable.records import CallRecord, EffectRecord, RunHeader, step_record
 from helikon.run.config import RunContext
 from helikon.run.journal import LEASE_SECONDS, owner_id, status_of
 from helikon.run.spec import AgentSpec
@@ -124,16 +124,7 @@ async def _edited_step(
     state, ctx = debugger.state, debugger.run.ctx
     match = match_row(state, edit, ctx)
     outcome = transition(state, edit, ctx)
-    return StepRecord(
-        debugger.run.seq + 1,
-        edit,
-        match.row.index,
-        match.checked,
-        outcome.next_state,
-        outcome.next_action,
-        outcome.events,
-        outcome.conversation_appends,
-    )
+    return step_record(debugger.run.seq + 1, edit, match, outcome)
 
 
 async def _copy(

@@ -19,8 +19,9 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.errors import HelikonError
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item, ToolResult
-from helikon.core.state import LoopState, NextAction, TransitionInput
+from helikon.core.state import LoopState, NextAction, TransitionInput, TransitionOutcome
 from helikon.core.tool_spec import ListedTool
+from helikon.core.transition import Match
 from helikon.core.values import value
 
 FORMAT_VERSION = 1
@@ -62,6 +63,22 @@ class StepRecord:
     next_action: NextAction
     events: tuple[AgentEvent, ...]
     appends: tuple[Item, ...]
+
+
+def step_record(
+    seq: int, inp: TransitionInput, match: Match, outcome: TransitionOutcome
+) -> StepRecord:
+    """The record of transition `seq`: `inp` took `match`'s row and gave `outcome`."""
+    return StepRecord(
+        seq,
+        inp,
+        match.row.index,
+        match.checked,
+        outcome.next_state,
+        outcome.next_action,
+        outcome.events,
+        outcome.conversation_appends,
+    )
 
 
 @value

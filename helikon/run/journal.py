@@ -54,8 +54,8 @@ from helikon.durable.records import (
     Lease,
     RunHeader,
     RunStatus,
-    StepRecord,
     StoredRun,
+    step_record,
 )
 from helikon.durable.store import RunStore
 
@@ -257,16 +257,7 @@ class Journal:
     ) -> None:
         """Commit one transition (and the effects before it, a held result, and the rows of
         the calls in `starts`, which its effect starts at once) before its effect starts."""
-        record = StepRecord(
-            seq,
-            inp,
-            match.row.index,
-            match.checked,
-            outcome.next_state,
-            outcome.next_action,
-            outcome.events,
-            outcome.conversation_appends,
-        )
+        record = step_record(seq, inp, match, outcome)
         record = redacted(record, self.redact)
         effects, self._effects = self._effects, []
         if self.lease is None:

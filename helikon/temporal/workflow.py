@@ -80,7 +80,7 @@ with workflow.unsafe.imports_passed_through():
         pending_action,
         trip_output_guardrail,
     )
-    from helikon.durable.records import EffectRecord, StepRecord
+    from helikon.durable.records import EffectRecord, step_record
     from helikon.run.effects import EFFECT_INTERRUPTED, INTERRUPTED, landed
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec
@@ -255,16 +255,7 @@ class HelikonWorkflow:
         self.seq += 1
         record = None
         if tripped:  # not what `transition` gives: the writer cannot rebuild it
-            record = StepRecord(
-                self.seq,
-                inp,
-                match.row.index,
-                match.checked,
-                outcome.next_state,
-                outcome.next_action,
-                outcome.events,
-                outcome.conversation_appends,
-            )
+            record = step_record(self.seq, inp, match, outcome)
         self.steps.append(m.Step(self.seq, inp, match.row.index, record))
         self.state = outcome.next_state
         return outcome.next_action

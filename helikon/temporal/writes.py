@@ -30,6 +30,7 @@ from helikon.durable.records import (
     StepRecord,
     StoredRun,
     StoreError,
+    step_record,
 )
 from helikon.durable.store import RunStore
 from helikon.run.journal import status_of
@@ -123,16 +124,7 @@ def rebuilt(run_id: str, state: Any, step: Step, ctx: TransitionCtx) -> StepReco
             f"run {run_id!r}: step {step.seq} took row {step.row} in the workflow but row "
             f"{match.row.index} here: the workflow and this worker run different charts"
         )
-    return StepRecord(
-        step.seq,
-        step.input,
-        match.row.index,
-        match.checked,
-        outcome.next_state,
-        outcome.next_action,
-        outcome.events,
-        outcome.conversation_appends,
-    )
+    return step_record(step.seq, step.input, match, outcome)
 
 
 def _check_ours(stored: StoredRun, facts: AgentFacts) -> None:
