@@ -658,3 +658,23 @@ def test_pending_approvals_of_a_temporal_run_say_its_workflow_decides(
     assert "decide update (helikon.temporal.decide)" in temporal
     assert "helikon runs resume" not in temporal
     assert "helikon runs resume r1 --chart CHART" in local
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "nope"], ["prune", "--older-than", "1d"]])
+def test_every_runs_command_closes_the_store_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    import helikon.cli.runs as runs
+
+    opened: list[SqliteRunStore] = []
+
+    def spying(url: str) -> SqliteRunStore:
+        store = SqliteRunStore(tmp_path / "runs.db")
+        opened.append(store)
+        return store
+
+    monkeypatch.setattr(runs, "open_store", spying)
+    main(["runs", *command, "--store", "sqlite:///ignored.db"])
+    (store,) = opened
+    with pytest.raises(Exception, match="closed"):
+        store.runs()  # a closed store's connection refuses

@@ -26,7 +26,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -80,7 +80,9 @@ def open_cli_store(args: argparse.Namespace) -> RunStore:
     if url is None:
         raise UsageError(f"helikon runs {args.runs_command} needs a run store, not --store none")
     with store_errors():
-        return open_store(url)
+        store = open_store(url)
+    vars(args).setdefault("_stores", []).append(store)  # closed when the command ends
+    return store
 
 
 @contextmanager
@@ -167,8 +169,21 @@ def add_parser(commands: Any) -> None:
 def _command(sub: Any, name: str, help: str, handler: Any) -> argparse.ArgumentParser:
     command: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
     add_store_argument(command)
-    command.set_defaults(handler=handler)
+    command.set_defaults(handler=_closing(handler))
     return command
+
+
+def _closing(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`handler`, closing the stores it opened (`open_cli_store`) when it returns or raises."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        finally:
+            for store in vars(args).pop("_stores", ()):
+                store.close()
+
+    return run
 
 
 def _add_driving_arguments(command: argparse.ArgumentParser) -> None:
@@ -414,10 +429,7 @@ def command_resume(args: argparse.Namespace) -> int:
         _show_pending(pending, args)
         print(f"run {safe_text(args.run_id)} is left suspended (no terminal to ask on)")
         return 0
-    try:
-        return asyncio.run(resume_run(store, module, args, args.run_id, decisions, args.force))
-    finally:
-        store.close()
+    return asyncio.run(resume_run(store, module, args, args.run_id, decisions, args.force))
 
 
 def decide(pending: Sequence[ApprovalRequest], mode: str) -> tuple[ApprovalDecision, ...] | None:
@@ -484,10 +496,7 @@ def command_recover(args: argparse.Namespace) -> int:
         return 0
     plural = "s" if len(orphans) > 1 else ""
     print(f"recovering {len(orphans)} run{plural} of {safe_text(name)}{note}")
-    try:
-        return asyncio.run(_recover_each(store, module, args, orphans))
-    finally:
-        store.close()
+    return asyncio.run(_recover_each(store, module, args, orphans))
 
 
 async def _recover_each(
