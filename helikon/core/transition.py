@@ -34,7 +34,7 @@ from helikon.core.state import (
     RunEffect,
     TransitionOutcome,
 )
-from helikon.core.table import Row
+from helikon.core.table import CompiledRow, Row
 
 
 def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:
@@ -91,27 +91,19 @@ def match_row(state: Any, inp: Any, ctx: TransitionCtx) -> Match:
 
     Traces and the debugger use this; it evaluates the same guards as `transition`.
     """
-    checked: list[tuple[str, bool]] = []
-    try:
-        rows = ctx.table.dispatch[state.phase][inp.kind]
-    except (KeyError, AttributeError):
-        raise not_in_chart(state, inp, ctx) from None
-    for compiled in rows:
-        holds = True
-        for ref, (guard, expected) in zip(compiled.row.guards, compiled.checks, strict=True):
-            value = bool(guard(state, inp, ctx))
-            checked.append((ref.name, value))
-            if value is not expected:
-                holds = False
-                break
-        if holds:
-            return Match(compiled.row, tuple(checked))
-    raise AssertionError("unreachable: a compiled table always ends in a fallback row")
+    return _matched(state, inp, ctx)[1]
 
 
 def matched_transition(state: Any, inp: Any, ctx: TransitionCtx) -> tuple[Match, TransitionOutcome]:
     """`transition` and `match_row` in one pass: the row taken, with every guard checked,
     and the outcome. Traces and run stores record both; each guard runs once."""
+    compiled, match = _matched(state, inp, ctx)
+    return match, compiled.action(state, inp, ctx, compiled.target)
+
+
+def _matched(state: Any, inp: Any, ctx: TransitionCtx) -> tuple[CompiledRow, Match]:
+    """The first compiled row whose guards hold, and the match that names every guard
+    checked on the way to it."""
     checked: list[tuple[str, bool]] = []
     try:
         rows = ctx.table.dispatch[state.phase][inp.kind]
@@ -126,8 +118,7 @@ def matched_transition(state: Any, inp: Any, ctx: TransitionCtx) -> tuple[Match,
                 holds = False
                 break
         if holds:
-            match = Match(compiled.row, tuple(checked))
-            return match, compiled.action(state, inp, ctx, compiled.target)
+            return compiled, Match(compiled.row, tuple(checked))
     raise AssertionError("unreachable: a compiled table always ends in a fallback row")
 
 
