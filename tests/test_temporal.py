@@ -405,3 +405,19 @@ async def test_an_effect_that_raises_fails_the_run_naming_it(
     assert ended.state.error == EffectFailed(  # type: ignore[union-attr]
         "retrieve", "raised OSError: the index is down"
     )
+
+
+async def test_an_effect_that_returns_no_json_fails_the_run_naming_it(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    from helikon.run.chart_effects import Effect
+
+    async def hostile(context: Any) -> Any:
+        return {"passages": float("nan")}  # not JSON: never written, never fed to the chart
+
+    agent = handbook(retrieve=Effect("retrieve", hostile))
+    ended = await run_to_end(client, store, agent, "travel?", run_id)
+    assert ended.state.phase == "Failed"
+    error: Any = ended.state.error  # type: ignore[union-attr]
+    assert (error.effect, error.message.startswith("returned")) == ("retrieve", True)
+    assert not any(isinstance(r.input, EffectResult) for r in store.get(run_id).records)
