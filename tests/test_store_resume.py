@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from store_drivers import TRANSFER, remembering, resume_approved, teller
 from store_support import KEY, Backend, run_in_thread
 
@@ -224,6 +225,53 @@ async def test_redaction_reaches_the_store_the_trace_and_the_session(
     assert stored.calls[0].result is not None
     assert stored.calls[0].result.content == "charged [card]"
     assert store.session("s").items()[0] == UserMessage("my card is [card]")
+
+
+class Card(BaseModel):
+    number: str
+
+
+async def test_redaction_reaches_typed_outputs_reasons_and_a_secret_split_across_deltas(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A typed output's value, a rejection's reason, and a secret the model streamed in two
+    fragments ("4111 " and "1111") are kept redacted: the value's strings go through the
+    hook, and a redacted run's trace keeps no fragments, only the message they build."""
+
+    def whole(text: str) -> str:
+        return text.replace("4111 1111", "[card]")
+
+    @tool(needs_approval=True)
+    async def charge(card: str) -> str:
+        """Charge a card."""
+        return "charged"
+
+    call = ToolCall("c1", "charge", '{"card": "4111 1111"}')
+    answers = [[call], "Refused for 4111 1111.", '{"number": "4111 1111"}']  # the last: Finalizing
+    model = ScriptedModel(answers)
+    config = RunConfig(redact=whole)
+    agent = Agent("shop", model, tools=[charge], config=config, output_type=Card)
+    store = backend.open()
+    trace = tmp_path / "run.jsonl"
+    first = await agent.run("card 4111 1111", store=store, run_id="r1", trace=trace).collect()
+    (request,) = first.pending
+    decision = request.reject("refused: 4111 1111 is blocked")
+    resumed = await agent.resume("r1", store=store, decisions=[decision], trace=trace).collect()
+    assert resumed.final_output == '{"number": "4111 1111"}'  # the caller sees it whole
+    rows = [
+        text
+        for table in ("runs", "records", "effects", "calls", "decisions")
+        for row in backend.sql(f"SELECT * FROM {table}")
+        for text in row
+        if isinstance(text, str)
+    ]
+    assert not [text for text in rows if "1111" in text]
+    written = trace.read_text()
+    assert "1111" not in written
+    assert '"token_delta"' not in written and "[card]" in written
+    stored = store.get("r1")  # what was written checks out and reads back redacted
+    assert stored.records[-1].state_after.output.value == {"number": "[card]"}
+    assert stored.decisions[0][1].reason == "refused: [card] is blocked"
 
 
 # ---------------------------------------------------------------- nested runs

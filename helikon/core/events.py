@@ -67,6 +67,11 @@ class ToolCallDelta:
         return self.args_delta
 
 
+DELTAS = (TokenDelta, ReasoningDelta, ToolCallDelta)
+"""The fragments a streamed model answer arrives in; the message they build carries it whole,
+so a run store never keeps them (nor does a trace whose run redacts)."""
+
+
 @value
 class MessageOutput:
     """The model's text of one turn, re-aggregated once the turn settled."""

@@ -30,20 +30,18 @@ from typing import Any
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.errors import AgentError, describe
 from helikon.core.events import (
+    DELTAS,
     ApprovalRequested,
     GuardrailTriggered,
     HandoffItem,
     MessageOutput,
     PermissionDenied,
-    ReasoningDelta,
     RepairStarted,
     RunCompleted,
     RunFailed,
     RunStarted,
     RunSuspended,
     StructuredOutputFailed,
-    TokenDelta,
-    ToolCallDelta,
     ToolCallItem,
     ToolOutputItem,
     TurnStarted,
@@ -317,7 +315,7 @@ class _SectionBuilder:
 
     def event(self, event: Any) -> None:  # noqa: C901  (one branch per event kind)
         entries = self.turn.entries
-        if isinstance(event, (TokenDelta, ToolCallDelta, ReasoningDelta)):
+        if isinstance(event, DELTAS):
             self.streamed = True
         elif isinstance(event, TurnStarted):
             self.start_turn(event.turn)

@@ -25,7 +25,7 @@ from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.errors import TimedOut, ToolsUnavailable
-from helikon.core.events import AgentEvent, RunFailed, RunStarted
+from helikon.core.events import DELTAS, AgentEvent, RunFailed, RunStarted
 from helikon.core.items import ZERO_USAGE, Item, Usage
 from helikon.core.state import (
     TERMINAL_PHASES,
@@ -54,7 +54,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output
-from helikon.run.journal import Journal, chart_of, owner_id, redacted, status_of, toolset_digest
+from helikon.run.journal import Journal, chart_of, owner_id, status_of, toolset_digest
 from helikon.run.observing import observer_for
 from helikon.run.prepare import (
     Sourced,
@@ -66,6 +66,7 @@ from helikon.run.prepare import (
     tools_and_handoffs,
     transition_ctx,
 )
+from helikon.run.redaction import redacted
 from helikon.run.snapshot import (
     ApprovalMismatch,
     RunSnapshot,
@@ -479,8 +480,10 @@ class Run(RunEffects):
 
     def _effect(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
-        if self.trace is not None:
-            self.trace.effect(self, redacted(event, self.config.redact))
+        redact = self.config.redact
+        if self.trace is not None and (redact is None or not isinstance(event, DELTAS)):
+            # redacted, a trace keeps no deltas: a secret split across two passes the hook
+            self.trace.effect(self, redacted(event, redact))
         if self.journal is not None:
             self.journal.effect(self.seq, event)
         return event

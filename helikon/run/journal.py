@@ -41,8 +41,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision, arguments_hash
-from helikon.core.codec import dumps, from_data, to_data
-from helikon.core.events import ReasoningDelta, TokenDelta, ToolCallDelta
+from helikon.core.codec import dumps, to_data
+from helikon.core.events import DELTAS
 from helikon.core.items import ToolCall, ToolResult
 from helikon.core.state import TransitionOutcome
 from helikon.core.table import TransitionTable
@@ -58,15 +58,10 @@ from helikon.durable.records import (
     step_record,
 )
 from helikon.durable.store import RunStore
+from helikon.run.redaction import Redact, redacted
 
 LEASE_SECONDS = 30.0
 """How long a lease lasts without renewal; a run renews it every third of that."""
-
-Redact = Callable[[str], str]
-_DELTAS = (TokenDelta, ReasoningDelta, ToolCallDelta)
-_REDACTED_KEYS = frozenset(
-    {"content", "arguments", "args", "args_delta", "text", "final_text", "raw"}
-)
 
 
 def owner_id() -> str:
@@ -105,26 +100,6 @@ def status_of(phase: str, suspended: bool) -> RunStatus:
     if phase == "Failed":
         return "failed"
     return "suspended" if suspended else "running"
-
-
-def redacted(value: Any, redact: Redact | None) -> Any:
-    """`value` with every text its items carry passed through `redact` (None: as is)."""
-    if redact is None:
-        return value
-    return from_data(type(value), _scrub(to_data(value), redact))
-
-
-def _scrub(data: Any, redact: Redact) -> Any:
-    if isinstance(data, dict):
-        return {
-            key: redact(item)
-            if key in _REDACTED_KEYS and isinstance(item, str)
-            else _scrub(item, redact)
-            for key, item in data.items()
-        }
-    if isinstance(data, list):
-        return [_scrub(item, redact) for item in data]
-    return data
 
 
 class Journal:
@@ -232,7 +207,7 @@ class Journal:
 
     def effect(self, after_seq: int, event: Any) -> None:
         """Keep an effect's event to write with the next record (deltas are not kept)."""
-        if not isinstance(event, _DELTAS):
+        if not isinstance(event, DELTAS):
             self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
 
     async def flush(self) -> None:
@@ -315,4 +290,5 @@ class Journal:
             await self.store.finish_call(self.run_id, self.lease, record)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
-        await self.store.decide(self.run_id, seq, decisions)
+        kept = [redacted(decision, self.redact) for decision in decisions]
+        await self.store.decide(self.run_id, seq, kept)
