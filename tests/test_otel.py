@@ -432,7 +432,7 @@ def url() -> Iterator[str]:
         yield served
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "in-process"])
 async def test_an_mcp_call_carries_the_tool_span_as_its_traceparent(
     spans: Spans, transport: str, url: str
 ) -> None:

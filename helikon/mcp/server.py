@@ -27,6 +27,7 @@ import anyio
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._otel import inject_trace_context
 from pydantic import ValidationError
 
 from helikon._version import __version__
@@ -115,6 +116,7 @@ class MCPServer:
         self.close_timeout = close_timeout
         self.max_result_chars = max_result_chars
         self._connection = Connection(self._open_client, self._name)
+        self._in_process = server is not None
         self._lock: asyncio.Lock | None = None
         self._listed: tuple[Tool, ...] | None = None
         self._listing: tuple[types.Tool, ...] = ()
@@ -269,7 +271,8 @@ class MCPServer:
             raise FatalToolError(str(exc)) from None
         _check_sendable(arguments)
         try:
-            result = await client.call_tool(name, arguments)
+            meta = _trace_context() if self._in_process else None
+            result = await client.call_tool(name, arguments, meta=meta)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 raise FatalToolError(self._died(name)) from exc
@@ -333,6 +336,17 @@ def _described(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _described(exc.exceptions[0])
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _trace_context() -> Any:
+    """The current trace context as `_meta` entries (`traceparent`, `tracestate`), or None.
+
+    Over stdio and HTTP the SDK puts them on every request itself; its in-process transport
+    does not, so a call to an in-process server is given them here, by the SDK's own helper.
+    """
+    meta: dict[str, Any] = {}
+    inject_trace_context(meta)
+    return meta or None
 
 
 def _check_target(stdio: Sequence[str] | None, url: str | None, server: Any) -> None:
