@@ -182,6 +182,17 @@ async def test_a_suspended_run_adds_to_its_session_when_it_ends_after_resuming(
 # ---------------------------------------------------------------- redaction
 
 
+def texts(backend: Backend, *tables: str) -> list[str]:
+    """Every text column of every row of `tables`, as the database holds it."""
+    return [
+        text
+        for table in tables
+        for row in backend.sql(f"SELECT * FROM {table}")
+        for text in row
+        if isinstance(text, str)
+    ]
+
+
 def hide(text: str) -> str:
     return text.replace("4111", "[card]")
 
@@ -210,13 +221,7 @@ async def test_redaction_reaches_the_store_the_trace_and_the_session(
     assert events[-1].output.text == "Charged 4111."  # the caller sees the run as it was
     assert charged == ["4111"]  # and the tool got the real arguments
     assert any("4111" in json.dumps(dumps(event)) for event in events)
-    rows = [
-        text
-        for table in ("runs", "records", "effects", "calls", "sessions")
-        for row in backend.sql(f"SELECT * FROM {table}")
-        for text in row
-        if isinstance(text, str)
-    ]
+    rows = texts(backend, "runs", "records", "effects", "calls", "sessions")
     assert rows and not [text for text in rows if "4111" in text]
     assert "[card]" in " ".join(rows)
     written = trace.read_text()
@@ -258,13 +263,7 @@ async def test_redaction_reaches_typed_outputs_reasons_and_a_secret_split_across
     decision = request.reject("refused: 4111 1111 is blocked")
     resumed = await agent.resume("r1", store=store, decisions=[decision], trace=trace).collect()
     assert resumed.final_output == '{"number": "4111 1111"}'  # the caller sees it whole
-    rows = [
-        text
-        for table in ("runs", "records", "effects", "calls", "decisions")
-        for row in backend.sql(f"SELECT * FROM {table}")
-        for text in row
-        if isinstance(text, str)
-    ]
+    rows = texts(backend, "runs", "records", "effects", "calls", "decisions")
     assert not [text for text in rows if "1111" in text]
     written = trace.read_text()
     assert "1111" not in written
