@@ -1,0 +1,162 @@
+"""Agents with MCP servers on a real Temporal dev server: the listing is an activity run once
+as a run starts, its `ListedTool`s are in the workflow's history and the run store's header,
+and tool calls go through the worker's own connected server (tests/mcp_server.py, or the
+hostile one, as stdio subprocesses the worker starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+pytest.importorskip("mcp")
+
+from mcp_support import hostile
+from temporal_agents import station_agent
+from temporalio.client import Client
+
+from helikon import Agent, ScriptedModel, ToolCall, ToolsUnavailable
+from helikon.durable import SqliteRunStore
+from helikon.durable.as_trace import trace_lines
+from helikon.temporal import decide, events, helikon_worker, outcome, start_run
+from helikon.trace import TraceHeader
+
+WAIT = 60.0
+KEY = b"temporal-mcp-tests-key-0123456789"
+DELTAS = {"token_delta", "tool_call_delta", "reasoning_delta"}
+WIPE = ToolCall("w1", "wipe", '{"path": "a.txt"}')
+
+
+@pytest.fixture
+async def client(temporal_address: str) -> Client:
+    return await Client.connect(temporal_address)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    with SqliteRunStore(tmp_path / "runs.db", key=KEY) as opened:
+        yield opened
+
+
+@pytest.fixture
+def run_id() -> str:
+    return f"r-{uuid.uuid4().hex[:12]}"
+
+
+def queue() -> str:
+    return f"q-{uuid.uuid4().hex[:8]}"
+
+
+def server_of(agent: Agent) -> Any:
+    (server,) = agent.mcp_servers
+    return server
+
+
+async def local_run(agent: Agent, text: str, run_id: str, store: Any) -> list[Any]:
+    """The events a local durable run of `agent` streams, its server connected around it."""
+    async with server_of(agent):
+        streamed = [e async for e in agent.run(text, run_id=run_id, store=store)]
+    return [e for e in streamed if e.type not in DELTAS]
+
+
+async def test_a_run_lists_its_mcp_tools_once_and_calls_them_through_the_worker(
+    client: Client, store: Any, run_id: str, tmp_path: Path
+) -> None:
+    q = queue()
+    served = station_agent()
+    async with helikon_worker(client, q, [served], store):
+        assert server_of(served).connected  # the worker connected it, for its life
+        handle = await start_run(client, station_agent(), "2+3?", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        history = await handle.fetch_history()
+    assert not server_of(served).connected
+    assert ended.state.phase == "Done" and ended.output is not None
+    assert ended.output.text == "It is 5."
+
+    scheduled = [
+        (e.activity_task_scheduled_event_attributes.activity_type.name,
+         e.activity_task_scheduled_event_attributes.activity_id)
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]  # fmt: skip
+    assert scheduled[0] == ("helikon_list", "0:list")
+    assert [name for name, _ in scheduled].count("helikon_list") == 1
+    assert ("helikon_tool", "2:a1") in scheduled
+
+    stored = store.get(run_id)
+    tools = stored.header.tools
+    assert [(t.source, t.spec.name, t.needs_approval, t.read_only) for t in tools] == [
+        ("station", "add", False, False),
+        ("station", "wipe", True, False),
+    ]
+    offered = [spec.name for spec in served.model.requests[0].tools]  # type: ignore[attr-defined]
+    assert offered == ["add", "wipe"]
+
+    # What a local durable run of the same agent streams and stores, to the tool-set digest.
+    with SqliteRunStore(tmp_path / "local.db", key=KEY) as local:
+        streamed = await local_run(station_agent(), "2+3?", run_id, local)
+        assert local.get(run_id).header.toolset_digest == stored.header.toolset_digest
+        assert local.get(run_id).header.tools == tools
+    assert list(store.events(run_id)) == streamed
+    (result,) = [e.item for e in streamed if e.type == "tool_output_item"]
+    assert (result.content, result.is_error) == ("5", False)
+
+    header = trace_lines(store, run_id)[0]  # what export, the debugger and the studio read
+    assert isinstance(header, TraceHeader) and header.tools == tools
+
+
+async def test_a_listing_that_fails_fails_the_run_with_one_terminal_event(
+    client: Client, store: Any, run_id: str, tmp_path: Path
+) -> None:
+    def broken() -> Agent:
+        return Agent("paged", ScriptedModel(["never"]), mcp_servers=[hostile("circle", name="h")])
+
+    q = queue()
+    served = broken()
+    async with helikon_worker(client, q, [served], store):
+        handle = await start_run(client, broken(), "hi", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    state: Any = ended.state
+    assert state.phase == "Failed"
+    assert isinstance(state.error, ToolsUnavailable) and state.error.source == "h"
+    assert "pages in a circle" in state.error.message
+    assert served.model.requests == []  # type: ignore[attr-defined]
+
+    stored_events = list(store.events(run_id))
+    assert [e.type for e in stored_events] == ["run_started", "run_failed"]
+    assert store.get(run_id).info.status == "failed"
+    with SqliteRunStore(tmp_path / "local.db", key=KEY) as local:
+        assert stored_events == await local_run(broken(), "hi", run_id, local)
+
+
+async def test_an_approved_mcp_call_runs_on_a_worker_whose_server_lost_it_as_an_error(
+    client: Client, store: Any, run_id: str
+) -> None:
+    """The run lists add and wipe on one worker and suspends at wipe (no hints: it may
+    destroy); the approved call runs on another worker, whose server offers add only."""
+    script: list[Any] = [[WIPE], "gave up"]
+    q = queue()
+    first = station_agent(script=script)
+    async with helikon_worker(client, q, [first], store, sticky_queue_timeout=1.0):
+        handle = await start_run(
+            client, station_agent(script=script), "clean up", task_queue=q, run_id=run_id
+        )
+        seen = [e async for e in events(store, run_id)]
+    assert seen[-1].type == "run_suspended"
+    (request,) = store.pending(run_id)
+    assert request.call.name == "wipe"
+
+    second = station_agent("add", script=script)
+    async with helikon_worker(client, q, [second], store, sticky_queue_timeout=1.0):
+        await decide(handle, [request.approve()])
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    assert ended.output is not None and ended.output.text == "gave up"
+    (wiped,) = [e.item for e in store.events(run_id) if e.type == "tool_output_item"]
+    assert wiped.is_error
+    assert "no longer offers it as it did when this run started" in wiped.content
+    assert [t.spec.name for t in store.get(run_id).header.tools] == ["add", "wipe"]
