@@ -160,3 +160,60 @@ async def test_an_approved_mcp_call_runs_on_a_worker_whose_server_lost_it_as_an_
     assert wiped.is_error
     assert "no longer offers it as it did when this run started" in wiped.content
     assert [t.spec.name for t in store.get(run_id).header.tools] == ["add", "wipe"]
+
+
+async def test_an_approved_mcp_call_on_a_worker_whose_server_cannot_list_fails_the_run(
+    client: Client, store: Any, run_id: str
+) -> None:
+    """The second worker's source of the same name pages in a circle: the call cannot be
+    bound to any tool there, which fails the run as a dead connection does locally."""
+    script: list[Any] = [[WIPE], "never"]
+    q = queue()
+    async with helikon_worker(
+        client, q, [station_agent(script=script)], store, sticky_queue_timeout=1.0
+    ):
+        handle = await start_run(
+            client, station_agent(script=script), "clean up", task_queue=q, run_id=run_id
+        )
+        _ = [e async for e in events(store, run_id)]
+    (request,) = store.pending(run_id)
+
+    lost = Agent("station", ScriptedModel(script), mcp_servers=[hostile("circle", name="station")])
+    async with helikon_worker(client, q, [lost], store, sticky_queue_timeout=1.0):
+        await decide(handle, [request.approve()])
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    state: Any = ended.state
+    assert state.phase == "Failed" and state.error.kind == "tool_failed"
+    assert "tool source 'station' cannot list its tools on this worker" in state.error.message
+    terminal = [e.type for e in store.events(run_id) if e.type in ("run_completed", "run_failed")]
+    assert terminal == ["run_failed"]
+
+
+async def test_a_nested_run_whose_agent_has_a_server_lists_it_in_its_own_workflow(
+    client: Client, store: Any, run_id: str
+) -> None:
+    """An agent as a tool is a child workflow: it lists its own sources as it starts, and
+    its run in the store records them; the parent, which has none, lists nothing."""
+
+    def manager() -> Agent:
+        calc = station_agent("add")
+        script = [[ToolCall("m1", "station", '{"input": "2+3?"}')], "5, says the station."]
+        return Agent("manager", ScriptedModel(script), tools=[calc.as_tool()])
+
+    q = queue()
+    async with helikon_worker(client, q, [manager()], store):
+        handle = await start_run(client, manager(), "2+3?", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        parent_history = await handle.fetch_history()
+    assert ended.output is not None and ended.output.text == "5, says the station."
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in parent_history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "helikon_list" not in names
+    assert store.get(run_id).header.tools == ()
+    nested = store.get(f"{run_id}/2:m1")
+    assert [(t.source, t.spec.name) for t in nested.header.tools] == [("station", "add")]
+    (result,) = [e.item for e in store.events(f"{run_id}/2:m1") if e.type == "tool_output_item"]
+    assert result.content == "5"
