@@ -23,7 +23,7 @@ from temporalio.client import Client
 from helikon import Agent, ScriptedModel, ToolCall, ToolsUnavailable
 from helikon.durable import SqliteRunStore
 from helikon.durable.as_trace import trace_lines
-from helikon.temporal import decide, events, helikon_worker, outcome, start_run
+from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
 from helikon.trace import TraceHeader
 
 WAIT = 60.0
@@ -62,6 +62,10 @@ async def local_run(agent: Agent, text: str, run_id: str, store: Any) -> list[An
     async with server_of(agent):
         streamed = [e async for e in agent.run(text, run_id=run_id, store=store)]
     return [e for e in streamed if e.type not in DELTAS]
+
+
+async def until_suspended(store: Any, run_id: str) -> list[Any]:
+    return [e async for e in events(store, run_id)]
 
 
 async def test_a_run_lists_its_mcp_tools_once_and_calls_them_through_the_worker(
@@ -217,3 +221,48 @@ async def test_a_nested_run_whose_agent_has_a_server_lists_it_in_its_own_workflo
     assert [(t.source, t.spec.name) for t in nested.header.tools] == [("station", "add")]
     (result,) = [e.item for e in store.events(f"{run_id}/2:m1") if e.type == "tool_output_item"]
     assert result.content == "5"
+
+
+async def test_a_run_that_continues_as_new_takes_its_tools_from_the_store_and_lists_no_more(
+    client: Client, store: Any, run_id: str, tmp_path: Path
+) -> None:
+    """Two adds, then a wipe after the run continued as new: the new workflow asks for
+    approval of wipe because it took the listed tools from the store (without them it
+    would not know wipe needs approval, and its records would diverge from the writer's)."""
+    add = '{"a": 2, "b": 3}'
+    script: list[Any] = [
+        [ToolCall("a1", "add", add)],
+        [ToolCall("a2", "add", add)],
+        [WIPE],
+        "5 twice, and wiped.",
+    ]
+    q = queue()
+    options = TemporalOptions(continue_after_events=12)
+    served = station_agent(script=script)
+    async with helikon_worker(client, q, [served], store, options=options):
+        await start_run(
+            client, station_agent(script=script), "2+3 twice?", task_queue=q, run_id=run_id
+        )
+        seen = await asyncio.wait_for(until_suspended(store, run_id), WAIT)
+        assert seen[-1].type == "run_suspended"
+        (request,) = store.pending(run_id)
+        assert request.call.name == "wipe"
+        handle = client.get_workflow_handle(run_id)
+        await decide(handle, [request.approve()])
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        latest = await handle.describe()
+        history = await handle.fetch_history()  # the last run's
+    assert ended.output is not None and ended.output.text == "5 twice, and wiped."
+    assert latest.run_id != handle.first_execution_run_id  # it continued as new
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "helikon_list" not in names and "helikon_head" in names
+    results = [e.item for e in store.events(run_id) if e.type == "tool_output_item"]
+    assert [(r.content, r.is_error) for r in results] == [
+        ("5", False),
+        ("5", False),
+        ("wiped a.txt", False),
+    ]
