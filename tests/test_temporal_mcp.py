@@ -266,3 +266,25 @@ async def test_a_run_that_continues_as_new_takes_its_tools_from_the_store_and_li
         ("5", False),
         ("wiped a.txt", False),
     ]
+
+
+@pytest.mark.parametrize(("trust_hints", "attempts"), [(False, 1), (True, 5)])
+async def test_an_mcp_call_is_retried_only_when_its_read_only_hint_is_trusted(
+    client: Client, store: Any, run_id: str, trust_hints: bool, attempts: int
+) -> None:
+    """add says readOnlyHint: its call may be tried again after a lost worker only when the
+    server's hints are trusted (`TemporalOptions.rerun_attempts` is 5)."""
+    q = queue()
+    async with helikon_worker(client, q, [station_agent(trust_hints=trust_hints)], store):
+        handle = await start_run(client, station_agent(), "2+3?", task_queue=q, run_id=run_id)
+        await asyncio.wait_for(outcome(handle), WAIT)
+        history = await handle.fetch_history()
+    (tool,) = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "helikon_tool"
+    ]
+    assert tool.retry_policy.maximum_attempts == attempts
+    (add,) = [t for t in store.get(run_id).header.tools if t.spec.name == "add"]
+    assert add.read_only is trust_hints
