@@ -48,7 +48,8 @@ class UnknownAgent(HelikonError, LookupError):
 
 LISTINGS_KEPT = 64
 """How many facts of agents with tool sources a registry keeps (one per agent, budget and
-listing; a listing changes rarely, so a few per agent suffice)."""
+listing; a listing changes rarely, so a few per agent suffice); past it, they are built
+again."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,8 @@ class AgentRegistry:
                 found = _facts_of(agent, self.agents, token_budget, listed)
             except ValueError as exc:
                 raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
-            if len(self._listed) >= LISTINGS_KEPT:
-                del self._listed[next(iter(self._listed))]
+            if len(self._listed) >= LISTINGS_KEPT:  # workflows and activities share it, in
+                self._listed.clear()  # threads: clear() is atomic, an eviction by order is not
             self._listed[keyed] = found
         return found
 
