@@ -20,9 +20,9 @@ from mcp_support import hostile
 from temporal_agents import station_agent
 from temporalio.client import Client
 
-from helikon import Agent, ScriptedModel, ToolCall, ToolsUnavailable
+from helikon import Agent, Debugger, ScriptedModel, ToolCall, ToolsUnavailable
 from helikon.durable import SqliteRunStore
-from helikon.durable.as_trace import trace_lines
+from helikon.durable.as_trace import stored_trace, trace_lines
 from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
 from helikon.trace import TraceHeader
 
@@ -112,6 +112,14 @@ async def test_a_run_lists_its_mcp_tools_once_and_calls_them_through_the_worker(
 
     header = trace_lines(store, run_id)[0]  # what export, the debugger and the studio read
     assert isinstance(header, TraceHeader) and header.tools == tools
+    never_connected = station_agent()
+    debugger = Debugger.replay(stored_trace(store, run_id), never_connected)
+    steps = []
+    while (step := await debugger.step()) is not None:
+        steps.append(step)
+    assert steps and [step.divergence for step in steps] == [None] * len(steps)
+    assert debugger.state.phase == "Done"
+    assert not server_of(never_connected).connected
 
 
 async def test_a_listing_that_fails_fails_the_run_with_one_terminal_event(
