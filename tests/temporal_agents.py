@@ -9,6 +9,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -53,6 +54,24 @@ def weather_agent(*, needs_approval: bool = False, **config: object) -> Agent:
         tools=[weather],
         config=RunConfig(**config),  # type: ignore[arg-type]
     )
+
+
+def station_agent(*tools: str, script: list[Any] | None = None, **options: Any) -> Agent:
+    """An agent whose tools come from an MCP server, tests/mcp_server.py as a stdio
+    subprocess (not connected: a worker connects it; `options` are the server's), offering
+    `tools` (add and wipe by default); it adds, then answers."""
+    from mcp_support import SERVER
+
+    from helikon.mcp import MCPServer
+
+    server = MCPServer(
+        stdio=[sys.executable, SERVER],
+        name="station",
+        tool_filter=list(tools or ("add", "wipe")),
+        **options,
+    )
+    answers = script or [[ToolCall("a1", "add", '{"a": 2, "b": 3}')], "It is 5."]
+    return Agent(name="station", model=ScriptedModel(answers), mcp_servers=[server])
 
 
 def payments_agent() -> Agent:

@@ -1,9 +1,9 @@
 """Recorded workflow histories for the replay test (tests/test_temporal_replay.py).
 
-`python tests/temporal_histories.py` runs each case on a fresh dev server and writes its
-history to tests/histories/<case>.json. Record them again only when a change is meant to
-break replay (a changed chart: a new task queue; a driver change: `workflow.patched`), and
-say so in the commit.
+`python tests/temporal_histories.py [CASE ...]` runs each case (every one by default) on a
+fresh dev server and writes its history to tests/histories/<case>.json. Record them again
+only when a change is meant to break replay (a changed chart: a new task queue; a driver
+change: `workflow.patched`), and say so in the commit.
 """
 
 from __future__ import annotations
@@ -11,10 +11,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from temporal_agents import manager_agent, payments_agent, triage_agent, weather_agent
+from temporal_agents import (
+    manager_agent,
+    payments_agent,
+    station_agent,
+    triage_agent,
+    weather_agent,
+)
 
 from helikon import Agent
 
@@ -25,6 +31,7 @@ CASES: dict[str, tuple[Callable[[], Agent], str]] = {
     "approval": (payments_agent, "pay"),
     "handoff": (triage_agent, "my bill?"),
     "agent_tool": (manager_agent, "where is Paris?"),
+    "mcp": (station_agent, "2+3?"),  # its worker runs tests/mcp_server.py; a replay, none
 }
 """Each case: the agent, and what the user says. Its run id and task queue are its name."""
 
@@ -33,7 +40,7 @@ def task_queue(case: str) -> str:
     return f"replay-{case}"
 
 
-async def record(address: str) -> None:
+async def record(address: str, cases: Sequence[str]) -> None:
     from temporalio.client import Client
 
     from helikon.durable import SqliteRunStore
@@ -41,7 +48,8 @@ async def record(address: str) -> None:
 
     client = await Client.connect(address)
     with tempfile.TemporaryDirectory() as folder:
-        for case, (make, text) in CASES.items():
+        for case in cases:
+            make, text = CASES[case]
             with SqliteRunStore(Path(folder) / f"{case}.db", key=b"r" * 32) as store:
                 q = task_queue(case)
                 async with helikon_worker(client, q, [make()], store):
@@ -60,13 +68,17 @@ async def record(address: str) -> None:
 def main() -> None:
     from temporal_support import DevServer, temporal_cli
 
+    cases = sys.argv[1:] or list(CASES)
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        sys.exit(f"no such case: {', '.join(unknown)} (the cases: {', '.join(CASES)})")
     cli = temporal_cli()
     if cli is None:
         sys.exit("the temporal CLI is not installed")
     server = DevServer(cli)
     try:
         server.wait_ready()
-        asyncio.run(record(server.address))
+        asyncio.run(record(server.address, cases))
     finally:
         server.stop()
 

@@ -5,11 +5,13 @@ running workflow in production."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 pytest.importorskip("temporalio")
 
-from temporal_agents import weather_agent
+from temporal_agents import station_agent, weather_agent
 from temporal_histories import CASES, HISTORIES, task_queue
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
@@ -43,4 +45,48 @@ async def test_a_history_that_no_longer_matches_fails_replay() -> None:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     finally:
         unregister(task_queue("tools"), registry)
+    assert result.replay_failure is not None
+
+
+async def test_a_run_with_mcp_tools_replays_with_no_server() -> None:
+    """The listing is in the history (the `helikon_list` activity's answer): a replay takes
+    the tools from it, and never connects or lists the agent's server."""
+    agent = station_agent()
+    (server,) = agent.mcp_servers
+    registry = AgentRegistry([agent])
+    history = WorkflowHistory.from_json("mcp", (HISTORIES / "mcp.json").read_text())
+    register(task_queue("mcp"), registry)
+    try:
+        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        unregister(task_queue("mcp"), registry)
+    assert result.replay_failure is None, result.replay_failure
+    assert server.listed is None and not server.connected
+
+
+async def test_an_mcp_history_replayed_with_other_tools_fails() -> None:
+    """The test can fail: the recorded listing offers add and wipe, and the agent here has
+    a tool of its own named add, so the listed tools clash and the replay fails."""
+    from helikon.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add.
+
+        Args:
+            a: one.
+            b: two.
+        """
+        return a + b
+
+    agent = replace(station_agent(), tools=[add])
+    registry = AgentRegistry([agent])
+    history = WorkflowHistory.from_json("mcp", (HISTORIES / "mcp.json").read_text())
+    register(task_queue("mcp"), registry)
+    try:
+        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        unregister(task_queue("mcp"), registry)
     assert result.replay_failure is not None

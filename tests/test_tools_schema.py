@@ -158,6 +158,15 @@ def test_a_schema_that_refers_to_itself_forever_is_an_error_result() -> None:
     assert "(schema): the tool's schema cannot be applied" in result.content
 
 
+def test_only_a_read_only_schema_tool_may_run_again() -> None:
+    """What a resumed run's in-flight rule and a Temporal tool activity's retries read
+    (`rerunnable` raised AttributeError on a schema tool before)."""
+    plain, _ = weather_tool()
+    reading, _ = weather_tool(read_only=True)
+    assert (plain.idempotent, plain.rerunnable) == (False, False)
+    assert (reading.idempotent, reading.rerunnable) == (False, True)
+
+
 def test_a_needs_approval_rule_sees_the_arguments_dict() -> None:
     tool, _ = weather_tool(needs_approval=lambda arguments: arguments["city"] == "Mordor")
     assert tool.permission_for(ToolCall("c", "weather", '{"city": "Oslo"}')) == "allow"

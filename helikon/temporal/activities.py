@@ -3,10 +3,16 @@
 Each takes the records the workflow made since its last activity (`Writes`) and writes them
 to the run store first (helikon.temporal.writes), then does its effect:
 
+- `helikon_list`: lists the tools of the agent's tool sources (MCP servers) as a run
+  starts, with the worker's own connected sources, as a local run lists them
+  (`source_tools`); the answer is the `ListedTool`s the run keeps, so the listing lives in
+  the workflow's history and a replay never lists again;
 - `helikon_model`: reads the conversation from the store, calls the agent's model, answers
   the next input (a `ModelResponse`, or a `Fail` for a model error, as a local run does);
 - `helikon_tool`: runs one tool call with the idempotency key a local durable run gives it
-  (`{run_id}:{seq}:{call_id}`), heartbeating while it runs so a dead worker is noticed;
+  (`{run_id}:{seq}:{call_id}`), heartbeating while it runs so a dead worker is noticed; a
+  listed tool is called through the worker's own source of its name, as a resumed local
+  run calls it (an error result when the source no longer offers it as recorded);
 - `helikon_effect`: runs a chart's effect phase's effect (`helikon.run.chart_effects`) with
   the key a local durable run gives it (`{run_id}:{seq}:{effect}`), heartbeating too;
 - `helikon_guardrail`: checks the run's input (read from the store) or its final output;
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from temporalio import activity
@@ -35,9 +41,11 @@ from helikon.core.errors import (
     ModelCallFailed,
     ModelError,
     ToolFailed,
+    ToolsUnavailable,
 )
 from helikon.core.items import ToolCall
 from helikon.core.state import EffectResult, Fail
+from helikon.core.tool_spec import ListedTool
 from helikon.durable.records import StoredRun
 from helikon.durable.store import RunStore
 from helikon.models.base import ModelInput, ResponseAssembler
@@ -45,12 +53,13 @@ from helikon.run.chart_effects import EffectContext, as_json, effects_by_name
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input, tripped_output
-from helikon.run.spec import model_of
+from helikon.run.prepare import listed, source_tools, tools_and_handoffs
+from helikon.run.spec import AgentSpec, model_of
 from helikon.run.stored import model_calls
 from helikon.temporal import messages as m
-from helikon.temporal.registry import AgentRegistry
+from helikon.temporal.registry import AgentFacts, AgentRegistry
 from helikon.temporal.writes import RunDiverged, write
-from helikon.tools import ToolContext, execute_batch
+from helikon.tools import Tool, ToolContext, execute_batch
 
 HEARTBEAT_SECONDS = 1.0
 """How often a running tool's activity heartbeats (its heartbeat timeout is longer)."""
@@ -68,6 +77,7 @@ class HelikonActivities:
     def all(self) -> Sequence[Callable[..., Any]]:
         """Every activity, for `Worker(activities=...)`."""
         return (
+            self.helikon_list,
             self.helikon_model,
             self.helikon_tool,
             self.helikon_effect,
@@ -80,9 +90,12 @@ class HelikonActivities:
     async def _write(self, writes: m.Writes | None) -> StoredRun | None:
         if writes is None:
             return None
-        facts = self.registry.facts(writes.agent, writes.token_budget)
+
+        def facts_for(tools: Sequence[ListedTool]) -> AgentFacts:
+            return self.registry.facts(writes.agent, writes.token_budget, listed=tools)
+
         try:
-            return await write(self.store, writes, facts)
+            return await write(self.store, writes, facts_for)
         except RunDiverged as exc:
             raise ApplicationError(str(exc), type="RunDiverged", non_retryable=True) from None
 
@@ -94,10 +107,23 @@ class HelikonActivities:
         await self._write(m.from_payload(m.Writes, data, "helikon_write's input"))
 
     @activity.defn
+    async def helikon_list(self, data: Any) -> Any:
+        asked: m.ListTools = m.from_payload(m.ListTools, data, "helikon_list's input")
+        agent = self.registry.facts(asked.agent).agent
+        sourced = await source_tools(agent)
+        if isinstance(sourced, ToolsUnavailable):
+            return m.to_payload(m.ToolsListed(error=sourced))
+        try:  # a name the agent's nested agents' tools take too, caught as a local run does
+            tools_and_handoffs(agent, self.registry.agents, [tool for _, tool in sourced])
+        except ValueError as exc:
+            return m.to_payload(m.ToolsListed(error=ToolsUnavailable("", str(exc))))
+        return m.to_payload(m.ToolsListed(listed(sourced)))
+
+    @activity.defn
     async def helikon_model(self, data: Any) -> Any:
         call: m.ModelCall = m.from_payload(m.ModelCall, data, "helikon_model's input")
-        facts = self.registry.facts(call.agent)
         stored = await self._stored(call.writes.run_id, await self._write(call.writes))
+        facts = self.registry.facts(call.agent, listed=stored.header.tools)
         conversation = Conversation(item for record in stored.records for item in record.appends)
         request = ModelInput(
             facts.agent.instructions,
@@ -130,12 +156,20 @@ class HelikonActivities:
     async def helikon_tool(self, data: Any) -> Any:
         run: m.ToolRun = m.from_payload(m.ToolRun, data, "helikon_tool's input")
         facts = self.registry.facts(run.agent)
-        await self._write(run.writes)
+        written = await self._write(run.writes)
+        tools = facts.tools
+        if facts.agent.mcp_servers:
+            stored = await self._stored(run.run_id, written)
+            try:
+                tools = await self._live(facts.agent, stored.header.tools)
+            except FatalToolError as exc:
+                lost = ToolFailed(run.call.name, run.call.call_id, str(exc))
+                return m.to_payload(m.ToolAnswer(fatal=lost))
 
         def context_for(call: ToolCall) -> ToolContext[Any]:
             return ToolContext(run.run_id, call.call_id, facts.agent.name, self.deps, run.seq)
 
-        batch = asyncio.ensure_future(execute_batch((run.call,), facts.tools, context_for))
+        batch = asyncio.ensure_future(execute_batch((run.call,), tools, context_for))
         try:
             while True:
                 done, _ = await asyncio.wait((batch,), timeout=HEARTBEAT_SECONDS)
@@ -152,6 +186,25 @@ class HelikonActivities:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await batch
         return m.to_payload(m.ToolAnswer(result))
+
+    async def _live(self, agent: AgentSpec, recorded: Sequence[ListedTool]) -> Mapping[str, Tool]:
+        """The run's tools bound to this worker's sources (`AgentRegistry.live_tools`),
+        each source listed first if it has not listed in this process (a worker that
+        started after the run did).
+
+        Raises:
+            FatalToolError: a source cannot list here (not connected, or its listing
+                failed), as a dead connection fails a local run's call.
+        """
+        for source in agent.mcp_servers:
+            if source.listed is None:
+                try:
+                    await source.list_tools()
+                except Exception as exc:
+                    message = f"tool source {source.name!r} cannot list its tools on this worker"
+                    raise FatalToolError(f"{message}: {type(exc).__name__}: {exc}") from None
+        facts = self.registry.facts(agent.name, listed=recorded)
+        return self.registry.live_tools(facts)
 
     @activity.defn
     async def helikon_effect(self, data: Any) -> Any:
@@ -213,4 +266,6 @@ class HelikonActivities:
             raise ApplicationError(f"run {run_id!r} has no step stored", non_retryable=True)
         head = stored.records[-1]
         calls = model_calls(stored)
-        return m.to_payload(m.Head(head.state_after, head.seq, calls, stored.header.chart_digest))
+        header = stored.header
+        head_ = m.Head(head.state_after, head.seq, calls, header.chart_digest, header.tools)
+        return m.to_payload(head_)

@@ -20,9 +20,10 @@ from pydantic import JsonValue, ValidationError
 
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.codec import from_data, to_data
-from helikon.core.errors import AgentError, EffectFailed, HelikonError
+from helikon.core.errors import AgentError, EffectFailed, HelikonError, ToolsUnavailable
 from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
 from helikon.core.state import EffectResult, LoopState, ModelRequest, TransitionInput
+from helikon.core.tool_spec import ListedTool
 from helikon.core.values import value
 from helikon.durable.records import EffectRecord, StepRecord
 
@@ -100,7 +101,9 @@ class Writes:
     to the run store first-write-wins by (run_id, seq). `agent` and `token_budget` name the
     transition context the steps are rebuilt with. The run's first write (`create`) makes
     it in the store, with the header and chart the writer derives from its own agent (and
-    `parent_run_id`), so the chart never rides in the history."""
+    `parent_run_id`), so the chart never rides in the history; `tools` are the tools the
+    run listed from its agent's tool sources, given with `create` only (the header records
+    them, and later writes read them from there)."""
 
     run_id: str
     agent: str
@@ -110,6 +113,23 @@ class Writes:
     create: bool = False
     parent_run_id: str | None = None
     suspended: bool = False
+    tools: tuple[ListedTool, ...] = ()
+
+
+@value
+class ListTools:
+    """List the tools of the tool sources (MCP servers) of `agent`, as a run of it starts."""
+
+    agent: str
+
+
+@value
+class ToolsListed:
+    """The tools a run takes from its agent's tool sources, as its store records them; or
+    why it cannot have them (a source that cannot list, a name two tools share)."""
+
+    tools: tuple[ListedTool, ...] = ()
+    error: ToolsUnavailable | None = None
 
 
 @value
@@ -189,12 +209,14 @@ class GuardrailAnswer:
 
 @value
 class Head:
-    """A stored run at its head, for a continued workflow: state, seq and model calls."""
+    """A stored run at its head, for a continued workflow: state, seq and model calls, and
+    the tools it listed from its agent's tool sources when it started."""
 
     state: LoopState
     seq: int
     model_calls: int
     chart_digest: str
+    tools: tuple[ListedTool, ...] = ()
 
 
 @value

@@ -21,6 +21,9 @@ class TemporalOptions:
             this long is taken as lost (its worker died) and retried elsewhere, if its tool
             may run again.
         store_timeout: the activities that only read or write the run store.
+        list_timeout: listing an agent's tool sources as a run starts (start to close);
+            the listing is retried up to `rerun_attempts` times (it changes nothing), and
+            a run whose listing still fails fails with `ToolsUnavailable`.
         rerun_attempts: attempts for a `read_only` or `idempotent` tool call; any other
             call gets one attempt, and a lost one becomes an "interrupted" error result.
         continue_after_events: continue-as-new once the history is this long, besides when
@@ -31,5 +34,6 @@ class TemporalOptions:
     tool_timeout: float = 600.0
     tool_heartbeat: float = 10.0
     store_timeout: float = 30.0
+    list_timeout: float = 60.0
     rerun_attempts: int = 5
     continue_after_events: int | None = None

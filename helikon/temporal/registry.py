@@ -10,33 +10,53 @@ Registries are kept per task queue (`register`, `registry_for`): workflow code r
 Temporal's sandbox, which re-imports workflow modules but passes helikon through (see
 helikon.temporal.worker), so a workflow reaches the registry of the worker it runs on by the
 task queue in its info.
+
+An agent with tool sources (`mcp_servers`) gets its facts per listing: a run lists its
+sources once, as an activity, and the workflow derives its facts from the agent's own
+tools and the listed ones (`facts(..., listed=...)`). Those tools are stand-ins that are
+never called in the workflow (helikon.run.prepare `recorded_tools`): the tool activity
+binds each call to the worker's own connected source (`live_tools`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import HelikonError
-from helikon.core.tool_spec import ToolSpec
+from helikon.core.tool_spec import ListedTool, ToolSpec
 from helikon.run.config import RunConfig
 from helikon.run.journal import toolset_digest
-from helikon.run.prepare import tool_specs, tools_and_handoffs, transition_ctx
+from helikon.run.prepare import (
+    recorded_tools,
+    tool_specs,
+    tools_and_handoffs,
+    transition_ctx,
+)
 from helikon.run.spec import AgentSpec, HandoffTo, joined, reachable_agents
 from helikon.run.subagent import agent_of
 from helikon.temporal.options import TemporalOptions
-from helikon.tools import Tool
+from helikon.tools import Tool, ToolSource
 
 
 class UnknownAgent(HelikonError, LookupError):
-    """The worker has no agent of that name, or it runs another chart than asked for."""
+    """The worker has no agent of that name, it runs another chart than asked for, or the
+    tools a run listed do not fit its agent here (another tool source)."""
+
+
+LISTINGS_KEPT = 64
+"""How many facts of agents with tool sources a registry keeps (one per agent, budget and
+listing; a listing changes rarely, so a few per agent suffice); past it, they are built
+again."""
 
 
 @dataclass(frozen=True)
 class AgentFacts:
-    """What a workflow derives from its agent: tools, handoffs, transition context, the
-    specs the model is offered, and the tool-set digest its store header records."""
+    """What a workflow derives from its agent and the tools a run of it listed from its
+    sources (`listed`, as the store header records them): tools, handoffs, transition
+    context, the specs the model is offered, and the tool-set digest its header records."""
 
     agent: AgentSpec
     config: RunConfig
@@ -45,6 +65,7 @@ class AgentFacts:
     ctx: TransitionCtx
     specs: tuple[ToolSpec, ...]
     toolset: str
+    listed: tuple[ListedTool, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -75,9 +96,7 @@ class AgentRegistry:
     """Agents by name, with the facts each workflow derives from its agent.
 
     Raises:
-        ValueError: two different agents share a name, or an agent has tool sources
-            (`mcp_servers`: listing them is IO a workflow cannot do; give their tools as
-            tools).
+        ValueError: two different agents share a name.
     """
 
     def __init__(self, agents: Iterable[AgentSpec], options: TemporalOptions | None = None) -> None:
@@ -85,33 +104,44 @@ class AgentRegistry:
         found: dict[str, AgentSpec] = {}
         for agent in agents:
             found = joined(found, _with_nested(agent))
-        for agent in found.values():
-            if agent.mcp_servers:
-                raise ValueError(
-                    f"agent {agent.name!r} has tool sources (mcp_servers), which a Temporal "
-                    "workflow cannot list: give their tools to the agent as tools"
-                )
         self.agents = found
         self._facts: dict[tuple[str, int | None], AgentFacts] = {}
+        self._listed: dict[tuple[str, int | None, str], AgentFacts] = {}
 
     def __contains__(self, name: object) -> bool:
         return name in self.agents
 
-    def facts(self, name: str, token_budget: int | None = None, *, chart: str = "") -> AgentFacts:
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        """The tool sources of every agent here, each once (the worker connects them)."""
+        found: dict[int, ToolSource] = {}
+        for agent in self.agents.values():
+            for source in agent.mcp_servers:
+                found.setdefault(id(source), source)
+        return tuple(found.values())
+
+    def facts(
+        self,
+        name: str,
+        token_budget: int | None = None,
+        *,
+        chart: str = "",
+        listed: Sequence[ListedTool] = (),
+    ) -> AgentFacts:
         """The facts of agent `name`, with `token_budget` in place of its own when a nested
-        run has only that much left; `chart`, when given, must be its chart's digest.
+        run has only that much left and `listed` the tools a run of it took from its
+        sources (none before the listing, and for an agent without sources); `chart`, when
+        given, must be its chart's digest.
 
         Raises:
-            UnknownAgent: no such agent here, or another chart.
+            UnknownAgent: no such agent here, another chart, or a listed tool that does not
+                fit the agent (from a source it does not have, or not a valid tool).
         """
         agent = self.agents.get(name)
         if agent is None:
             known = ", ".join(sorted(self.agents)) or "(none)"
             raise UnknownAgent(f"this worker has no agent {name!r} (it has: {known})")
-        key = (name, token_budget)
-        facts = self._facts.get(key)
-        if facts is None:
-            facts = self._facts[key] = _facts_of(agent, self.agents, token_budget)
+        facts = self._facts_for(agent, token_budget, tuple(listed))
         if chart and chart != facts.digest:
             raise UnknownAgent(
                 f"agent {name!r} runs chart {facts.digest[:12]} on this worker, but the run "
@@ -120,17 +150,57 @@ class AgentRegistry:
             )
         return facts
 
+    def _facts_for(
+        self, agent: AgentSpec, token_budget: int | None, listed: tuple[ListedTool, ...]
+    ) -> AgentFacts:
+        if not listed:
+            key = (agent.name, token_budget)
+            found = self._facts.get(key)
+            if found is None:
+                found = self._facts[key] = _facts_of(agent, self.agents, token_budget, ())
+            return found
+        keyed = (agent.name, token_budget, dumps(listed, tuple[ListedTool, ...]))
+        found = self._listed.get(keyed)
+        if found is None:
+            try:
+                found = _facts_of(agent, self.agents, token_budget, listed)
+            except ValueError as exc:
+                raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
+            if len(self._listed) >= LISTINGS_KEPT:  # workflows and activities share it, in
+                self._listed.clear()  # threads: clear() is atomic, an eviction by order is not
+            self._listed[keyed] = found
+        return found
+
+    def live_tools(self, facts: AgentFacts) -> Mapping[str, Tool]:
+        """The tools of a run of `facts`, each listed one bound to this process's source of
+        its name while that source still offers the same tool (else a stand-in that answers
+        with an error result saying why), for the tool activity to call.
+
+        Raises:
+            ValueError: a source has not listed its tools in this process, or a listed
+                tool came from a source the agent does not have.
+        """
+        if not facts.listed:
+            return facts.tools
+        live = recorded_tools(facts.agent, facts.listed, live=True)
+        tools, _ = tools_and_handoffs(facts.agent, self.agents, [tool for _, tool in live])
+        return tools
+
 
 def _facts_of(
-    agent: AgentSpec, agents: Mapping[str, AgentSpec], token_budget: int | None
+    agent: AgentSpec,
+    agents: Mapping[str, AgentSpec],
+    token_budget: int | None,
+    listed: tuple[ListedTool, ...],
 ) -> AgentFacts:
     config = agent.config
     if token_budget is not None:
         config = config.with_token_budget(token_budget)
-    tools, handoffs = tools_and_handoffs(agent, agents)
+    stand_ins = [tool for _, tool in recorded_tools(agent, listed, live=False)] if listed else []
+    tools, handoffs = tools_and_handoffs(agent, agents, stand_ins)
     ctx = transition_ctx(agent, config, tools, handoffs)
     specs = tool_specs(tools, handoffs)
-    return AgentFacts(agent, config, tools, handoffs, ctx, specs, toolset_digest(specs))
+    return AgentFacts(agent, config, tools, handoffs, ctx, specs, toolset_digest(specs), listed)
 
 
 _REGISTRIES: dict[str, AgentRegistry] = {}

@@ -6,11 +6,18 @@ through explicitly (`PASSTHROUGH`): importing helikon inside the default sandbox
 (python-statemachine resolves a path when it is imported), and a lazy import at run time
 would fail every workflow task. The workflow module itself is not passed through, so the
 sandbox still checks what the workflow's own code does.
+
+Tool sources: a worker holds the tool sources (MCP servers) of its agents. It enters each
+that is an async context manager (`helikon.mcp.MCPServer` is) when it starts and leaves it
+when it stops, so the servers are connected for the worker's life: the listing activity and
+the tool activity use them, and workflow code never does IO.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import timedelta
 from typing import Any
 
@@ -45,8 +52,17 @@ PASSTHROUGH: tuple[str, ...] = (
     "pydantic_core",
     "annotated_types",
     "typing_extensions",
+    # A run's tools listed from its sources are built from their JSON schemas, checked
+    # with jsonschema (imported when the first such tool is built, in a workflow task).
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
 )
-"""The modules the workflow sandbox passes through (every helikon module but the workflow)."""
+"""The modules the workflow sandbox passes through (every helikon module but the workflow,
+and the libraries they import lazily in workflow code)."""
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -73,8 +89,12 @@ def helikon_worker(
     `options`. `sticky_queue_timeout` is how long a workflow waits for this worker before
     another takes it (lower it where workers die often, as the tests do).
 
+    The agents' tool sources (`mcp_servers`) are connected by the worker, for its life:
+    give them unconnected (``Agent(..., mcp_servers=[MCPServer(stdio=[...])])``) and enter
+    the worker; each run lists them as an activity when it starts.
+
     Raises:
-        ValueError: agents that share a name, or have tool sources (see AgentRegistry).
+        ValueError: agents that share a name (see AgentRegistry).
     """
     registry = AgentRegistry(agents, options)
     return HelikonWorker(
@@ -88,8 +108,10 @@ def helikon_worker(
 
 
 class HelikonWorker:
-    """A Temporal `Worker` with the helikon workflow and activities, and the registry it
-    serves registered for its task queue while it runs."""
+    """A Temporal `Worker` with the helikon workflow and activities, the registry it serves
+    registered for its task queue while it runs, and its agents' tool sources connected
+    for as long (each that is an async context manager is entered before the worker polls
+    and left after it stopped)."""
 
     def __init__(
         self,
@@ -104,6 +126,7 @@ class HelikonWorker:
         self.task_queue = task_queue
         self.registry = registry
         self.activities = activities
+        self._sources: AsyncExitStack | None = None
         self.worker = Worker(
             client,
             task_queue=task_queue,
@@ -115,11 +138,13 @@ class HelikonWorker:
         )
 
     async def __aenter__(self) -> HelikonWorker:
+        self._sources = await self._connected()
         register(self.task_queue, self.registry)
         try:
             await self.worker.__aenter__()
         except BaseException:
             unregister(self.task_queue, self.registry)
+            await self._sources.aclose()
             raise
         return self
 
@@ -128,14 +153,30 @@ class HelikonWorker:
             await self.worker.__aexit__(*exc)
         finally:
             unregister(self.task_queue, self.registry)
+            if self._sources is not None:
+                await self._sources.aclose()
 
     async def run(self) -> None:
         """Run until cancelled (or `shutdown()`)."""
-        register(self.task_queue, self.registry)
+        async with await self._connected():
+            register(self.task_queue, self.registry)
+            try:
+                await self.worker.run()
+            finally:
+                unregister(self.task_queue, self.registry)
+
+    async def _connected(self) -> AsyncExitStack:
+        """The agents' tool sources entered (connected), on a stack that leaves them."""
+        stack = AsyncExitStack()
         try:
-            await self.worker.run()
-        finally:
-            unregister(self.task_queue, self.registry)
+            for source in self.registry.sources:
+                if isinstance(source, AbstractAsyncContextManager):
+                    await stack.enter_async_context(source)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+            raise
+        return stack
 
     async def shutdown(self) -> None:
         await self.worker.shutdown()

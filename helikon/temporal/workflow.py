@@ -1,13 +1,18 @@
 """`HelikonWorkflow`: a run as a Temporal workflow, driving the same pure `transition`.
 
 Theory of operation: the workflow id is the run id. The workflow finds its agent in the
-worker's registry (by name, the chart's digest checked), then loops as the local driver
-does: apply one `transition` to (state, input) over the agent's compiled table, keep the
-record, perform the action the outcome asks for as activities (helikon.temporal.activities),
-whose answer is the next input. The workflow holds the state, never the conversation: the
-steps ride on the next activity's input and are written to the run store, where the model
-activity reads the conversation, so a model call's payload is the appends since the last
-call and the history grows linearly (bench/temporal.py).
+worker's registry (by name, the chart's digest checked). An agent with tool sources (MCP
+servers) has them listed by an activity (`helikon_list`, activity id `0:list`) before the
+first transition, as a local run lists them; the run's facts (transition context, offered
+specs, tool-set digest) are derived from the agent's own tools and the listed ones, which
+ride to the store with the run's first write, so a replay or a continued workflow never
+lists again. Then the workflow loops as the local driver does: apply one `transition` to
+(state, input) over the agent's compiled table, keep the record, perform the action the
+outcome asks for as activities (helikon.temporal.activities), whose answer is the next
+input. The workflow holds the state, never the conversation: the steps ride on the next
+activity's input and are written to the run store, where the model activity reads the
+conversation, so a model call's payload is the appends since the last call and the history
+grows linearly (bench/temporal.py).
 
 Approvals: a suspension waits for the `decide` update (a validator refuses decisions that
 do not bind to the pending calls of this suspension, by call id and arguments hash, or come
@@ -54,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         GuardrailTripped,
         MaxAgentDepthExceeded,
         TimedOut,
+        ToolsUnavailable,
         describe,
     )
     from helikon.core.events import AgentUpdated, GuardrailTriggered, RunStarted, RunSuspended
@@ -74,6 +80,7 @@ with workflow.unsafe.imports_passed_through():
         Start,
         ToolResults,
     )
+    from helikon.core.tool_spec import ListedTool
     from helikon.core.transition import (
         initial_state,
         matched_transition,
@@ -136,6 +143,8 @@ class HelikonWorkflow:
                     f"run {request.run_id!r} ran on chart {head.chart_digest[:12]}, but this "
                     f"worker's agent runs chart {facts.digest[:12]}: it cannot continue here"
                 )
+            if head.tools:
+                self.facts = self._facts_with(head.tools)
             self.state, self.seq, self.model_calls = head.state, head.seq, head.model_calls
             self.guarded_input = head.model_calls > 0
             next_input = None
@@ -189,7 +198,48 @@ class HelikonWorkflow:
             items = conversation.items
         else:
             self.effects.append(EffectRecord(0, RunStarted(facts.agent.name, request.run_id)))
+        if facts.agent.mcp_servers:
+            unlisted = await self._list_tools()
+            if unlisted is not None:
+                return unlisted
         return Start(items)
+
+    async def _list_tools(self) -> Cancel | Fail | None:
+        """List the agent's tool sources (the `helikon_list` activity, retried: listing
+        changes nothing) and take the run's facts from what they offer; or the input the
+        run fails with instead of starting, as a local run's: `Fail(ToolsUnavailable)`,
+        or the stop (cancel, deadline) that ended the listing."""
+        options = self._options
+        try:
+            data = await self._wait(
+                workflow.execute_activity(
+                    "helikon_list",
+                    m.to_payload(m.ListTools(self._facts.agent.name)),
+                    activity_id="0:list",
+                    start_to_close_timeout=timedelta(seconds=options.list_timeout),
+                    retry_policy=RetryPolicy(maximum_attempts=options.rerun_attempts),
+                )
+            )
+        except _Stopped:
+            return self._halted
+        except ActivityError as exc:
+            return Fail(ToolsUnavailable("", f"listing the tools failed: {_cause(exc)}"))
+        answer: m.ToolsListed = m.from_payload(m.ToolsListed, data, "helikon_list's answer")
+        if answer.error is not None:
+            return Fail(answer.error)
+        self.facts = self._facts_with(answer.tools)
+        self.state = initial_state(self.facts.ctx)
+        return None
+
+    def _facts_with(self, tools: Sequence[ListedTool]) -> AgentFacts:
+        """The run's facts with the tools it listed from its sources."""
+        request = self._request
+        try:
+            return registry_for(self._queue).facts(
+                request.agent, request.token_budget, listed=tools
+            )
+        except UnknownAgent as exc:
+            raise _refused(str(exc)) from None
 
     @property
     def _queue(self) -> str:
@@ -589,6 +639,7 @@ class HelikonWorkflow:
             self.create,
             request.parent_run_id,
             isinstance(self.state, NeedsApproval),
+            self._facts.listed if self.create else (),
         )
 
     def _written(self, writes: m.Writes) -> None:

@@ -15,18 +15,18 @@ activity at a time.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.state import TERMINAL_PHASES
+from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import initial_state, matched_transition
 from helikon.durable.records import (
     EffectRecord,
     RunHeader,
     RunNotFound,
-    RunStatus,
     StepRecord,
     StoredRun,
     StoreError,
@@ -50,9 +50,14 @@ def owner_of(run_id: str) -> str:
     return f"temporal:{run_id}"
 
 
-async def write(store: RunStore, writes: Writes, facts: AgentFacts) -> StoredRun | None:
+FactsFor = Callable[[Sequence[ListedTool]], AgentFacts]
+"""The facts of the run's agent given the tools the run listed from its sources."""
+
+
+async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> StoredRun | None:
     """Write `writes` (see the module docstring), each step's record rebuilt with the
-    context of `facts` (the run's agent, which also gives a new run its header and chart);
+    context of the run's facts (`facts_for` the tools it listed: those `writes` creates it
+    with, else those its header holds), which also give a new run its header and chart;
     the stored run after them, or None when there was nothing to write.
 
     Raises:
@@ -63,7 +68,6 @@ async def write(store: RunStore, writes: Writes, facts: AgentFacts) -> StoredRun
     if not writes.steps and not writes.effects:
         return None
     run_id = writes.run_id
-    ctx = facts.ctx
     try:
         stored: StoredRun | None = await store.load(run_id)
     except RunNotFound:
@@ -76,25 +80,35 @@ async def write(store: RunStore, writes: Writes, facts: AgentFacts) -> StoredRun
                 f"run {run_id!r} is not in the store {store.url} and these writes do not "
                 "create it: was the store emptied under a running workflow?"
             )
+        facts = facts_for(writes.tools)
+        ctx = facts.ctx
         first = rebuilt(run_id, initial_state(ctx), steps.pop(0), ctx)
         before = [e for e in effects if e.after_seq < first.seq]
         effects = [e for e in effects if e.after_seq >= first.seq]
         table = ctx.table
         header = RunHeader(
-            run_id, facts.agent.name, table.name, table.digest, facts.toolset, writes.parent_run_id
+            run_id,
+            facts.agent.name,
+            table.name,
+            table.digest,
+            facts.toolset,
+            writes.parent_run_id,
+            tools=facts.listed,
         )
         chart = dumps(table.data())
         await store.create(header, chart, owner_of(run_id), LEASE_TTL, first, before)
         stored = await store.load(run_id)
+    else:
+        facts = facts_for(stored.header.tools)
+        ctx = facts.ctx
     _check_ours(stored, facts)
     steps, effects = _new_only(stored, steps, effects)
-    if not steps and not effects:
+    state = stored.records[-1].state_after
+    held = state.phase in TERMINAL_PHASES and stored.info.lease_owner is not None
+    if not steps and not effects and not held:  # held: it ended at its first step
         return stored
     lease = await store.claim(run_id, owner_of(run_id), LEASE_TTL, force=True)
     head_mac = stored.head_mac
-    status: RunStatus = stored.info.status
-    state = stored.records[-1].state_after
-    record = None
     for step in steps:
         record = rebuilt(run_id, state, step, ctx)
         state = record.state_after
@@ -104,8 +118,8 @@ async def write(store: RunStore, writes: Writes, facts: AgentFacts) -> StoredRun
         head_mac = await store.append(run_id, lease, record, head_mac, before, status)
     if effects:
         await store.add_effects(run_id, lease, effects)
-    if record is not None and record.state_after.phase in TERMINAL_PHASES:
-        await store.release(run_id, lease, status)
+    if state.phase in TERMINAL_PHASES:
+        await store.release(run_id, lease, status_of(state.phase, writes.suspended))
     return await store.load(run_id)
 
 

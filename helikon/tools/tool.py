@@ -163,6 +163,7 @@ class Tool:
         made._setup(call, ToolSpec(name, description, arguments.json_schema()), arguments)
         made._needs_approval = needs_approval
         made._read_only = read_only
+        made._idempotent = False
         made._permission = permission
         made._timeout = timeout
         return made
