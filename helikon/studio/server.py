@@ -223,7 +223,7 @@ class StudioServer(ThreadingHTTPServer):
             diagram = self._diagrams.get(table.digest)
             if diagram is None:
                 diagram = self._diagrams[table.digest] = Diagram(table)
-        drawn = diagram.draw(data["path"], data["phase"])
+        drawn = diagram.draw(data["path"], data["phase"], data.get("compare"))
         return {**data, "diagram": drawn}
 
     def __enter__(self) -> StudioServer:

@@ -341,7 +341,13 @@
     const idle = !data.busy && !data.driven_elsewhere;
     $("fork-go").disabled = !idle;
     $("unfork").disabled = !idle;
+    $("compare-legend").hidden = !compare;
     if (!compare) return;
+    const split = compare.diverged_at ? compare.steps[compare.diverged_at - 1] : null;
+    const from = split ? (split.original || split.fork).from : null;
+    $("legend-split").textContent = split
+      ? "where they part: step " + compare.diverged_at + ", from " + from
+      : "where they part: no step differs yet";
     $("diverged").textContent =
       "fork of " + compare.of + " after step " + compare.at + ": " +
       (compare.diverged_at ? "the paths diverge at step " + compare.diverged_at : "no step differs yet");
