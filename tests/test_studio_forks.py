@@ -22,7 +22,16 @@ from pathlib import Path
 
 import pytest
 from browser_support import Browser
-from test_studio import BUDGET, GROCERIES, Client, needs_chromium, record, serve, studio_args
+from test_studio import (
+    BUDGET,
+    GROCERIES,
+    Client,
+    needs_chromium,
+    record,
+    screenshot_to,
+    serve,
+    studio_args,
+)
 
 from helikon.cli.studio import open_session
 from helikon.export import chart_to_dot
@@ -225,8 +234,8 @@ def test_the_page_forks_with_an_edited_answer_and_compares(
             ':not(.path-fork) > path")).stroke'
         )
         assert page.evaluate(stroke) == "rgb(230, 81, 0)"  # the original's colour, not grey
-        screenshot = tmp_path / "studio-fork.png"
-        page.screenshot(screenshot)
+        page.evaluate("window.scrollTo(0, 0)")  # the chart, with its legend
+        screenshot_to(page, "studio-fork-chart.png", tmp_path)
         page.click("#unfork")
         page.wait_for("document.getElementById('compare').hidden")
         assert page.evaluate("document.getElementById('compare-legend').hidden")

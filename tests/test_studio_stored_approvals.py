@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 from browser_support import Browser
 from store_drivers import TRANSFER, teller
-from test_studio import CURRENT, Client, needs_chromium, read_event, serve, studio_args
+from test_studio import (
+    CURRENT,
+    Client,
+    needs_chromium,
+    read_event,
+    screenshot_to,
+    serve,
+    studio_args,
+)
 from test_studio_store import suspended_teller
 
 from helikon import Agent, ScriptedModel, tool
@@ -313,6 +321,7 @@ def test_the_page_approves_a_stored_run_and_follows_it_to_its_end(url: str, tmp_
         assert title == "Stored run r1 waits for approval"
         row = page.evaluate(f'document.querySelector("{PENDING}").textContent')
         assert "transfer" in row and '"amount": 10' in row and "permission of tool" in row
+        screenshot_to(page, "studio-stored-approval.png", tmp_path)
         page.click(f"{PENDING} button.approve")
         page.wait_for(f"{CURRENT} === 'Done'")
         page.wait_for("document.getElementById('position').textContent === 'step 5 of 5'")

@@ -394,9 +394,12 @@
     const pending = data.pending || [];
     $("approvals").hidden = pending.length === 0;
     const stored = data.stored && data.breadcrumb.length === 1 && !data.compare;
-    $("approvals-title").textContent = stored
-      ? "Stored run " + data.stored.run_id + " waits for approval"
-      : "Waiting for approval";
+    if (stored) {
+      const runId = h("code", "run-id", data.stored.run_id);
+      $("approvals-title").replaceChildren("Stored run ", runId, " waits for approval");
+    } else {
+      $("approvals-title").textContent = "Waiting for approval";
+    }
     $("approvals-note").hidden = !data.decide_refused;
     $("approvals-note").textContent = data.decide_refused || "";
     const body = $("pending").querySelector("tbody");
