@@ -168,7 +168,8 @@ def test_hostile_decisions_are_refused_and_change_nothing(url: str, tmp_path: Pa
 
         assert store.get("r1").info.status == "suspended"  # nothing changed
         assert [r.call.call_id for r in store.pending("r1")] == ["t1"]
-        assert client.get()["pending"][0]["call_id"] == "t1"
+        after = client.get()
+        assert after["pending"][0]["call_id"] == "t1" and after["busy"] is None
         assert not log.exists()
     finally:
         server.close()

@@ -406,9 +406,10 @@ class Session:
             await asyncio.to_thread(self._source.decide, given)
             while await self.debugger.step() is not None:  # to the suspension: then follow
                 pass
-        finally:
+        finally:  # refused or not, the pages see the run idle again
             self._busy = None
-        return self._publish()
+            published = self._publish()
+        return published
 
     def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
         """Fork the run after `at` steps with an edited input, and show the fork: `kind`
