@@ -446,6 +446,34 @@ def test_overlay_of_another_chart_is_refused() -> None:
         extract(DEFAULT_TABLE, TraceOverlay({"Planning": 1}))
     with pytest.raises(ValueError, match="row 999"):
         extract(DEFAULT_TABLE, TraceOverlay(rows={999: 1}))
+    with pytest.raises(ValueError, match="row 999"):
+        extract(DEFAULT_TABLE, TraceOverlay(marks={999: ("x",)}))
+    with pytest.raises(ValueError, match="marks phase 'Planning'"):
+        extract(DEFAULT_TABLE, TraceOverlay(phase_marks={"Planning": ("x",)}))
+
+
+def test_overlay_marks_become_svg_classes_on_edges_and_nodes() -> None:
+    first, second = TOOL_RUN[:2]
+    rejected = next(
+        r for r in DEFAULT_TABLE.rows if r.action == "reject_input" and r.source == "Compacting"
+    )
+    overlay = TraceOverlay(
+        marks={first: ("b", "a"), second: ("a",), rejected.index: ("gone",)},
+        phase_marks={"ExecutingTools": ("c", "a", "c")},
+    )
+    graph = extract(DEFAULT_TABLE, overlay)
+    (edge,) = [e for e in graph.edges if second in e.rows]
+    assert edge.marks == ("a",)
+    assert graph.node("ExecutingTools").marks == ("a", "c")
+    assert any(t.rows == (rejected.index,) for t in graph.transitions)  # marked: drawn
+    dot = to_dot(graph)
+    assert dot.count('class="a b"') == 1 and 'class="a c"' in dot and 'class="gone"' in dot
+    svg = render(dot, "svg").decode()
+    assert 'class="node a c"' in svg and 'class="edge a b"' in svg
+    # Without marks nothing changes: the same DOT as before marks existed.
+    assert "class=" not in chart_to_dot(
+        DEFAULT_TABLE, TraceOverlay.from_rows(DEFAULT_TABLE, TOOL_RUN)
+    )
 
 
 # ---------------------------------------------------------------- renderers from a hand-built graph

@@ -1,25 +1,47 @@
 """Forks in the studio: fork a replay (on its chart) after any step with an edited model
 answer (text, tool calls) or tool result, see the fork beside the original (which steps
-differ, where the paths diverge), and go back to the original. Through the API and in
-Chromium.
+differ, where the paths diverge, drawn on the chart), and go back to the original. Through
+the API and in Chromium.
 
 The run is the budget assistant's, recorded by `helikon run --trace`: asked about
 groceries it calls its tools at step 2 and answers at step 4.
+
+The drawn comparison has golden files in tests/golden/: `studio_compare.dot` (the DOT
+text, byte for byte) and `studio_compare.svg.txt` (each SVG element the comparison
+classes, with its title). After an intended change, regenerate them and review the diff:
+
+    HELIKON_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_studio_forks.py
 """
 
 from __future__ import annotations
 
 import json
+import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from browser_support import Browser
-from test_studio import BUDGET, GROCERIES, Client, needs_chromium, record, serve, studio_args
+from test_studio import (
+    BUDGET,
+    GROCERIES,
+    Client,
+    needs_chromium,
+    record,
+    screenshot_to,
+    serve,
+    studio_args,
+)
 
 from helikon.cli.studio import open_session
+from helikon.export import chart_to_dot
 from helikon.studio import Session
+from helikon.studio.diagram import COMPARE_CLASSES, Diagram, compare_marks
 
 ANSWER = "You have 90.00 EUR of your 400 EUR groceries budget left."
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def budget_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Session:
@@ -113,6 +135,61 @@ def test_a_replay_without_its_chart_cannot_fork(
         server.close()
 
 
+def classed(svg: str) -> list[str]:
+    """Each node and edge of the drawing that a comparison class marks: `kind title:
+    classes`, in drawing order."""
+    lines = []
+    for group in ET.fromstring(svg).iter(f"{SVG}g"):
+        kind, *classes = group.get("class", "").split()
+        title = group.find(f"{SVG}title")
+        if kind in ("node", "edge") and classes and title is not None:
+            lines.append(f"{kind} {title.text}: {' '.join(classes)}")
+    return lines
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text)
+    assert path.read_text() == text, f"{name} differs: regenerate with HELIKON_UPDATE_GOLDEN=1"
+
+
+def test_the_comparison_is_drawn_on_the_chart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = budget_replay(tmp_path, capsys)
+    server = serve(session)
+    try:
+        client = Client(server)
+        original = client.post("/api/continue")
+        assert "path-" not in original["diagram"]["svg"]  # no fork: no comparison drawn
+        client.post("/api/fork", {"at": 1, "kind": "text", "value": ANSWER})
+        done = client.post("/api/continue")
+        compare = done["compare"]
+        table = session.tables[done["chart"]["digest"]]
+        dot = chart_to_dot(
+            table, Diagram(table).overlay(done["path"], done["phase"], compare_marks(compare))
+        )
+        golden("studio_compare.dot", dot)
+        lines = classed(done["diagram"]["svg"])
+        golden("studio_compare.svg.txt", "".join(line + "\n" for line in lines))
+        # The start both took; at step 2, where they part leaving CallingModel, the
+        # original calls its tools and the fork answers; the original answers at step 4.
+        assert "edge CallingModel->CallingModel: path-shared" in lines
+        assert "edge CallingModel->ExecutingTools: diverges path-original" in lines
+        assert "edge ExecutingTools->CallingModel: path-original" in lines
+        assert "edge CallingModel->Done: diverges path-fork path-original" in lines
+        assert "node CallingModel: diverged-here path-original path-shared" in lines
+        assert "node ExecutingTools: path-original" in lines
+        used = {c for line in lines for c in line.split(": ")[1].split()}
+        assert used == set(COMPARE_CLASSES)
+
+        back = client.post("/api/unfork")
+        assert classed(back["diagram"]["svg"]) == []  # the original alone, unmarked
+    finally:
+        server.close()
+
+
 @needs_chromium
 def test_the_page_forks_with_an_edited_answer_and_compares(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -138,10 +215,31 @@ def test_the_page_forks_with_an_edited_answer_and_compares(
         )
         differs = "document.querySelectorAll('#compare-rows tr.differs').length"
         assert page.evaluate(differs) == 3
-        screenshot = tmp_path / "studio-fork.png"
-        page.screenshot(screenshot)
+        # The chart draws both paths, with a legend naming where they part.
+        assert not page.evaluate("document.getElementById('compare-legend').hidden")
+        assert page.evaluate("document.getElementById('legend-split').textContent") == (
+            "where they part: step 2, from CallingModel"
+        )
+        marked = page.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('#diagram g.edge, #diagram g.node')]"
+            ".filter((g) => g.querySelector('title'))"
+            ".map((g) => [g.querySelector('title').textContent, [...g.classList].sort()]))"
+        )
+        assert marked["CallingModel->ExecutingTools"] == ["diverges", "edge", "path-original"]
+        assert marked["CallingModel->Done"] == ["diverges", "edge", "path-fork", "path-original"]
+        assert marked["CallingModel->CallingModel"] == ["edge", "path-shared"]
+        assert "diverged-here" in marked["CallingModel"]
+        stroke = (
+            'getComputedStyle(document.querySelector("#diagram g.edge.path-original'
+            ':not(.path-fork) > path")).stroke'
+        )
+        assert page.evaluate(stroke) == "rgb(230, 81, 0)"  # the original's colour, not grey
+        page.evaluate("window.scrollTo(0, 0)")  # the chart, with its legend
+        screenshot_to(page, "studio-fork-chart.png", tmp_path)
         page.click("#unfork")
         page.wait_for("document.getElementById('compare').hidden")
+        assert page.evaluate("document.getElementById('compare-legend').hidden")
+        page.wait_for("document.querySelector('#diagram g.path-original') === null")
         assert page.console_errors() == []
     finally:
         browser.close()

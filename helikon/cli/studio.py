@@ -13,11 +13,18 @@ from __future__ import annotations
 
 import argparse
 import secrets
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from helikon.cli.agents import add_agent_arguments, chart_context, live_agent
-from helikon.cli.loading import LoadError, load_module
+from helikon.cli.agents import (
+    add_agent_arguments,
+    approval_handler,
+    chart_context,
+    live_agent,
+    model_for,
+)
+from helikon.cli.loading import LoadError, call, load_module
 from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.durable import StoreError, open_store
@@ -60,8 +67,10 @@ def add_parser(commands: Any) -> None:
         "--chart",
         dest="chart_option",
         metavar="CHART",
-        help="with --trace: the chart the run used, to compute its steps again (default: "
-        "the steps as recorded; nothing the trace names is imported)",
+        help="with --trace or --store: the chart the run used, to compute its steps again "
+        "(default: the steps as recorded; nothing the trace or store names is imported); "
+        "with --store, also the agent that resumes a suspended run once its calls are "
+        "approved or rejected in the page (on --model, or --offline: the chart's script)",
     )
     studio.add_argument(
         "--host",
@@ -148,7 +157,13 @@ def open_runs(args: argparse.Namespace) -> StoredRuns:
     def agent_for() -> tuple[Any, Any]:
         return module.agent(ScriptedModel([])), chart_context(module)  # a replay calls no model
 
-    return StoredRuns(store, agent_for)
+    def resume_with() -> tuple[Any, Any]:  # a decided run goes on: its model is called
+        agent = call(module, "agent", model_for(module, args.offline, args.model))
+        handler = approval_handler(args.approve)
+        agent = agent if handler is None else replace(agent, on_approval=handler)
+        return agent, chart_context(module)
+
+    return StoredRuns(store, agent_for, resume_with)
 
 
 def stored_session(runs: StoredRuns, run_id: str | None) -> Session:

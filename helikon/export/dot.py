@@ -7,7 +7,8 @@ the initial phase. Each edge lists its rows, one line each, as `#id input [guard
 cluster with one edge from it. With a trace overlay, visited phases and edges turn blue
 with their counts (`x3`), the rest turn grey, and the current phase is drawn bold. With a
 coverage overlay, an edge with a row no run took is dashed and orange, and that row's line
-says so.
+says so. The overlay's marks become `class` attributes, which Graphviz puts on the SVG
+elements of their nodes and edges (and other formats ignore).
 
 That is the `detailed` layout. The `overview` layout draws the same phases with one edge
 per source and target, labelled only with its row ids (`0, 3-5`), in larger type and closer
@@ -157,6 +158,8 @@ def _node(node: ChartNode, graph: ChartGraph, indent: str = "  ") -> str:
         attrs["label"] = node.label
         if graph.overlaid:
             attrs.update(_node_overlay(node, attrs))
+    if node.marks:
+        attrs["class"] = " ".join(node.marks)
     return f"{indent}{quote(node.id)} {_attrs(attrs)};"
 
 
@@ -211,6 +214,8 @@ def _edge(edge: ChartEdge, graph: ChartGraph, layout: Layout) -> str:
         attrs["penwidth"] = "2"
     if any(t.uncovered for t in edge.transitions):
         attrs.update({"color": UNCOVERED, "fontcolor": UNCOVERED, "style": "dashed"})
+    if edge.marks:
+        attrs["class"] = " ".join(edge.marks)
     body = f"  {quote(source)} -> {quote(edge.target)}"
     return f"{body} {_attrs(attrs)};" if attrs else f"{body};"
 

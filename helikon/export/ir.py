@@ -17,6 +17,9 @@ tested from a graph built by hand and none of them can drift from the table. The
 - `edges`: the transitions grouped by (source, target), for diagrams.
 - an optional trace overlay: visit counts on nodes and transitions, and the current phase;
   a coverage overlay (many runs merged) also counts each transition's rows no run took.
+  An overlay may also mark rows and phases with class names (`marks`, `phase_marks`), which
+  an SVG drawing carries on their elements, so a page can tell several paths apart (the
+  studio's fork comparison); a transition has the marks of all its rows.
 
 Pure: no IO, no graphviz, no jinja2. Ordering follows the table, so output is byte-stable.
 """
@@ -54,12 +57,17 @@ class TraceOverlay:
         current: the phase the run is in now, if any.
         coverage: the rows of many runs merged (`for_coverage`): rows none took are drawn
             as uncovered.
+        marks: row index -> class names for the edge that draws it (a marked row is
+            drawn even if implicit and not taken).
+        phase_marks: phase name -> class names for its node.
     """
 
     phases: Mapping[str, int] = field(default_factory=dict)
     rows: Mapping[int, int] = field(default_factory=dict)
     current: str | None = None
     coverage: bool = False
+    marks: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    phase_marks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def for_coverage(cls, table: TransitionTable, rows: Mapping[int, int]) -> TraceOverlay:
@@ -116,6 +124,7 @@ class ChartNode:
     label: str
     visits: int = 0
     current: bool = False
+    marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +147,7 @@ class ChartTransition:
     implicit: bool = False
     visits: int = 0
     uncovered: int = 0
+    marks: tuple[str, ...] = ()
 
     @property
     def ids(self) -> str:
@@ -177,6 +187,11 @@ class ChartEdge:
     def rows(self) -> tuple[int, ...]:
         """The ids of every row the edge stands for, in order."""
         return tuple(sorted(i for t in self.transitions for i in t.rows))
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The class names of its transitions, each once, sorted."""
+        return tuple(sorted({m for t in self.transitions for m in t.marks}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +259,11 @@ def extract(
     if overlay is not None:
         _check_overlay(table, overlay)
     hits = overlay or TraceOverlay()
-    shown = [r for r in table.rows if implicit or not r.implicit or hits.rows.get(r.index)]
+    shown = [
+        r
+        for r in table.rows
+        if implicit or not r.implicit or hits.rows.get(r.index) or r.index in hits.marks
+    ]
     members = tuple(p.name for p in table.phases if not p.final)
     shared = _shared_rows(table, shown, members) if group_shared and len(members) > 1 else {}
     group = ChartGroup(_unique_id(table), GROUP_LABEL, members) if shared else None
@@ -314,7 +333,10 @@ def _check_overlay(table: TransitionTable, overlay: TraceOverlay) -> None:
     for name in (*overlay.phases, *([overlay.current] if overlay.current else [])):
         if name not in names:
             raise ValueError(f"overlay names phase {name!r}, which chart {table.name} lacks")
-    for index in overlay.rows:
+    for name in overlay.phase_marks:
+        if name not in names:
+            raise ValueError(f"overlay marks phase {name!r}, which chart {table.name} lacks")
+    for index in (*overlay.rows, *overlay.marks):
         if not 0 <= index < len(table.rows):
             raise ValueError(f"overlay names row {index}, which chart {table.name} lacks")
 
@@ -325,7 +347,9 @@ def _node(phase: Phase, hits: TraceOverlay) -> ChartNode:
     else:
         kind = "custom" if phase.custom else "normal"
     visits = hits.phases.get(phase.name, 0)
-    return ChartNode(phase.name, kind, phase.name, visits, hits.current == phase.name)
+    current = hits.current == phase.name
+    marks = tuple(sorted(set(hits.phase_marks.get(phase.name, ()))))
+    return ChartNode(phase.name, kind, phase.name, visits, current, marks)
 
 
 def _unique_id(table: TransitionTable) -> str:
@@ -376,6 +400,7 @@ def _transitions(
             implicit=key[4],
             visits=sum(hits.rows.get(i, 0) for i in indices),
             uncovered=_uncovered(indices, hits),
+            marks=_marks(indices, hits),
         )
         for key, indices in shared.items()
         if group is not None
@@ -401,7 +426,13 @@ def _transition(table: TransitionTable, row: Row, hits: TraceOverlay) -> ChartTr
         implicit=row.implicit,
         visits=hits.rows.get(row.index, 0),
         uncovered=_uncovered((row.index,), hits),
+        marks=_marks((row.index,), hits),
     )
+
+
+def _marks(indices: tuple[int, ...], hits: TraceOverlay) -> tuple[str, ...]:
+    """The class names an overlay gives any of `indices`, each once, sorted."""
+    return tuple(sorted({m for i in indices for m in hits.marks.get(i, ())}))
 
 
 def _uncovered(indices: tuple[int, ...], hits: TraceOverlay) -> int:

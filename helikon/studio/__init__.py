@@ -19,6 +19,7 @@ from helikon.studio.server import StudioServer
 from helikon.studio.session import (
     Session,
     StudioBusy,
+    StudioConflict,
     StudioError,
     StudioFailure,
     StudioNotFound,
@@ -27,6 +28,7 @@ from helikon.studio.session import (
 __all__ = [
     "Session",
     "StudioBusy",
+    "StudioConflict",
     "StudioError",
     "StudioFailure",
     "StudioNotFound",

@@ -13,8 +13,9 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/rewind        {"to": k}: go back to the run after k steps
     POST   /api/break         {"kind": "phase", "value": "ExecutingTools"}: 201
     DELETE /api/break/{id}    remove a breakpoint
-    POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved"}]}:
-                              answer a suspended live run (bound as agent.resume's), continue
+    POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved", "seq"}]}:
+                              answer a suspended live run (bound as agent.resume's), continue;
+                              on a run store (with --chart), resume the stored run with them
     POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool", "value": ..., "then": [...]}:
                               show a fork with that input after step k, compared with the run
     POST   /api/unfork        back to the run the shown fork came from
@@ -32,7 +33,8 @@ driven by one browser session at a time while the others watch.
 
 Errors are JSON `{"error": message}`: 400 for a bad request, 403 for a request without a
 browser session, 404 for an unknown path or breakpoint, 405 for a path asked with the wrong
-method, 409 while the run is busy or driven by another browser session, 413 for a body over
+method, 409 while the run is busy or driven by another browser session (or, for a stored run,
+by another owner; or its decision was spent already), 413 for a body over
 64 KiB, 500 when running the agent raised, 503 for a command cut short by the studio closing
 or a page refused because too many are open. A request is read as hostile
 (`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
@@ -75,6 +77,7 @@ from helikon.studio.request import (
 from helikon.studio.session import (
     Session,
     StudioBusy,
+    StudioConflict,
     StudioError,
     StudioFailure,
     StudioNotFound,
@@ -220,7 +223,7 @@ class StudioServer(ThreadingHTTPServer):
             diagram = self._diagrams.get(table.digest)
             if diagram is None:
                 diagram = self._diagrams[table.digest] = Diagram(table)
-        drawn = diagram.draw(data["path"], data["phase"])
+        drawn = diagram.draw(data["path"], data["phase"], data.get("compare"))
         return {**data, "diagram": drawn}
 
     def __enter__(self) -> StudioServer:
@@ -488,7 +491,7 @@ class StudioHandler(BaseHTTPRequestHandler):
 def _status_of(exc: StudioError) -> HTTPStatus:
     if isinstance(exc, StudioNotFound):
         return HTTPStatus.NOT_FOUND
-    if isinstance(exc, StudioBusy):
+    if isinstance(exc, StudioBusy | StudioConflict):
         return HTTPStatus.CONFLICT
     return HTTPStatus.BAD_REQUEST
 

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, Protocol, TypeVar
 
-from helikon.core.approvals import ApprovalDecision
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
@@ -48,6 +48,11 @@ class StudioError(HelikonError, ValueError):
 
 class StudioBusy(StudioError):
     """The run is busy with a step or a continue; the server answers 409."""
+
+
+class StudioConflict(StudioError):
+    """Where the run stands refuses the request (its lease held by another owner, its
+    decision spent already); the server answers 409."""
 
 
 class StudioNotFound(StudioError):
@@ -115,19 +120,67 @@ def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
 
 class Source(Protocol):
     """Where a replay's recording comes from while its run goes on (a run store's run:
-    `helikon.studio.stored.StoredSource`)."""
+    `helikon.studio.stored.StoredSource`), and who decides the approvals it waits on."""
 
     run_id: str
     status: str
+    pending: tuple[ApprovalRequest, ...]
+    """The calls the run waits on as its source says (it may have moved past the replay)."""
 
     @property
     def ended(self) -> bool: ...
+
+    @property
+    def refusal(self) -> str | None:
+        """Why `decide` refuses every decision here (None: it takes them)."""
 
     def newer(self) -> Trace | None:
         """The newer recording, or None when nothing changed since the last call."""
 
     def again(self) -> Source:
         """Another source of the same run, for a copy of the session."""
+
+    def decide(self, decisions: list[dict[str, Any]]) -> None:
+        """Continue the run with checked decisions (`check_decisions`); returns once they
+        are taken, while the run goes on elsewhere.
+
+        Raises:
+            StudioError: they are refused; the message says why.
+        """
+
+
+REPLAY_DECIDES_NOT = (
+    "a replay runs no tool: decide in a live studio (helikon studio CHART), on a stored run "
+    "(helikon studio --store URL RUN_ID --chart CHART) or with helikon runs resume"
+)
+
+
+def check_decisions(decisions: object, *, seq_needed: bool) -> list[dict[str, Any]]:
+    """A decide request's decisions, checked: a non-empty list of `{"call_id": str,
+    "arguments_hash": str, "approved": bool, "seq": int}`, `seq` (the suspension's, as
+    the page was shown it) optional unless `seq_needed`.
+
+    Raises:
+        StudioError: the list or one of its decisions is not that.
+    """
+    if not isinstance(decisions, list) or not decisions:
+        raise StudioError("decisions must be a non-empty list")
+    shape = '{"call_id": str, "arguments_hash": str, "approved": bool, "seq": int}'
+    for given in decisions:
+        fields = given if isinstance(given, dict) else {}
+        seq = fields.get("seq")
+        if not (
+            isinstance(fields.get("call_id"), str)
+            and isinstance(fields.get("arguments_hash"), str)
+            and isinstance(fields.get("approved"), bool)
+            and (seq is None or (isinstance(seq, int) and not isinstance(seq, bool)))
+        ):
+            raise StudioError(f"each decision is {shape}")
+        if seq_needed and seq is None:
+            raise StudioError(
+                f"each decision for a stored run names the suspension it answers: {shape}"
+            )
+    return decisions
 
 
 def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
@@ -301,31 +354,24 @@ class Session:
 
     def decide(self, decisions: object) -> dict[str, Any]:
         """Answer the suspended run's pending calls and continue it: `decisions` is a list
-        of `{"call_id", "arguments_hash", "approved"}`, bound as `agent.resume`'s are (to a
-        pending call of this suspension, by call id and arguments hash, once).
+        of `{"call_id", "arguments_hash", "approved", "seq"}` (`check_decisions`), bound as
+        `agent.resume`'s are (to a pending call of this suspension, by call id and
+        arguments hash, once). A stored run's decisions go to its source, which resumes
+        it; the replay then stands at the suspension and follows the run's records.
 
         Raises:
-            StudioError: a replay (it runs no tool), a malformed list, or a decision that
-                does not bind (the debugger's message says why).
+            StudioError: a replay of a trace (it runs no tool), a malformed list, or a
+                decision that does not bind (the message says why).
+            StudioConflict: the stored run's state refuses it (its lease is held by
+                another owner, the decision was spent).
         """
+        if self._source is not None:
+            checked = check_decisions(decisions, seq_needed=True)
+            return self._run(lambda: self._decide_stored(checked))
         if self.mode == "replay":
-            raise StudioError(
-                "a replay runs no tool: decide in a live studio (helikon studio CHART) or "
-                "with helikon runs resume"
-            )
-        if not isinstance(decisions, list) or not decisions:
-            raise StudioError("decisions must be a non-empty list")
-        for given in decisions:
-            fields = given if isinstance(given, dict) else {}
-            if not (
-                isinstance(fields.get("call_id"), str)
-                and isinstance(fields.get("arguments_hash"), str)
-                and isinstance(fields.get("approved"), bool)
-            ):
-                raise StudioError(
-                    'each decision is {"call_id": str, "arguments_hash": str, "approved": bool}'
-                )
-        return self._run(lambda: self._drive("continue", lambda: self._decide(decisions)))
+            raise StudioError(REPLAY_DECIDES_NOT)
+        checked = check_decisions(decisions, seq_needed=False)
+        return self._run(lambda: self._drive("continue", lambda: self._decide(checked)))
 
     async def _decide(self, given: list[dict[str, Any]]) -> Stop:
         bound = {request.call.call_id: request for request in self.debugger.pending()}
@@ -333,6 +379,8 @@ class Session:
         for fields in given:
             request = bound.get(fields["call_id"])
             run, seq = (request.run_id, request.seq) if request else (self.debugger.run.run_id, 0)
+            if fields.get("seq") is not None:  # the suspension the page was shown
+                seq = fields["seq"]
             chosen.append(
                 ApprovalDecision(
                     fields["call_id"], fields["arguments_hash"], fields["approved"], "", run, seq
@@ -343,6 +391,25 @@ class Session:
         except DebuggerError as exc:
             raise StudioError(str(exc)) from None
         return await self._continue()
+
+    async def _decide_stored(self, given: list[dict[str, Any]]) -> dict[str, Any]:
+        assert self._source is not None
+        self._check_idle()
+        if self._outer or self._forks:
+            raise StudioError(
+                "decide on the stored run itself: step out of the nested run, or go back "
+                "to the original from the fork, first"
+            )
+        self._busy, self._stop, self._error = "deciding", None, None
+        self._publish()
+        try:
+            await asyncio.to_thread(self._source.decide, given)
+            while await self.debugger.step() is not None:  # to the suspension: then follow
+                pass
+        finally:  # refused or not, the pages see the run idle again
+            self._busy = None
+            published = self._publish()
+        return published
 
     def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
         """Fork the run after `at` steps with an edited input, and show the fork: `kind`
@@ -471,16 +538,7 @@ class Session:
             hidden=hidden,
         )
         data["chart"] = self.chart
-        data["pending"] = [
-            {
-                "call_id": request.call.call_id,
-                "tool": request.call.name,
-                "arguments": request.call.arguments,
-                "arguments_hash": request.arguments_hash,
-                "asked_by": self.debugger.asked_by(request),
-            }
-            for request in self.debugger.pending()
-        ]
+        data["pending"], data["decide_refused"] = self._pending()
         data["breadcrumb"] = [
             {"run_id": d.run.run_id, "agent": d.run.agent.name}
             for d in (*self._outer, self.debugger)
@@ -494,6 +552,28 @@ class Session:
             else {"run_id": source.run_id, "status": source.status, "following": not source.ended}
         )
         return self.updates.publish(data)
+
+    def _pending(self) -> tuple[list[dict[str, Any]], str | None]:
+        """The calls the shown run waits on, and why they cannot be decided here (None:
+        they can). A stored run's are the store's, wherever its replay stands."""
+        source = self._source
+        if source is not None and not self._outer and not self._forks:
+            requests, refusal = source.pending, source.refusal
+        else:
+            requests = self.debugger.pending()
+            refusal = None if self.mode == "live" else REPLAY_DECIDES_NOT
+        pending = [
+            {
+                "call_id": request.call.call_id,
+                "tool": request.call.name,
+                "arguments": request.call.arguments,
+                "arguments_hash": request.arguments_hash,
+                "seq": request.seq,
+                "asked_by": self.debugger.asked_by(request),
+            }
+            for request in requests
+        ]
+        return pending, refusal
 
     async def _start_following(self) -> None:
         self._follower = asyncio.create_task(self._follow())

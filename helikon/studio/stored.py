@@ -6,8 +6,11 @@ nothing the store names is imported; with an agent (`--chart CHART`) each step i
 again and checked. A replay session of a run that has not ended looks at the store every
 `FOLLOW_INTERVAL` seconds (`StoredSource.newer`); when the run or a run nested in it has
 moved on, the debugger takes the newer recording (`Debugger.extend`) and a page at the end
-of the run steps on with it. Store rows are hostile: a run that does not check out is
-refused with the store's message, and what the page shows of a run is data, never markup.
+of the run steps on with it. A suspended run's pending calls are the store's
+(`store.pending`), and with `--chart` a decision on them resumes the run in the studio
+(`helikon.studio.resumes`), which the page then follows. Store rows are hostile: a run that
+does not check out is refused with the store's message, and what the page shows of a run is
+data, never markup.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from helikon.core.approvals import ApprovalRequest
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunStore, StoreError, stored_trace
 from helikon.durable.records import RunInfo
 from helikon.run.config import RunContext
 from helikon.run.spec import AgentSpec
+from helikon.studio.resumes import AgentFor as ResumeWith
+from helikon.studio.resumes import Resumes
 from helikon.studio.session import Session, StudioError, StudioNotFound, edit_for
 from helikon.trace import Trace, TraceError
 
@@ -32,20 +38,30 @@ GOING = ("running", "suspended")
 
 
 class StoredSource:
-    """One stored run's recording, read again when the run (or a run nested in it) moved."""
+    """One stored run's recording, read again when the run (or a run nested in it) moved;
+    its pending calls, and decisions on them (through `resumes`)."""
 
-    def __init__(self, store: RunStore, run_id: str) -> None:
+    def __init__(self, store: RunStore, run_id: str, resumes: Resumes) -> None:
         self.store = store
         self.run_id = run_id
+        self.resumes = resumes
         self.status = "running"
+        self.pending: tuple[ApprovalRequest, ...] = ()
         self._mark: tuple[Any, ...] | None = None
 
     @property
     def ended(self) -> bool:
         return self.status not in GOING
 
+    @property
+    def refusal(self) -> str | None:
+        return self.resumes.refusal
+
     def again(self) -> StoredSource:
-        return StoredSource(self.store, self.run_id)
+        """Another source of the run, which shows what this one read until it reads anew."""
+        other = StoredSource(self.store, self.run_id, self.resumes)
+        other.status, other.pending = self.status, self.pending
+        return other
 
     def newer(self) -> Trace | None:
         """The run's trace if it changed since the last call (the first call: always).
@@ -62,9 +78,16 @@ class StoredSource:
         if mark == self._mark:
             return None
         trace = stored_trace(self.store, self.run_id)
-        self._mark = mark
-        self.status = next((i.status for i in mine if i.run_id == self.run_id), "running")
+        status = next((i.status for i in mine if i.run_id == self.run_id), "running")
+        self.pending = self.store.pending(self.run_id) if status == "suspended" else ()
+        self._mark, self.status = mark, status
         return trace
+
+    def decide(self, decisions: list[dict[str, Any]]) -> None:
+        """Resume the run with `decisions` (see `Resumes.decide`); until the store shows
+        it going on, it waits for nothing."""
+        self.resumes.decide(self.run_id, decisions)
+        self.pending, self.status = (), "running"
 
 
 def run_data(info: RunInfo) -> dict[str, Any]:
@@ -88,11 +111,19 @@ class StoredRuns:
     Args:
         store: the store; closed by `close`.
         agent_for: the agent to compute steps again with (None: the steps as recorded).
+        resume_with: the agent to resume a suspended run with once its calls are decided,
+            on the model it is to call (None: decisions are refused, naming `--chart`).
     """
 
-    def __init__(self, store: RunStore, agent_for: AgentFor | None = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        agent_for: AgentFor | None = None,
+        resume_with: ResumeWith | None = None,
+    ) -> None:
         self.store = store
         self.agent_for = agent_for
+        self.resumes = Resumes(store, resume_with)
 
     def listing(self) -> list[dict[str, Any]]:
         """The store's top-level runs, newest first."""
@@ -121,7 +152,7 @@ class StoredRuns:
         """
         if not isinstance(run_id, str) or run_id not in {r["run_id"] for r in self.listing()}:
             raise StudioNotFound(f"no run {run_id!r} in the store (nested runs open in theirs)")
-        source = StoredSource(self.store, run_id)
+        source = StoredSource(self.store, run_id, self.resumes)
         try:
             first = source.newer()
             assert first is not None
@@ -171,4 +202,6 @@ class StoredRuns:
             raise StudioError(f"cannot fork run {run_id!r}: {exc}") from None
 
     def close(self) -> None:
+        """Cancel the runs resumed here that still go on, then close the store."""
+        self.resumes.close()
         self.store.close()

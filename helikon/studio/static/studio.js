@@ -341,7 +341,13 @@
     const idle = !data.busy && !data.driven_elsewhere;
     $("fork-go").disabled = !idle;
     $("unfork").disabled = !idle;
+    $("compare-legend").hidden = !compare;
     if (!compare) return;
+    const split = compare.diverged_at ? compare.steps[compare.diverged_at - 1] : null;
+    const from = split ? (split.original || split.fork).from : null;
+    $("legend-split").textContent = split
+      ? "where they part: step " + compare.diverged_at + ", from " + from
+      : "where they part: no step differs yet";
     $("diverged").textContent =
       "fork of " + compare.of + " after step " + compare.at + ": " +
       (compare.diverged_at ? "the paths diverge at step " + compare.diverged_at : "no step differs yet");
@@ -381,12 +387,24 @@
 
   // ------------------------------------------------------------ approvals
 
+  // A stored run's pending calls are the store's: deciding resumes the stored run (with the
+  // agent of --chart), and the page then follows its records. `decide_refused` says why the
+  // buttons are off here (a replay of a trace, a store without --chart).
   function renderPending(data) {
     const pending = data.pending || [];
     $("approvals").hidden = pending.length === 0;
+    const stored = data.stored && data.breadcrumb.length === 1 && !data.compare;
+    if (stored) {
+      const runId = h("code", "run-id", data.stored.run_id);
+      $("approvals-title").replaceChildren("Stored run ", runId, " waits for approval");
+    } else {
+      $("approvals-title").textContent = "Waiting for approval";
+    }
+    $("approvals-note").hidden = !data.decide_refused;
+    $("approvals-note").textContent = data.decide_refused || "";
     const body = $("pending").querySelector("tbody");
     body.replaceChildren();
-    const idle = !data.busy && !data.driven_elsewhere && data.mode === "live";
+    const idle = !data.busy && !data.driven_elsewhere && !data.decide_refused;
     pending.forEach(function (request) {
       const row = h("tr", "pending-call");
       row.dataset.callId = request.call_id;
@@ -400,12 +418,15 @@
         const button = h("button", "small " + label, label[0].toUpperCase() + label.slice(1));
         button.type = "button";
         button.disabled = !idle;
-        button.title = label + " call " + request.call_id + " (only this one; the others wait)";
+        button.title = data.decide_refused
+          ? data.decide_refused
+          : label + " call " + request.call_id + " (only this one; the others wait)";
         button.addEventListener("click", function () {
           const decision = {
             call_id: request.call_id,
             arguments_hash: request.arguments_hash,
             approved: approved,
+            seq: request.seq,
           };
           call("POST", "/api/decide", { decisions: [decision] });
         });
