@@ -12,15 +12,20 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_debug_nested import TMUX
+from test_debug_repl import Terminal, _env, blocks, debug, send
 
 from helikon import RunCompleted, RunFailed, tool
 from helikon.cli.loading import load_module
 from helikon.debug.debugger import Debugger, DebuggerError
+from helikon.debug.repl import DebugShell
 from helikon.models.scripted import ScriptedModel
 from helikon.run.driver import Run
 from helikon.run.stepping import StepGate
@@ -31,7 +36,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import desk_chart  # noqa: E402  (a chart file, imported from tests/)
 
-TRIAGE = load_module(str(ROOT / "charts" / "triage.py"))
+TRIAGE_FILE = ROOT / "charts" / "triage.py"
+DESK_FILE = ROOT / "tests" / "desk_chart.py"
+TRIAGE = load_module(str(TRIAGE_FILE))
 REFUND = "Invoice INV-1042 was paid twice; I have refunded 49.00 EUR to your card."
 
 
@@ -263,3 +270,131 @@ async def test_what_live_step_in_refuses() -> None:
     await debugger.step()
     debugger.back()
     assert debugger.runs_ahead() == []  # recorded now: `step in` replays it after the step
+
+
+# ---------------------------------------------------------------- the terminal debugger
+
+
+def test_step_into_a_handoff_target_live_through_a_pipe() -> None:
+    done = debug(
+        str(TRIAGE_FILE),
+        "--offline",
+        commands="step\nstep in\nstep\nrow\nstep out\ncontinue\n",
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    steps = blocks(done.stdout)
+    run = steps[1][1].split("next step starts nested run ")[1].split("/2 ")[0]
+    assert steps[1][1].endswith(
+        f"next step starts nested run {run}/2 (`step in` steps into it live)"
+    )
+    assert steps[2] == (
+        "step in",
+        f"in nested run {run}/2 (billing, live, held before each transition; `step out` lets "
+        f"it run to its end and returns to {run})\nat step 0; next input: start\n"
+        "  user: I was charged twice for invoice INV-1042.\n"
+        "  call call_handoff: transfer_to_billing({})\n"
+        "  result call_handoff executed: transferred to billing",
+    )
+    assert steps[3][1].startswith("#1 CallingModel → CallingModel  on start")
+    assert "call call_invoice: invoice" in steps[3][1]
+    assert (
+        "next (peek) row 8: CallingModel --model_response [has_tool_calls]--> Executing"
+        in (steps[4][1])
+    )
+    out = steps[5][1]
+    assert out.startswith(f"up to run {run}\n#2 CallingModel → ApplyingHandoff")
+    assert REFUND in out and f"nested: {run}/2 (`step in` opens it)" in out
+    assert "#3 ApplyingHandoff → Done" in steps[6][1]
+
+
+def test_step_into_an_agent_tool_and_its_own_agent_tool_through_a_pipe() -> None:
+    done = debug(
+        str(DESK_FILE),
+        "--offline",
+        commands="step\nstep in\nstep\nstep in\ncontinue\nstep out\ncontinue\nup\ncontinue\n",
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    steps = blocks(done.stdout)
+    assert "(researcher, live, held before each transition;" in steps[2][1]
+    assert "/2:call_research/2:call_check (`step in` steps into it live)" in steps[3][1]
+    assert "(checker, live, held before each transition;" in steps[4][1]
+    assert "✓ the run completed: Confirmed: 1834." in steps[5][1]
+    assert "#2 CallingModel → ExecutingTools" in steps[6][1]  # the researcher's step lands
+    assert "✓ the run completed: The bridge opened in 1834." in steps[7][1]
+    assert "#2 CallingModel → ExecutingTools" in steps[8][1]  # up: the desk's step lands
+    assert f"✓ the run completed: {desk_chart.ANSWER}" in steps[9][1]
+
+
+def test_quitting_with_a_run_held_cancels_it_cleanly() -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "helikon", "debug", str(DESK_FILE), "--offline"],
+        input="step\nstep in\nstep\nstep in\nstep\nquit\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert "(checker, live, held before each transition;" in done.stdout
+
+
+def test_the_prompt_names_the_nested_run_and_leaving_cancels_it() -> None:
+    debugger = triage()
+    with DebugShell(debugger, stdin=Terminal(), stdout=io.StringIO()) as shell:
+        assert shell.prompt == "(hdb) "
+        send(shell, "step", "step in")
+        assert shell.prompt == "(hdb r/2) "
+        assert "#1 CallingModel → CallingModel" in send(shell, "step")
+    assert not debugger.in_flight and debugger.state.phase == "ApplyingHandoff"
+    assert debugger.next_input.kind == "cancel"
+
+
+@pytest.mark.skipif(
+    TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
+)
+def test_step_in_live_under_a_terminal(tmp_path: Path) -> None:
+    assert TMUX is not None
+    socket = str(tmp_path / "tmux.sock")
+    command = f"{sys.executable} -m helikon debug {TRIAGE_FILE} --offline"
+    tmux = [TMUX, "-S", socket, "-f", "/dev/null"]
+    env = {**_env(), "TERM": "xterm-256color", "NO_COLOR": "1"}
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(ROOT), command],
+        check=True,
+        env=env,
+    )
+
+    def screen() -> str:
+        shown = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-J", "-S", "-200"], capture_output=True, text=True
+        )
+        return shown.stdout
+
+    def until(text: str) -> str:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            shown = screen()
+            if text in shown:
+                return shown
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} never appeared on the terminal:\n{screen()}")
+
+    def type_line(line: str) -> None:
+        subprocess.run([*tmux, "send-keys", "-l", line], check=True)
+        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
+
+    try:
+        until("(hdb) ")
+        type_line("step")
+        until("(`step in` steps into it live)")
+        type_line("step in")
+        until("/2) ")  # the prompt names the nested run
+        type_line("step")
+        until("call call_invoice: invoice")
+        type_line("step out")
+        shown = until("#2 CallingModel → ApplyingHandoff")
+        assert REFUND in shown
+        type_line("quit")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
