@@ -14,6 +14,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -398,3 +399,32 @@ def test_step_in_live_under_a_terminal(tmp_path: Path) -> None:
         type_line("quit")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_in_the_shell_a_sibling_call_runs_on_between_commands() -> None:
+    go, finished = threading.Event(), threading.Event()
+
+    @tool(name="weather", read_only=True)
+    async def forecast(city: str) -> str:
+        """Today's weather.
+
+        Args:
+            city: the city.
+        """
+        await asyncio.to_thread(go.wait)
+        finished.set()
+        return f"sunny in {city}"
+
+    debugger = desk(forecast)
+    with DebugShell(debugger, stdin=io.StringIO(), stdout=io.StringIO()) as shell:
+        send(shell, "step", "step in")
+        researcher = shell.debugger
+        assert held_seq(researcher) == 0
+        go.set()  # between two commands: the sibling finishes by itself
+        assert finished.wait(30)  # a guard against a hang, not a timing
+        assert held_seq(researcher) == 0  # the researcher is still held
+        out = send(shell, "continue", "step out")
+        assert "✓ the run completed: The bridge opened in 1834." in out
+    assert {r.call_id: r.content for r in debugger.next_input.results}["call_weather"] == (
+        "sunny in Lyon"
+    )

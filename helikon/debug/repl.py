@@ -1,8 +1,9 @@
 """`helikon debug`: a terminal prompt over a `Debugger`, live or replaying a trace.
 
 Theory of operation: `DebugShell` is a `cmd.Cmd` whose commands each call the debugger once
-and print what changed; every coroutine runs on one event loop the shell owns (an
-`asyncio.Runner`), so a model client made on the first step is still usable on the last.
+and print what changed; every coroutine runs on one event loop the shell owns, on a thread
+of its own (`helikon.debug.loop.LoopThread`): a model client made on the first step is still
+usable on the last, and what a command leaves in flight runs on between commands.
 On a terminal the prompt has readline history and completion and output is coloured
 (`helikon.export.console`'s rules: NO_COLOR turns it off); whatever the run or its trace
 holds is printed escaped (`safe_text`). Driven through a pipe there is no prompt;
@@ -19,7 +20,6 @@ fails with one line and status 2 (a missing or corrupt trace, a chart that canno
 
 from __future__ import annotations
 
-import asyncio
 import cmd
 import inspect
 import shlex
@@ -32,6 +32,7 @@ from helikon.core.transition import Match
 from helikon.debug.completion import ALIASES, BREAK_KINDS, COMMANDS, ShellCompletion
 from helikon.debug.debugger import BreakKind, Debugger, Step, Stop
 from helikon.debug.fork import fork_request
+from helikon.debug.loop import LoopThread
 from helikon.debug.view import (
     Paint,
     conversation_lines,
@@ -86,7 +87,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self.prompt = PROMPT if self.interactive else ""
         self.colour = use_colour(out) if colour is None else colour
         self.paint: Paint = EventPrinter(out, self.colour).paint
-        self._runner = asyncio.Runner()
+        self._loop = LoopThread()
 
     # ------------------------------------------------------------ the session
 
@@ -118,7 +119,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
             if outermost.in_flight:
                 self._await(outermost.abandon())
         finally:
-            self._runner.close()
+            self._loop.close()
 
     def __enter__(self) -> DebugShell:
         return self
@@ -447,7 +448,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self._say_all(where_lines(self.debugger, self.paint))
 
     def _await(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return self._runner.run(coroutine)
+        return self._loop.run(coroutine)
 
     def _advance(self, moving: Coroutine[Any, Any, Stop]) -> None:
         start = self.debugger.position
