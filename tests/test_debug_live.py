@@ -23,8 +23,9 @@ import pytest
 from test_debug_nested import TMUX
 from test_debug_repl import Terminal, _env, blocks, debug, send
 
-from helikon import RunCompleted, RunFailed, tool
+from helikon import Agent, RunCompleted, RunFailed, ToolCall, tool
 from helikon.cli.loading import load_module
+from helikon.core.approvals import ApprovalDecision
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.repl import DebugShell
 from helikon.models.scripted import ScriptedModel
@@ -240,14 +241,23 @@ def _only_task() -> set[asyncio.Task[Any]]:
     return {task for task in asyncio.all_tasks() if task is not asyncio.current_task()}
 
 
-@pytest.mark.parametrize("make", [triage, desk], ids=["handoff", "agent-as-tool"])
-async def test_abandoning_a_held_run_cancels_it_cleanly(make: Any) -> None:
+@pytest.mark.parametrize(
+    ("make", "nested_end"),
+    [(triage, "Failed"), (desk, "CallingModel")],
+    ids=["handoff", "agent-as-tool"],
+)
+async def test_abandoning_a_held_run_cancels_it_cleanly(make: Any, nested_end: str) -> None:
     debugger = make()
     await debugger.step()
     nested = await debugger.step_in_live()
     await nested.step()
     await debugger.abandon()
     assert not debugger.in_flight and _only_task() == set()
+    # A handoff target applies the cancellation as its input; an agent called as a tool is
+    # cancelled with its batch, before its next transition. Either way nothing more follows.
+    stop = await nested.continue_()
+    assert (stop.reason, nested.finished, nested.state.phase) == ("end", True, nested_end)
+    assert nested.position == (2 if nested_end == "Failed" else 1)
     await debugger.continue_()
     assert debugger.state.phase == "Failed" and debugger.state.error.kind == "cancelled"
     terminal = [
@@ -428,3 +438,34 @@ def test_in_the_shell_a_sibling_call_runs_on_between_commands() -> None:
     assert {r.call_id: r.content for r in debugger.next_input.results}["call_weather"] == (
         "sunny in Lyon"
     )
+
+
+async def test_a_followed_run_that_suspends_is_answered_by_the_outer_run_not_here() -> None:
+    @tool(needs_approval=True)
+    def refund(amount: float) -> str:
+        """Refund.
+
+        Args:
+            amount: how much.
+        """
+        return "refunded"
+
+    model = ScriptedModel(
+        [
+            [ToolCall("call_handoff", "transfer_to_billing", "{}")],
+            [ToolCall("call_refund", "refund", '{"amount": 49}')],
+        ]
+    )
+    billing = Agent(name="billing", model=model, instructions="Refund.", tools=[refund])
+    front = Agent(name="front", model=model, instructions="Hand off.", handoffs=[billing])
+    debugger = Debugger.live(front, "refund me", run_id="r")
+    await debugger.step()
+    followed = await debugger.step_in_live()
+    stop = await followed.continue_()
+    assert (stop.reason, followed.run.suspended) == ("suspended", True)
+    (request,) = followed.pending()
+    with pytest.raises(DebuggerError, match="answered by the run it is nested in"):
+        followed.decide([ApprovalDecision(request.call.call_id, request.arguments_hash, True)])
+    assert await followed.step() is None
+    landed = await debugger.step()
+    assert landed is not None and debugger.next_input.error.kind == "cancelled"

@@ -359,6 +359,8 @@ class Debugger:
             return None
         if self._live is not None and self.position + 1 not in self.expected:
             await self._follow()
+            if self.position + 1 not in self.expected:  # it took no further transition:
+                return None  # a followed run is never performed here, only replayed
         started = await self._start(live)
         if started is None:
             return None
@@ -530,6 +532,10 @@ class Debugger:
         """
         if not self.run.suspended:
             raise DebuggerError("the run is not suspended for approval here")
+        if self._live is not None:
+            raise DebuggerError(
+                "a run followed live is answered by the run it is nested in, not here"
+            )
         try:
             self._snapshot().check_decisions(decisions)
         except ApprovalMismatch as exc:
@@ -647,8 +653,14 @@ class Debugger:
         self.run.stepper = gate
         started = await self._start(False)
         assert started is not None  # an input is due: runs_ahead computed its transition
-        task = asyncio.create_task(self._effect(self.position + 1, False))
-        live = LiveNesting(gate, task, lambda: self._recording(tuple(self._recorder.lines)))
+        position = self.position + 1
+        task = asyncio.create_task(self._effect(position, False))
+
+        def record() -> Trace:  # the effect's lines: in flight, then as it produced them
+            done = position in self.produced
+            return self._recording(() if done else tuple(self._recorder.lines))
+
+        live = LiveNesting(gate, task, record)
         self._flight = _Flight(live, started)
         return live
 
