@@ -290,7 +290,7 @@ def test_step_into_a_handoff_target_live_through_a_pipe() -> None:
     done = debug(
         str(TRIAGE_FILE),
         "--offline",
-        commands="step\nstep in\nstep\nrow\nstep out\ncontinue\n",
+        commands="step\nstep in\nstep\nrow\nhistory\nstep out\ncontinue\n",
     )
     assert done.returncode == 0 and done.stderr == ""
     steps = blocks(done.stdout)
@@ -312,10 +312,11 @@ def test_step_into_a_handoff_target_live_through_a_pipe() -> None:
         "next (peek) row 8: CallingModel --model_response [has_tool_calls]--> Executing"
         in (steps[4][1])
     )
-    out = steps[5][1]
+    assert steps[5][1].endswith("\nat step 1")  # no recorded length: it grows as it runs
+    out = steps[6][1]
     assert out.startswith(f"up to run {run}\n#2 CallingModel → ApplyingHandoff")
     assert REFUND in out and f"nested: {run}/2 (`step in` opens it)" in out
-    assert "#3 ApplyingHandoff → Done" in steps[6][1]
+    assert "#3 ApplyingHandoff → Done" in steps[7][1]
 
 
 def test_step_into_an_agent_tool_and_its_own_agent_tool_through_a_pipe() -> None:

@@ -591,6 +591,12 @@ class Debugger:
     # ------------------------------------------------------------ live step-in
 
     @property
+    def followed(self) -> bool:
+        """Whether this debugger follows a nested run as it runs (`step_in_live`): its
+        record grows as the run is released, so it has no recorded length to show."""
+        return self._live is not None
+
+    @property
     def in_flight(self) -> bool:
         """Whether a step is in flight: `step_in_live` stepped into a nested run that its
         effect runs; `step` (or `abandon`) finishes it."""

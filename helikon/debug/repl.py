@@ -344,7 +344,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         debugger = self.debugger
         for step in debugger.history:
             self._say(step_line(step, self.paint))
-        if debugger.expected:
+        if debugger.expected and not debugger.followed:
             self._say(f"{debugger.position} of {len(debugger.expected)} recorded steps replayed")
         else:
             self._say(f"at step {debugger.position}")
