@@ -33,11 +33,13 @@ class LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="helikon-debug-loop", daemon=True
-        )
+        self._thread = threading.Thread(target=self._serve, name="helikon-debug-loop", daemon=True)
         self._thread.start()
         self._closed = False
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)  # the thread's loop, for code that asks for it
+        self.loop.run_forever()
 
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         """Run `coroutine` on the loop and return what it returns (or raise what it raises)."""
