@@ -24,11 +24,19 @@ from typing import Any, Literal
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import dumps
 from helikon.core.errors import HelikonError
-from helikon.core.events import TERMINAL_EVENTS, RunStarted
+from helikon.core.events import RunStarted
 from helikon.core.items import Item
 from helikon.core.state import ApprovalDecisions, NextAction, TransitionOutcome
 from helikon.core.transition import Match, match_row
 from helikon.debug.live import LiveNesting, runs_ahead, stand_in
+from helikon.debug.recording import (
+    NOTHING,
+    Effect,
+    Recorder,
+    by_position,
+    outcome_of,
+    recorded_effects,
+)
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
@@ -40,10 +48,8 @@ from helikon.run.stepping import StepGate
 from helikon.trace import (
     EffectTrace,
     Line,
-    RunLines,
     RunTrace,
     Trace,
-    TracedRun,
     TraceError,
     TraceHeader,
     TraceWriter,
@@ -159,7 +165,7 @@ class Debugger:
 
     run: Run
     recorded: dict[int, Any] = field(default_factory=dict)
-    produced: dict[int, _Effect] = field(default_factory=dict)
+    produced: dict[int, Effect] = field(default_factory=dict)
     expected: dict[int, TransitionTrace] = field(default_factory=dict)
     history: list[Step] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
@@ -174,7 +180,7 @@ class Debugger:
     _flight: _Flight | None = None  # a step `step_in_live` left in flight
 
     def __post_init__(self) -> None:
-        self._recorder = _Recorder(self.run.run_id)
+        self._recorder = Recorder(self.run.run_id)
         self.run.trace = self._recorder
         if not self.frames:
             self.frames.append(self._frame())
@@ -243,7 +249,7 @@ class Debugger:
     def _take(self, trace: Trace) -> None:
         """Keep `trace`'s transitions of this run, and its effects, as the record."""
         root = self.run.run_id
-        effects = _recorded_effects(trace, root)
+        effects = recorded_effects(trace, root)
         for position, line in enumerate(trace.transitions(root)):
             self.recorded[position] = line.input
             self.expected[position + 1] = line
@@ -273,8 +279,8 @@ class Debugger:
         if dumps(lines[: len(known)], Any) != dumps(known, Any):
             raise DebuggerError("the newer recording does not start with the steps recorded")
         if len(lines) == len(known) and all(
-            self.produced.get(k, _NOTHING).lines == effect.lines
-            for k, effect in _by_position(trace, header.run_id).items()
+            self.produced.get(k, NOTHING).lines == effect.lines
+            for k, effect in by_position(trace, header.run_id).items()
         ):
             return False
         self._take(trace)
@@ -382,7 +388,7 @@ class Debugger:
         recorded = self.expected.get(self.position + 1) if self.recorded_only else None
         if recorded is not None:
             match = self._recorded_match(recorded)
-            self.run.record(inp, _outcome_of(recorded))
+            self.run.record(inp, outcome_of(recorded))
         else:
             match = match_row(before, inp, self.run.ctx)
             await self.run.apply()
@@ -427,7 +433,7 @@ class Debugger:
         if not live and (position in self.recorded or self.expected):
             self.run.next_input = self.recorded.get(position)
             self.run.pending = None
-            effect = self.produced.get(position, _NOTHING)
+            effect = self.produced.get(position, NOTHING)
             if self.run.next_input is None and any(
                 e.type == "run_suspended" for e in effect.events
             ):  # the recording suspended here, and was not resumed: so does the replay
@@ -439,7 +445,7 @@ class Debugger:
         """Perform the pending effect live; keep its input, events and trace lines."""
         self._recorder.clear()
         events = tuple([event async for event in self.run.perform()])
-        self.produced[position] = _Effect(events, tuple(self._recorder.lines), self.run.run_id)
+        self.produced[position] = Effect(events, tuple(self._recorder.lines), self.run.run_id)
         if self.run.next_input is not None:
             self.recorded[position] = self.run.next_input
         return events
@@ -558,7 +564,7 @@ class Debugger:
         (a handoff target, agents called as tools), in the order they began."""
         root = self.run.run_id
         found: list[str] = []
-        for line in self.produced.get(self.position, _NOTHING).lines_for(root):
+        for line in self.produced.get(self.position, NOTHING).lines_for(root):
             run = line.run_id
             inside = isinstance(line, RunTrace) and run.startswith(root + "/")
             if inside and not any(run.startswith(outer + "/") for outer in found):
@@ -732,7 +738,7 @@ class Debugger:
         root = self.run.run_id
         return [
             line
-            for line in self.produced.get(position, _NOTHING).lines_for(root)
+            for line in self.produced.get(position, NOTHING).lines_for(root)
             if isinstance(line, TransitionTrace) and line.run_id != root
         ]
 
@@ -849,7 +855,7 @@ class Debugger:
             for position, step in enumerate(self.history):
                 record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
                 writer.write(transition_trace(self.run, record))
-                effect = self.produced.get(position + 1, _NOTHING)
+                effect = self.produced.get(position + 1, NOTHING)
                 for line in effect.lines_for(self.run.run_id):
                     writer.write(line)
 
@@ -872,101 +878,3 @@ class _Flight:
 
     live: LiveNesting
     started: _Started | None
-
-
-@dataclass(frozen=True)
-class _Effect:
-    """What one effect produced besides its input: the events it streamed and the trace
-    lines it wrote (the run's own effect events, and every line of nested runs)."""
-
-    events: tuple[Any, ...] = ()
-    lines: tuple[Line, ...] = ()
-    root: str = ""
-
-    def lines_for(self, root: str) -> tuple[Line, ...]:
-        """The lines as run `root` writes them (a fork renames the runs it inherited)."""
-        if not self.root or self.root == root:
-            return self.lines
-        old = self.root
-        return tuple(
-            replace(line, run_id=root + line.run_id[len(old) :])
-            if line.run_id == old or line.run_id.startswith(old + "/")
-            else line
-            for line in self.lines
-        )
-
-
-_NOTHING = _Effect()
-
-
-@dataclass
-class _Recorder:
-    """The trace sink of a debugged run: keeps the root's transition records apart from
-    the lines its effects produce (nested runs write here too)."""
-
-    root: str
-    records: list[TransitionRecord] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
-    runs: RunLines = field(default_factory=RunLines)
-
-    def __post_init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        """Start recording one effect: its lines open the nested runs they hold afresh."""
-        self.lines.clear()
-        self.runs = RunLines()
-        self.runs.runs.add(self.root)
-
-    def started(self, run: TracedRun) -> None:
-        return None
-
-    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
-        if run.run_id == self.root:
-            self.records.append(record)
-        else:
-            self._announce(run)
-            self.lines.append(transition_trace(run, record))
-
-    def effect(self, run: TracedRun, event: Any) -> None:
-        if event.type != "run_started":
-            self._announce(run)
-            self.lines.append(EffectTrace(run.run_id, run.seq, event))
-
-    def _announce(self, run: TracedRun) -> None:
-        opened = self.runs.announce(run)
-        if opened is not None:
-            self.lines.append(opened)
-
-
-def _outcome_of(line: TransitionTrace) -> TransitionOutcome:
-    return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
-
-
-def _by_position(trace: Trace, root: str) -> dict[int, _Effect]:
-    """`_recorded_effects` keyed as `Debugger.produced` is: by the step that produced them."""
-    effects = _recorded_effects(trace, root)
-    lines = trace.transitions(root)
-    return {k + 1: effects[line.seq] for k, line in enumerate(lines) if line.seq in effects}
-
-
-def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
-    """Per root transition seq: what the root's stream showed after it (its effect events,
-    nested runs' events but their terminal one) and the raw lines recorded there."""
-    events: dict[int, list[Any]] = {}
-    lines: dict[int, list[Line]] = {}
-    seq = 0
-    for line in trace.lines:
-        if isinstance(line, TransitionTrace) and line.run_id == root:
-            seq = line.seq
-            continue
-        if isinstance(line, EffectTrace) and line.event.type == "run_started":
-            continue
-        lines.setdefault(seq, []).append(line)
-        if isinstance(line, RunTrace):
-            continue
-        found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
-        if line.run_id != root:
-            found = [event for event in found if event.type not in TERMINAL_EVENTS]
-        events.setdefault(seq, []).extend(found)
-    return {key: _Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}
