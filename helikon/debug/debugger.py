@@ -11,6 +11,11 @@ A frame is the run between two steps: state, conversation length, the observed i
 the pending action. `frames[k]` is the run after k steps. Forking replaces the observed input
 of a frame (a model response, tool results) and continues in a new debugger: its history
 is the prefix, its future is new.
+
+Nested runs (a handoff target, an agent called as a tool) are stepped into as recorded
+(`step_in`, after the step whose effect ran them) or, live, as they run (`step_in_live`,
+before it): that step is then in flight until the nested run is let go (see
+`helikon.debug.live`), and the nested run's debugger replays what it records as it goes.
 """
 
 from __future__ import annotations
