@@ -11,10 +11,16 @@ A frame is the run between two steps: state, conversation length, the observed i
 the pending action. `frames[k]` is the run after k steps. Forking replaces the observed input
 of a frame (a model response, tool results) and continues in a new debugger: its history
 is the prefix, its future is new.
+
+Nested runs (a handoff target, an agent called as a tool) are stepped into as recorded
+(`step_in`, after the step whose effect ran them) or, live, as they run (`step_in_live`,
+before it): that step is then in flight until the nested run is let go (see
+`helikon.debug.live`), and the nested run's debugger replays what it records as it goes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,10 +29,19 @@ from typing import Any, Literal
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import dumps
 from helikon.core.errors import HelikonError
-from helikon.core.events import TERMINAL_EVENTS, RunStarted
+from helikon.core.events import RunStarted
 from helikon.core.items import Item
 from helikon.core.state import ApprovalDecisions, NextAction, TransitionOutcome
 from helikon.core.transition import Match, match_row
+from helikon.debug.live import LiveNesting, runs_ahead, stand_in
+from helikon.debug.recording import (
+    NOTHING,
+    Effect,
+    Recorder,
+    by_position,
+    outcome_of,
+    recorded_effects,
+)
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
@@ -34,13 +49,12 @@ from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
+from helikon.run.stepping import StepGate
 from helikon.trace import (
     EffectTrace,
     Line,
-    RunLines,
     RunTrace,
     Trace,
-    TracedRun,
     TraceError,
     TraceHeader,
     TraceWriter,
@@ -156,7 +170,7 @@ class Debugger:
 
     run: Run
     recorded: dict[int, Any] = field(default_factory=dict)
-    produced: dict[int, _Effect] = field(default_factory=dict)
+    produced: dict[int, Effect] = field(default_factory=dict)
     expected: dict[int, TransitionTrace] = field(default_factory=dict)
     history: list[Step] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
@@ -167,9 +181,11 @@ class Debugger:
     forks: int = 0
     trace: Trace | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _live: LiveNesting | None = None  # set on a nested run followed live (`step_in_live`)
+    _flight: _Flight | None = None  # a step `step_in_live` left in flight
 
     def __post_init__(self) -> None:
-        self._recorder = _Recorder(self.run.run_id)
+        self._recorder = Recorder(self.run.run_id)
         self.run.trace = self._recorder
         if not self.frames:
             self.frames.append(self._frame())
@@ -238,7 +254,7 @@ class Debugger:
     def _take(self, trace: Trace) -> None:
         """Keep `trace`'s transitions of this run, and its effects, as the record."""
         root = self.run.run_id
-        effects = _recorded_effects(trace, root)
+        effects = recorded_effects(trace, root)
         for position, line in enumerate(trace.transitions(root)):
             self.recorded[position] = line.input
             self.expected[position + 1] = line
@@ -268,8 +284,8 @@ class Debugger:
         if dumps(lines[: len(known)], Any) != dumps(known, Any):
             raise DebuggerError("the newer recording does not start with the steps recorded")
         if len(lines) == len(known) and all(
-            self.produced.get(k, _NOTHING).lines == effect.lines
-            for k, effect in _by_position(trace, header.run_id).items()
+            self.produced.get(k, NOTHING).lines == effect.lines
+            for k, effect in by_position(trace, header.run_id).items()
         ):
             return False
         self._take(trace)
@@ -301,6 +317,8 @@ class Debugger:
     def finished(self) -> bool:
         """The run ended, suspended, or (in a replay) the recording has no further step."""
         replayed_all = bool(self.expected) and self.position >= len(self.expected)
+        if self._live is not None and self._live.following(self.run.run_id):
+            replayed_all = False
         return self.run.finished or self.run.suspended or replayed_all
 
     @property
@@ -313,13 +331,21 @@ class Debugger:
             return None
         if self.recorded_only:
             line = self.expected.get(self.position + 1)
-            return None if line is None else self._recorded_match(line)
+            if line is not None:
+                return self._recorded_match(line)
+            if self._live is None:
+                return None
         return match_row(self.run.state, self.run.next_input, self.run.ctx)
 
     def _recorded_match(self, line: TransitionTrace) -> Match:
         return Match(self.run.ctx.table.rows[line.row.index], line.row.checked)
 
     def _refuse_without_chart(self, what: str) -> None:
+        if self._live is not None:
+            raise DebuggerError(
+                f"cannot {what}: this nested run is followed as its parent's effect runs it; "
+                "step out and fork the outer run"
+            )
         if self.recorded_only:
             raise DebuggerError(
                 f"cannot {what}: this replay has only the trace (nothing was imported); "
@@ -333,12 +359,29 @@ class Debugger:
 
         A recorded next input (replay, or a step taken before a rewind) is reused, with the
         events its effect streamed, unless `live` is true: stepping again repeats no side
-        effect.
+        effect. A step left in flight by `step_in_live` is finished first: the nested runs
+        it holds are let go to run to their end (`step out`).
         """
+        if self._flight is not None:
+            return await self._land()
         if live:
             self._refuse_without_chart("step live")
         if self.run.finished or self.run.suspended:
             return None
+        if self._live is not None and self.position + 1 not in self.expected:
+            await self._follow()
+            if self.position + 1 not in self.expected:  # it took no further transition:
+                return None  # a followed run is never performed here, only replayed
+        started = await self._start(live)
+        if started is None:
+            return None
+        effect: tuple[Any, ...] = ()
+        if not self.run.finished:
+            effect = await self._effect(self.position + 1, live)
+        return self._took(started, effect)
+
+    async def _start(self, live: bool) -> _Started | None:
+        """Observe the input due when there is none yet, and apply it: one transition."""
         lead: tuple[Any, ...] = ()
         if self.run.next_input is None:
             observed = await self._observe(live)
@@ -350,18 +393,27 @@ class Debugger:
         recorded = self.expected.get(self.position + 1) if self.recorded_only else None
         if recorded is not None:
             match = self._recorded_match(recorded)
-            self.run.record(inp, _outcome_of(recorded))
+            self.run.record(inp, outcome_of(recorded))
         else:
             match = match_row(before, inp, self.run.ctx)
             await self.run.apply()
         outcome = self._recorder.records[-1].outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
-        effect: tuple[Any, ...] = ()
-        if not self.run.finished:
-            effect = await self._effect(self.position + 1, live)
+        return _Started(before, inp, match, outcome, lead)
+
+    def _took(self, started: _Started, effect: tuple[Any, ...]) -> Step:
+        """The step `started` began, its effect done: kept in the history, with its frame."""
+        outcome = started.outcome
         step = Step(
-            self.run.seq, before, inp, match, outcome, effect, self._diverges(outcome), lead
+            self.run.seq,
+            started.before,
+            started.input,
+            started.match,
+            outcome,
+            effect,
+            self._diverges(outcome),
+            started.lead,
         )
         del self.history[self.position :]
         self.history.append(step)
@@ -386,7 +438,7 @@ class Debugger:
         if not live and (position in self.recorded or self.expected):
             self.run.next_input = self.recorded.get(position)
             self.run.pending = None
-            effect = self.produced.get(position, _NOTHING)
+            effect = self.produced.get(position, NOTHING)
             if self.run.next_input is None and any(
                 e.type == "run_suspended" for e in effect.events
             ):  # the recording suspended here, and was not resumed: so does the replay
@@ -398,7 +450,7 @@ class Debugger:
         """Perform the pending effect live; keep its input, events and trace lines."""
         self._recorder.clear()
         events = tuple([event async for event in self.run.perform()])
-        self.produced[position] = _Effect(events, tuple(self._recorder.lines), self.run.run_id)
+        self.produced[position] = Effect(events, tuple(self._recorder.lines), self.run.run_id)
         if self.run.next_input is not None:
             self.recorded[position] = self.run.next_input
         return events
@@ -491,6 +543,10 @@ class Debugger:
         """
         if not self.run.suspended:
             raise DebuggerError("the run is not suspended for approval here")
+        if self._live is not None:
+            raise DebuggerError(
+                "a run followed live is answered by the run it is nested in, not here"
+            )
         try:
             self._snapshot().check_decisions(decisions)
         except ApprovalMismatch as exc:
@@ -513,7 +569,7 @@ class Debugger:
         (a handoff target, agents called as tools), in the order they began."""
         root = self.run.run_id
         found: list[str] = []
-        for line in self.produced.get(self.position, _NOTHING).lines_for(root):
+        for line in self.produced.get(self.position, NOTHING).lines_for(root):
             run = line.run_id
             inside = isinstance(line, RunTrace) and run.startswith(root + "/")
             if inside and not any(run.startswith(outer + "/") for outer in found):
@@ -540,27 +596,164 @@ class Debugger:
             nested = Debugger.replay(self._recording().nested(target))
         except TraceError as exc:
             raise DebuggerError(str(exc)) from None
+        self._lend_breakpoints(nested)
+        return nested
+
+    # ------------------------------------------------------------ live step-in
+
+    @property
+    def followed(self) -> bool:
+        """Whether this debugger follows a nested run as it runs (`step_in_live`): its
+        record grows as the run is released, so it has no recorded length to show."""
+        return self._live is not None
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether a step is in flight: `step_in_live` stepped into a nested run that its
+        effect runs; `step` (or `abandon`) finishes it."""
+        return self._flight is not None
+
+    def runs_ahead(self) -> list[str]:
+        """The nested runs the next step's effect would start when performed live (a
+        handoff target, agents called as tools): what `step_in_live` can step into. Empty
+        in a replay, or where the next step's effect is recorded (after `back`)."""
+        if self._flight is not None:
+            return []
+        if self._live is not None:
+            recorded = self.position + 1 in self.expected
+        else:
+            recorded = bool(self.expected) or self.position + 1 in self.recorded
+        return [] if recorded else runs_ahead(self.run)
+
+    async def step_in_live(self, run_id: str | None = None) -> Debugger:
+        """Step into nested run `run_id` (default: the first of `runs_ahead`) while it runs.
+
+        The next step begins: its transition is applied and its effect starts as a task,
+        which runs the nested run held before each of its transitions; its sibling calls
+        run on. The debugger returned follows the nested run: each of its steps releases
+        one transition (breakpoints as `step_in` gives them), and it can step into runs
+        nested in it in turn. This debugger's `step` finishes the step in flight, letting
+        the nested runs go to run to their end (`step out`); `abandon` cancels it.
+
+        Raises:
+            DebuggerError: no nested run starts at the next step, or not that one; or it
+                did not begin (the step is then taken: `history` shows how it went).
+        """
+        ahead = self.runs_ahead()
+        if not ahead:
+            raise DebuggerError(
+                f"no nested run starts at step {self.position + 1}: step in before a handoff "
+                "or a call of an agent as a tool"
+            )
+        target = ahead[0] if run_id is None else run_id
+        if target not in ahead:
+            raise DebuggerError(f"no nested run {target!r} ahead; ahead: {', '.join(ahead)}")
+        if self._live is None:
+            live = await self._begin_flight(target)
+            await live.settle(target)
+        else:
+            live = self._live
+            live.gate.hold(target)
+            live.gate.release(self.run.run_id)
+            self._flight = _Flight(live, None)
+            await live.settle(target, self.run.run_id)
+        child = live.gate.held(target)
+        if child is None:
+            await self.step()
+            raise DebuggerError(f"nested run {target!r} did not begin; step {self.position} ran")
+        return self._following(child, live)
+
+    async def _begin_flight(self, target: str) -> LiveNesting:
+        """Apply the next transition and start its effect as a task, holding `target`."""
+        gate = StepGate()
+        gate.hold(target)
+        self.run.stepper = gate
+        started = await self._start(False)
+        assert started is not None  # an input is due: runs_ahead computed its transition
+        position = self.position + 1
+        task = asyncio.create_task(self._effect(position, False))
+
+        def record() -> Trace:  # the effect's lines: in flight, then as it produced them
+            done = position in self.produced
+            return self._recording(() if done else tuple(self._recorder.lines))
+
+        live = LiveNesting(gate, task, record)
+        self._flight = _Flight(live, started)
+        return live
+
+    def _following(self, child: Run, live: LiveNesting) -> Debugger:
+        """A debugger following `child`, held before a transition, with this one's
+        breakpoints that its chart has."""
+        followed = Debugger(
+            stand_in(child), log=list(child.conversation.items()), recorded_only=True
+        )
+        followed.header = header_of(followed.run)
+        followed._live = live
+        self._lend_breakpoints(followed)
+        return followed
+
+    async def _follow(self, *, release: bool = True) -> None:
+        """Release the followed run for one transition (unless it was released already)
+        and take what it recorded by the time it is held again (or ended)."""
+        assert self._live is not None
+        live, run_id = self._live, self.run.run_id
+        if release:
+            live.gate.release(run_id)
+        await live.settle(run_id)
+        trace = live.trace_of(run_id)
+        if trace is not None:
+            self._take(trace)
+            self.trace = trace
+        held = live.gate.held(run_id)
+        if held is not None:
+            self.recorded[len(self.expected)] = held.next_input
+
+    async def _land(self) -> Step | None:
+        """Finish the step in flight: let the nested runs go, and wait for its effect (or,
+        following a nested run, for that run to be held again)."""
+        flight, self._flight = self._flight, None
+        assert flight is not None
+        flight.live.gate.let_go(self.run.run_id)
+        if flight.started is None:
+            await self._follow(release=False)
+            return await self.step()
+        try:
+            effect = await flight.live.task
+        finally:
+            self.run.stepper = None
+        return self._took(flight.started, effect)
+
+    async def abandon(self) -> None:
+        """Leave the step in flight (the debugger quits): the run is cancelled, so the
+        nested runs it holds stop, its effect's task is awaited, and the step is taken with
+        the cancellation as its input. Nothing to do without one."""
+        if self._flight is not None and self._flight.started is not None:
+            self.run.cancel("the debugger left the run")
+            await self._land()
+
+    def _lend_breakpoints(self, nested: Debugger) -> None:
         for breakpoint in self.breakpoints:
             try:
                 added = nested.break_on(breakpoint.kind, breakpoint.value)
             except DebuggerError:  # a phase or guard the nested run's chart lacks
                 continue
             added.enabled = breakpoint.enabled
-        return nested
 
     def _nested_transitions(self, position: int) -> list[TransitionTrace]:
         root = self.run.run_id
         return [
             line
-            for line in self.produced.get(position, _NOTHING).lines_for(root)
+            for line in self.produced.get(position, NOTHING).lines_for(root)
             if isinstance(line, TransitionTrace) and line.run_id != root
         ]
 
-    def _recording(self) -> Trace:
-        """This run's record as a trace: its effects' lines, with every chart they name."""
+    def _recording(self, flying: Sequence[Line] = ()) -> Trace:
+        """This run's record as a trace: its effects' lines (and `flying`, those of the
+        effect in flight), with every chart they name."""
         root = self.run.run_id
         header = replace(self.header or header_of(self.run), run_id=root)
         lines = [line for k in sorted(self.produced) for line in self.produced[k].lines_for(root)]
+        lines.extend(flying)
         charts = dict(self.trace.charts) if self.trace is not None else {}
         chart_of = {root: header.chart_digest}
         for line in lines:
@@ -579,6 +772,8 @@ class Debugger:
     def rewind(self, k: int) -> Frame:
         """Go back to the run after `k` steps (0: before the first). Steps after it are kept
         as the record, so stepping again reuses their inputs."""
+        if self._flight is not None:
+            raise DebuggerError("a step is in flight with a nested run stepped: step out first")
         if not 0 <= k <= self.position:
             raise DebuggerError(f"cannot rewind to step {k}: the run has taken {self.position}")
         frame = self.frames[k]
@@ -665,104 +860,26 @@ class Debugger:
             for position, step in enumerate(self.history):
                 record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
                 writer.write(transition_trace(self.run, record))
-                effect = self.produced.get(position + 1, _NOTHING)
+                effect = self.produced.get(position + 1, NOTHING)
                 for line in effect.lines_for(self.run.run_id):
                     writer.write(line)
 
 
 @dataclass(frozen=True)
-class _Effect:
-    """What one effect produced besides its input: the events it streamed and the trace
-    lines it wrote (the run's own effect events, and every line of nested runs)."""
+class _Started:
+    """A step begun: its transition applied, its effect not yet done."""
 
-    events: tuple[Any, ...] = ()
-    lines: tuple[Line, ...] = ()
-    root: str = ""
-
-    def lines_for(self, root: str) -> tuple[Line, ...]:
-        """The lines as run `root` writes them (a fork renames the runs it inherited)."""
-        if not self.root or self.root == root:
-            return self.lines
-        old = self.root
-        return tuple(
-            replace(line, run_id=root + line.run_id[len(old) :])
-            if line.run_id == old or line.run_id.startswith(old + "/")
-            else line
-            for line in self.lines
-        )
+    before: Any
+    input: Any
+    match: Match
+    outcome: TransitionOutcome
+    lead: tuple[Any, ...]
 
 
-_NOTHING = _Effect()
+@dataclass(frozen=True)
+class _Flight:
+    """A step `step_in_live` left in flight: begun, its effect a task (`started`), or,
+    following a nested run, that run released for its transition (`started` None)."""
 
-
-@dataclass
-class _Recorder:
-    """The trace sink of a debugged run: keeps the root's transition records apart from
-    the lines its effects produce (nested runs write here too)."""
-
-    root: str
-    records: list[TransitionRecord] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
-    runs: RunLines = field(default_factory=RunLines)
-
-    def __post_init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        """Start recording one effect: its lines open the nested runs they hold afresh."""
-        self.lines.clear()
-        self.runs = RunLines()
-        self.runs.runs.add(self.root)
-
-    def started(self, run: TracedRun) -> None:
-        return None
-
-    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
-        if run.run_id == self.root:
-            self.records.append(record)
-        else:
-            self._announce(run)
-            self.lines.append(transition_trace(run, record))
-
-    def effect(self, run: TracedRun, event: Any) -> None:
-        if event.type != "run_started":
-            self._announce(run)
-            self.lines.append(EffectTrace(run.run_id, run.seq, event))
-
-    def _announce(self, run: TracedRun) -> None:
-        opened = self.runs.announce(run)
-        if opened is not None:
-            self.lines.append(opened)
-
-
-def _outcome_of(line: TransitionTrace) -> TransitionOutcome:
-    return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
-
-
-def _by_position(trace: Trace, root: str) -> dict[int, _Effect]:
-    """`_recorded_effects` keyed as `Debugger.produced` is: by the step that produced them."""
-    effects = _recorded_effects(trace, root)
-    lines = trace.transitions(root)
-    return {k + 1: effects[line.seq] for k, line in enumerate(lines) if line.seq in effects}
-
-
-def _recorded_effects(trace: Trace, root: str) -> dict[int, _Effect]:
-    """Per root transition seq: what the root's stream showed after it (its effect events,
-    nested runs' events but their terminal one) and the raw lines recorded there."""
-    events: dict[int, list[Any]] = {}
-    lines: dict[int, list[Line]] = {}
-    seq = 0
-    for line in trace.lines:
-        if isinstance(line, TransitionTrace) and line.run_id == root:
-            seq = line.seq
-            continue
-        if isinstance(line, EffectTrace) and line.event.type == "run_started":
-            continue
-        lines.setdefault(seq, []).append(line)
-        if isinstance(line, RunTrace):
-            continue
-        found = [line.event] if isinstance(line, EffectTrace) else list(line.events)
-        if line.run_id != root:
-            found = [event for event in found if event.type not in TERMINAL_EVENTS]
-        events.setdefault(seq, []).extend(found)
-    return {key: _Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}
+    live: LiveNesting
+    started: _Started | None

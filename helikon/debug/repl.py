@@ -1,13 +1,18 @@
 """`helikon debug`: a terminal prompt over a `Debugger`, live or replaying a trace.
 
 Theory of operation: `DebugShell` is a `cmd.Cmd` whose commands each call the debugger once
-and print what changed; every coroutine runs on one event loop the shell owns (an
-`asyncio.Runner`), so a model client made on the first step is still usable on the last.
+and print what changed; every coroutine runs on one event loop the shell owns, on a thread
+of its own (`helikon.debug.loop.LoopThread`): a model client made on the first step is still
+usable on the last, and what a command leaves in flight runs on between commands.
 On a terminal the prompt has readline history and completion and output is coloured
 (`helikon.export.console`'s rules: NO_COLOR turns it off); whatever the run or its trace
 holds is printed escaped (`safe_text`). Driven through a pipe there is no prompt;
 each command read is echoed as `(hdb) command`, output is flushed after each command, and
 EOF ends the session with status 0, so a transcript reads like a terminal session.
+
+`step in` before a live step whose effect starts a nested run steps into it as it runs
+(`Debugger.step_in_live`); the prompt then names the nested run, and leaving the session
+cancels the run in flight (`Debugger.abandon`) before the loop closes.
 
 A mistaken command prints one `error:` line and the session goes on. `helikon debug` itself
 fails with one line and status 2 (a missing or corrupt trace, a chart that cannot be loaded).
@@ -15,7 +20,6 @@ fails with one line and status 2 (a missing or corrupt trace, a chart that canno
 
 from __future__ import annotations
 
-import asyncio
 import cmd
 import inspect
 import shlex
@@ -28,6 +32,7 @@ from helikon.core.transition import Match
 from helikon.debug.completion import ALIASES, BREAK_KINDS, COMMANDS, ShellCompletion
 from helikon.debug.debugger import BreakKind, Debugger, Step, Stop
 from helikon.debug.fork import fork_request
+from helikon.debug.loop import LoopThread
 from helikon.debug.view import (
     Paint,
     conversation_lines,
@@ -82,7 +87,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self.prompt = PROMPT if self.interactive else ""
         self.colour = use_colour(out) if colour is None else colour
         self.paint: Paint = EventPrinter(out, self.colour).paint
-        self._runner = asyncio.Runner()
+        self._loop = LoopThread()
 
     # ------------------------------------------------------------ the session
 
@@ -108,8 +113,13 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self.stdout.flush()
 
     def close(self) -> None:
-        """Close the shell's event loop."""
-        self._runner.close()
+        """Cancel a run left in flight by a live `step in`, then close the event loop."""
+        outermost = self.outer[0][0] if self.outer else self.debugger
+        try:
+            if outermost.in_flight:
+                self._await(outermost.abandon())
+        finally:
+            self._loop.close()
 
     def __enter__(self) -> DebugShell:
         return self
@@ -127,7 +137,8 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         except (KeyboardInterrupt, Exception) as exc:  # a bug must not end the session
             # A step cut short may have applied its transition without recording it:
             # restore the last whole step (what its effect did outside the run stays done).
-            self.debugger.rewind(self.debugger.position)
+            if not self.debugger.in_flight:
+                self.debugger.rewind(self.debugger.position)
             at = f"back at step {self.debugger.position}"
             if isinstance(exc, KeyboardInterrupt):
                 self._say(self.paint(f"interrupted: {at}", "yellow"))
@@ -168,6 +179,10 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         `step in` opens the run nested in the last step's effect (a handoff target, an agent
         called as a tool; RUN names one of several) and steps its transitions as recorded,
         with the breakpoints its chart has; `step out` (or `up`) returns to the outer run.
+        In a live run, before a step whose effect starts a nested run, `step in` takes that
+        step and steps into the nested run as it runs: it is held before each transition
+        while the step's other calls run on; `step out` lets it run to its end, and the
+        outer run's step completes.
         """
         words = self._words(arg)
         if words[:1] == ["in"] and len(words) <= 2:
@@ -181,24 +196,46 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self._show_next()
 
     def do_up(self, arg: str) -> None:
-        """up: leave the nested run (`step in`) for the run it is nested in."""
+        """up: leave the nested run (`step in`) for the run it is nested in (a run stepped
+        into live is let go to run to its end first, as `step out` does)."""
         self._flag(arg, None, "up")
         if not self.outer:
             raise ShellError("this is the outermost run: `step in` opens a nested one")
         self.debugger, self.origins = self.outer.pop()
+        self._set_prompt()
         self._say(f"up to run {safe_text(self.debugger.run.run_id)}")
+        if self.debugger.in_flight:  # its step waited on the nested run: it completes now
+            step = self._await(self.debugger.step())
+            if step is not None:
+                self._show_step(step)
         self._show_next()
 
     def _step_in(self, run_id: str | None) -> None:
-        nested = self.debugger.step_in(run_id)
-        self.outer.append((self.debugger, self.origins))
+        outer = self.debugger
+        ahead = outer.runs_ahead()
+        live = bool(ahead) and (run_id is None or run_id in ahead)
+        nested = self._await(outer.step_in_live(run_id)) if live else outer.step_in(run_id)
+        self.outer.append((outer, self.origins))
         self.debugger, self.origins = nested, []
+        self._set_prompt()
         runs = " > ".join(safe_text(d.run.run_id) for d, _ in self.outer)
+        how = (
+            "live, held before each transition; `step out` lets it run to its end and "
+            f"returns to {runs}"
+            if live
+            else f"{len(nested.expected)} steps as recorded; `step out` returns to {runs}"
+        )
         self._say(
-            f"in nested run {safe_text(nested.run.run_id)} ({safe_text(nested.run.agent.name)}, "
-            f"{len(nested.expected)} steps as recorded; `step out` returns to {runs})"
+            f"in nested run {safe_text(nested.run.run_id)} "
+            f"({safe_text(nested.run.agent.name)}, {how})"
         )
         self._show_next()
+
+    def _set_prompt(self) -> None:
+        """On a terminal the prompt names the nested run stepped into, if any."""
+        if self.interactive:
+            inner = safe_text(self.debugger.run.run_id) if self.outer else ""
+            self.prompt = f"(hdb {inner}) " if inner else PROMPT
 
     def do_next(self, arg: str) -> None:
         """n, next: step until the next model turn starts (or a breakpoint, or the end)."""
@@ -307,7 +344,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         debugger = self.debugger
         for step in debugger.history:
             self._say(step_line(step, self.paint))
-        if debugger.expected:
+        if debugger.expected and not debugger.followed:
             self._say(f"{debugger.position} of {len(debugger.expected)} recorded steps replayed")
         else:
             self._say(f"at step {debugger.position}")
@@ -411,7 +448,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self._say_all(where_lines(self.debugger, self.paint))
 
     def _await(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return self._runner.run(coroutine)
+        return self._loop.run(coroutine)
 
     def _advance(self, moving: Coroutine[Any, Any, Stop]) -> None:
         start = self.debugger.position

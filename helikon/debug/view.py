@@ -250,4 +250,10 @@ def where_lines(debugger: Any, paint: Paint = plain) -> list[str]:
         paint(f"  nested: {safe_text(run)} (`step in` opens it)", "dim")
         for run in debugger.nested_runs()
     ]
+    nested += [
+        paint(
+            f"  next step starts nested run {safe_text(run)} (`step in` steps into it live)", "dim"
+        )
+        for run in debugger.runs_ahead()
+    ]
     return [f"at step {debugger.position}; {paint('next input', 'bold')}: {first}", *items, *nested]

@@ -10,6 +10,10 @@ With a run store (`store=`), each transition is committed to the run's journal b
 effect it asks for starts, under the run's lease; a run resumed from the store continues at
 its last committed step (`Run.from_stored`).
 
+A debugger may hold a nested run before each of its transitions (`stepper`, a
+`helikon.run.stepping.StepGate`, which nested runs take from their parent): the run waits
+there, changed in nothing, while the rest of its parent's effect runs on.
+
 Cancellation and timeouts stop the effect in flight (tasks of a tool batch are cancelled and
 awaited, so none outlives the run) and are fed back as `Cancel` / `Fail(TimedOut)` inputs:
 the chart decides what a cancelled run looks like, as it decides everything else.
@@ -78,6 +82,7 @@ from helikon.run.snapshot import (
     snapshot_key,
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
+from helikon.run.stepping import Stepper
 from helikon.run.stored import check_identity, fold
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
@@ -149,6 +154,7 @@ class Run(RunEffects):
         self._prepared = False
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         self.observer = observer_for(self)  # its spans (helikon.otel), None without
+        self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
 
     @classmethod
     def from_snapshot(
@@ -362,6 +368,8 @@ class Run(RunEffects):
             raise RuntimeError("no input to apply: perform() the pending action first")
         if not self._prepared:
             await self.prepare()
+        if self.stepper is not None and self.stepper.holds(self.run_id):
+            await self._held()
         inp, self.next_input = self.next_input, None
         match, outcome = self._transition(inp)
         if self.agent.output_guardrails and outcome.next_state.phase == "Done":
@@ -380,6 +388,15 @@ class Run(RunEffects):
         if self.journal is not None and match is not None:
             return await self._commit(inp, match, outcome)
         return outcome.events
+
+    async def _held(self) -> None:
+        """Wait while a debugger holds this run before its transition (`StepGate`); a
+        stop during the wait becomes the input, keeping what the effect before it got."""
+        assert self.stepper is not None
+        try:
+            await self._wait(self.stepper.before(self))
+        except Stopped:
+            self._stop_wins()
 
     async def prepare(self) -> None:
         """Get the tools of the agent's tool sources (`mcp_servers`), once, before the run's
@@ -564,6 +581,8 @@ class Run(RunEffects):
         if self._settled or not (self.finished or self.suspended):
             return
         self._settled = True
+        if self.stepper is not None:
+            self.stepper.ended(self)
         if self.observer is not None:
             self.observer.end()
         if self.journal is not None:
@@ -580,6 +599,7 @@ class Run(RunEffects):
         a tool): resumed where it stopped when the store holds it, else a new `child`. Its
         spans nest in this run's."""
         child = await self._nested(agent, input, run_id)
+        child.stepper = self.stepper
         if self.observer is not None:
             child.observer = self.observer.nested(child)
         return child

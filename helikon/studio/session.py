@@ -475,7 +475,10 @@ class Session:
 
     def step_in(self, run_id: object = None) -> dict[str, Any]:
         """Show the run nested in the last step's effect (a handoff target, an agent called
-        as a tool; `run_id` names one of several), replayed as recorded on its chart."""
+        as a tool; `run_id` names one of several), replayed as recorded on its chart; in a
+        live run, before a step whose effect starts one, step into it as it runs
+        (`Debugger.step_in_live`: stepping releases its transitions, stepping out completes
+        the outer step)."""
         if run_id is not None and not isinstance(run_id, str):
             raise StudioError(f"run_id must be a nested run's id; got {run_id!r}")
         return self._run(lambda: self._nest(run_id))
@@ -543,7 +546,8 @@ class Session:
             {"run_id": d.run.run_id, "agent": d.run.agent.name}
             for d in (*self._outer, self.debugger)
         ]
-        data["nested_runs"] = [] if self._busy else self.debugger.nested_runs()
+        shown = self.debugger
+        data["nested_runs"] = [] if self._busy else [*shown.nested_runs(), *shown.runs_ahead()]
         data["compare"] = self._comparison()
         source = self._source
         data["stored"] = (
@@ -679,8 +683,13 @@ class Session:
 
     async def _nest(self, run_id: str | None) -> dict[str, Any]:
         self._check_idle()
+        outer = self.debugger
+        ahead = outer.runs_ahead()
         try:
-            nested = self.debugger.step_in(run_id)
+            if ahead and (run_id is None or run_id in ahead):  # live: stepped as it runs
+                nested = await outer.step_in_live(run_id)
+            else:
+                nested = outer.step_in(run_id)
         except DebuggerError as exc:
             raise StudioNotFound(str(exc)) from None
         self._outer.append(self.debugger)
@@ -695,6 +704,9 @@ class Session:
         if not 0 <= level < len(self._outer):
             raise StudioError(f"no run at breadcrumb position {level}")
         shown = self._outer[level]
+        for outer in reversed(self._outer[level:]):  # live step-ins: their steps complete
+            if outer.in_flight:
+                await outer.step()
         del self._outer[level:]
         self._show_debugger(shown)
         return self._publish()
@@ -728,6 +740,9 @@ class Session:
         return self._publish()
 
     async def _cancel_all(self) -> None:
+        outermost = self._outer[0] if self._outer else self.debugger
+        with contextlib.suppress(Exception):  # a run held by a live step-in: cancelled
+            await outermost.abandon()
         current = asyncio.current_task()
         tasks = [task for task in asyncio.all_tasks() if task is not current]
         for task in tasks:

@@ -84,7 +84,7 @@ def snapshot(
         "phase": frame.state.phase,
         "seq": frame.seq,
         "position": len(history),
-        "recorded": len(debugger.expected) or None,
+        "recorded": None if debugger.followed else len(debugger.expected) or None,
         "finished": busy is None and debugger.finished,
         "busy": busy,
         "stop": stop,
