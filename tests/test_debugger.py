@@ -26,6 +26,7 @@ from helikon import (
     AssistantMessage,
     Debugger,
     DebuggerError,
+    OutputGuardrail,
     RunContext,
     ScriptedModel,
     ToolCall,
@@ -419,6 +420,37 @@ async def test_live_rewind_repeats_no_tool_side_effect_unless_asked() -> None:
 
     assert case.effects == ["tool spending", "tool budget"] * 2
     assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("trips", [False, True])
+async def test_a_replay_takes_the_output_guardrails_verdict_from_the_recording(
+    trips: bool, tmp_path: Path
+) -> None:
+    """An output guardrail is an effect (it may call a model): a replay given the agent, and
+    a step taken again after a rewind, take its recorded verdict and never run it again."""
+    checks: list[str] = []
+
+    def check(output: Any, context: Any) -> bool:
+        checks.append(output.text)
+        return trips
+
+    def agent() -> Any:
+        guard = OutputGuardrail("polite", check)
+        return Agent("guarded", ScriptedModel(["Fine."]), output_guardrails=[guard])
+
+    trace = tmp_path / "run.jsonl"
+    events = [event async for event in agent().run("hi", trace=trace)]
+    assert checks == ["Fine."]
+    debugger = Debugger.replay(read_trace(trace), agent())
+    await run_out(debugger)
+    steps = list(debugger.history)
+    assert [step.divergence for step in steps] == [None] * len(steps)
+    assert steps[-1].state_after.phase == ("Failed" if trips else "Done")
+    debugger.rewind(len(steps) - 1)
+    again = await debugger.step()
+    assert again is not None and step_json(again) == step_json(steps[-1])
+    assert checks == ["Fine."]  # the replay and the step taken again ran it never
+    assert events[-1].type == ("run_failed" if trips else "run_completed")
 
 
 async def test_live_rewind_to_the_start_calls_neither_model_nor_tools_again() -> None:

@@ -50,6 +50,7 @@ from helikon.core.transition import (
     matched_transition,
     pending_action,
     transition,
+    trip_output_guardrail,
 )
 from helikon.durable.records import RunHeader, RunNotFound, StoredRun, StoreError
 from helikon.durable.store import RunStore
@@ -57,7 +58,7 @@ from helikon.durable.views import Session
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
-from helikon.run.guardrails import checked_output
+from helikon.run.guardrails import checked_output, recorded_verdict
 from helikon.run.journal import Journal, chart_of, owner_id, status_of, toolset_digest
 from helikon.run.observing import observer_for
 from helikon.run.prepare import (
@@ -358,8 +359,12 @@ class Run(RunEffects):
                 self.trace.started(self)
             self._effect(started)
 
-    async def apply(self) -> tuple[AgentEvent, ...]:
+    async def apply(self, recorded: TransitionOutcome | None = None) -> tuple[AgentEvent, ...]:
         """Apply the input already observed (`next_input`): one transition; its events.
+
+        `recorded` is this step's outcome as a recording holds it (a debugger's replay): a
+        completing step takes the output guardrails' verdict from it instead of running them
+        again, since they are effects (a guardrail may call a model).
 
         Raises:
             RuntimeError: there is no input to apply (`perform()` the pending action first).
@@ -372,7 +377,11 @@ class Run(RunEffects):
             await self._held()
         inp, self.next_input = self.next_input, None
         match, outcome = self._transition(inp)
-        if self.agent.output_guardrails and outcome.next_state.phase == "Done":
+        if recorded is not None and outcome.next_state.phase == "Done":
+            error = recorded_verdict(recorded)
+            if error is not None:
+                outcome = trip_output_guardrail(outcome, error)
+        elif self.agent.output_guardrails and outcome.next_state.phase == "Done":
             if self.journal is not None:  # guardrails are effects: a held result goes first
                 with contextlib.suppress(StoreError):  # (a refusal stops the run at _commit)
                     await self.journal.flush()

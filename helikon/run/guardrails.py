@@ -76,6 +76,16 @@ async def checked_output(
     return outcome if error is None else trip_output_guardrail(outcome, error)
 
 
+def recorded_verdict(recorded: TransitionOutcome) -> GuardrailTripped | GuardrailFailed | None:
+    """The output guardrails' verdict on a completing step, as its recorded outcome holds
+    it: the error a guardrail failed the run with, or None (the step completed)."""
+    state = recorded.next_state
+    error = getattr(state, "error", None) if state.phase == "Failed" else None
+    if isinstance(error, GuardrailTripped | GuardrailFailed) and error.stage == "output":
+        return error
+    return None
+
+
 async def tripped_output(
     guardrails: Sequence[OutputGuardrail], output: FinalOutput, context: RunContext[Any]
 ) -> GuardrailTripped | GuardrailFailed | None:
