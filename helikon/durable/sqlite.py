@@ -331,11 +331,11 @@ class SqliteRunStore:
             self._check_lease(db, run_id, lease)
             self._write_calls(db, run_id, (replace(call, result=None),))
 
-    async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        """Record a call's result; the first result written wins."""
+    async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
+        """Record calls' results, in one transaction; the first result written wins."""
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            self._write_calls(db, run_id, (call,))
+            self._write_calls(db, run_id, calls)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.

@@ -18,8 +18,10 @@ finishes. Two of those rows ride in a record's transaction instead of one of the
   it before it is committed. A crash in between is a crash a moment before the result's own
   write would have landed: the call is "in flight" and its tool's rule applies (run again
   if `read_only` or `idempotent`, else the "interrupted" result). Every other result is
-  written the moment its call finishes, so a finished call is never held back by a slower
-  one. (Output guardrails are effects: the driver flushes a held result before they run.)
+  written as its call finishes, in one transaction with the results of the calls that
+  finish in the same pass of the event loop (the first of them waits that pass out), so a
+  finished call is never held back by a slower one, and calls that finish together commit
+  once. (Output guardrails are effects: the driver flushes a held result before they run.)
 
 Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
@@ -152,6 +154,7 @@ class Journal:
         self._create = create  # (header, chart data, owner): made with the first record
         self._effects: list[EffectRecord] = []
         self._held: list[CallRecord] = []  # the batch's last result, to ride with a record
+        self._finishing: list[CallRecord] = []  # results of this pass, written together
         self._starting: dict[tuple[int, str], CallRecord] = {}  # rows written with a record
         self._renewal: asyncio.Task[None] | None = None
         self._on_lost: Callable[[Exception], None] | None = None
@@ -240,8 +243,8 @@ class Journal:
         if self.lease is None:
             return
         held, self._held = self._held, []
-        for call in held:
-            await self.store.finish_call(self.run_id, self.lease, call)
+        if held:
+            await self.store.finish_call(self.run_id, self.lease, *held)
         if self._effects:
             effects, self._effects = self._effects, []
             await self.store.add_effects(self.run_id, self.lease, effects)
@@ -300,8 +303,9 @@ class Journal:
     async def call_finished(
         self, seq: int, call: ToolCall, result: ToolResult, *, last: bool = False
     ) -> None:
-        """Write a call's result, or, when it is the `last` of its batch, hold it for the
-        next record (see the module docstring)."""
+        """Write a call's result (with the others of this pass of the event loop), or, when
+        it is the `last` of its batch, hold it for the next record (see the module
+        docstring)."""
         started = self.calls.get((seq, call.call_id))
         if started is None or started.finished or self.lease is None:
             return
@@ -311,8 +315,18 @@ class Journal:
         self.calls[(seq, call.call_id)] = record
         if last:
             self._held.append(record)
-        else:
-            await self.store.finish_call(self.run_id, self.lease, record)
+            return
+        self._finishing.append(record)
+        if len(self._finishing) > 1:
+            return  # the first result of this pass writes it
+        try:
+            await asyncio.sleep(0)  # the calls that finish in this pass join the write
+        except asyncio.CancelledError:  # the batch stops: they ride with the next record
+            self._held += self._finishing
+            self._finishing = []
+            raise
+        batch, self._finishing = self._finishing, []
+        await self.store.finish_call(self.run_id, self.lease, *batch)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         await self.store.decide(self.run_id, seq, decisions)
