@@ -20,7 +20,7 @@ from store_support import KEY, Backend, race, run_in_thread
 
 from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, tool
 from helikon.core.approvals import ApprovalRequest
-from helikon.durable import CallRecord, DecisionSpent, Lease, RunStore
+from helikon.durable import CallRecord, DecisionSpent, Lease, RunLeased, RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = ApprovalRequest.for_call(TRANSFER)
@@ -300,3 +300,26 @@ async def test_calls_past_the_parallel_limit_get_their_rows_as_they_start(
         ("c1", "1"),
         ("c2", "2"),
     ]
+
+
+async def test_a_run_renews_its_lease_while_a_call_outlasts_it(backend: Backend) -> None:
+    store = backend.open()
+    seen: dict[str, Any] = {}
+
+    @tool
+    async def wait() -> str:
+        """Outlast the run's lease."""
+        seen["before"] = store.get("r1").info.lease_expires_at
+        await asyncio.sleep(1.0)  # the lease lasts 0.3 s: renewed every 0.1 s meanwhile
+        seen["after"] = store.get("r1").info.lease_expires_at
+        with pytest.raises(RunLeased):  # still held: another driver is refused
+            await backend.open().claim("r1", "intruder", 10.0)
+        return "waited"
+
+    config = RunConfig(lease_seconds=0.3)
+    agent = Agent("waiter", ScriptedModel([[ToolCall("w", "wait", "{}")], "Done."]), tools=[wait])
+    result = await agent.run("go", store=store, run_id="r1", config=config).collect()
+    assert result.final_output == "Done."
+    assert seen["after"] > seen["before"]
+    stored = store.get("r1")
+    assert stored.info.status == "completed" and stored.info.lease_owner is None

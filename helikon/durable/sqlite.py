@@ -76,6 +76,7 @@ class SqliteRunStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._key = resolve_key(key, None if memory else Path(self.path + ".key"))
         self._lock = threading.RLock()
+        self._charts: set[str] = set()  # digests this store object has seen committed
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -175,7 +176,8 @@ class SqliteRunStore:
         record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
         head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
         with self._write() as db:
-            db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
+            if header.chart_digest not in self._charts:  # a chart is kept once per store
+                db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             try:
                 db.execute(
                     sql.CREATE_RUN,
@@ -201,8 +203,9 @@ class SqliteRunStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunExists(f"a run {header.run_id!r} is already in the store") from None
-            self._insert_effects(db, header.run_id, effects)
+            self._insert_effects(db, header.run_id, effects, first=1)  # a new run has none
             db.execute(sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac))
+        self._charts.add(header.chart_digest)  # committed (charts are never deleted)
         return Lease(owner, 1, now + ttl), record_mac
 
     async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease:
@@ -306,19 +309,25 @@ class SqliteRunStore:
             self._insert_effects(db, run_id, effects)
 
     def _insert_effects(
-        self, db: sqlite3.Connection, run_id: str, effects: Sequence[EffectRecord]
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        effects: Sequence[EffectRecord],
+        first: int | None = None,
     ) -> None:
+        """Add `effects` after the run's last (numbered from `first` when it is known)."""
         if not effects:
             return
-        n = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
+        if first is None:
+            first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
         db.executemany(
             sql.INSERT_EFFECT,
             [
                 (
                     run_id,
-                    n + i,
+                    first + i,
                     effect.after_seq,
-                    *rows.effect_row(self._key, run_id, n + i, effect),
+                    *rows.effect_row(self._key, run_id, first + i, effect),
                 )
                 for i, effect in enumerate(effects)
             ],

@@ -156,6 +156,7 @@ class Journal:
         self._held: list[CallRecord] = []  # the batch's last result, to ride with a record
         self._finishing: list[CallRecord] = []  # results of this pass, written together
         self._starting: dict[tuple[int, str], CallRecord] = {}  # rows written with a record
+        self._timer: asyncio.TimerHandle | None = None  # until the first renewal is due
         self._renewal: asyncio.Task[None] | None = None
         self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
@@ -203,14 +204,19 @@ class Journal:
     def keep_alive(self, on_lost: Callable[[Exception], None]) -> None:
         """Renew the lease every third of its length until `close`; `on_lost` is called
         (once) when a renewal is refused. A run not created yet starts renewing when its
-        first record makes it."""
+        first record makes it. (A timer, not a task, until the first renewal is due: most
+        runs end before it, and a task costs one to start and stop.)"""
         self._on_lost = on_lost
-        if self._renewal is None and self.lease is not None:
-            self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
+        if self._timer is None and self._renewal is None and self.lease is not None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.ttl / 3, self._start_renewing, on_lost)
+
+    def _start_renewing(self, on_lost: Callable[[Exception], None]) -> None:
+        self._timer = None
+        self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
 
     async def _renew(self, on_lost: Callable[[Exception], None]) -> None:
         while True:
-            await asyncio.sleep(self.ttl / 3)
             try:
                 assert self.lease is not None
                 self.lease = await self.store.renew(self.run_id, self.lease, self.ttl)
@@ -218,9 +224,13 @@ class Journal:
                 self.lost = exc
                 on_lost(exc)
                 return
+            await asyncio.sleep(self.ttl / 3)
 
     async def close(self, status: RunStatus) -> None:
         """Write what is left, release the lease and stop renewing it."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._renewal is not None:
             self._renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
