@@ -171,6 +171,7 @@ class SqliteRunStore:
             RunExists: a run of that id is in the store.
         """
         rows.check_run_id(header.run_id)
+        _check_seq(header.run_id, record.seq)
         now = time.time()
         data, mac = rows.header_row(self._key, header)
         record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
@@ -257,6 +258,7 @@ class SqliteRunStore:
         Raises:
             LeaseLost: another driver took the run, or wrote this seq first.
         """
+        _check_seq(run_id, record.seq)
         data, mac = rows.record_row(self._key, run_id, record, previous_mac)
         phase = record.state_after.phase
         turns = rows.turns_of(record)
@@ -415,7 +417,7 @@ class SqliteRunStore:
             header = rows.read_header(key, run_id, row[1], row[2])
             rows.check_head(key, run_id, row[7], row[8], row[17])
             records = rows.read_records(
-                key, run_id, self._db.execute(sql.RECORDS, (run_id,)), row[7], row[8]
+                key, run_id, self._db.execute(sql.RECORDS, (row[18],)), row[7], row[8]
             )
             effects = rows.read_effects(key, run_id, self._db.execute(sql.EFFECTS, (run_id,)))
             calls = rows.read_calls(key, run_id, self._db.execute(sql.CALLS, (run_id,)))
@@ -561,6 +563,12 @@ class SqliteRunStore:
     def chart(self, digest: str) -> str | None:
         found = self._read(sql.CHART, (digest,))
         return found[0][0] if found else None
+
+
+def _check_seq(run_id: str, seq: int) -> None:
+    """A record's key is its run's number and its seq: the seq must fit its part."""
+    if not 0 < seq < sql.RUN_SPAN:
+        raise StoreError(f"run {run_id!r}: record {seq} cannot be stored (seqs are below 2**32)")
 
 
 def _info(row: Any) -> RunInfo:
