@@ -162,13 +162,16 @@ async def print_layers(work: Path, repeat: int, with_langgraph: bool) -> None:
     _row("  on :memory:, CPU", [floor[k]["memory cpu"] for k in SCENARIOS])
     _row("  on a file, NORMAL, CPU", [floor[k]["file cpu"] for k in SCENARIOS])
     _row("  on a file, NORMAL, wall time", [floor[k]["file wall"] for k in SCENARIOS])
-    cells = [
-        (costs[k]["memory wall"] + floor[k]["file wall"]) / costs[k]["memory wall"]
-        for k in SCENARIOS
-    ]
-    print(f"  {'the floor: (in memory + SQLite alone) / in memory, wall':<56}{_cells(cells)}")
-    cells = [costs[k]["file wall"] / costs[k]["memory wall"] for k in SCENARIOS]
-    print(f"  {'  against helikon + SqliteRunStore / in memory, wall':<56}{_cells(cells)}")
+    print("  the floor, (in memory + SQLite alone on the file) / in memory, against")
+    print("  helikon + SqliteRunStore / in memory (the target: <= 3x):")
+    for clock, memory, stored in (("CPU", "memory", "file"), ("wall", "memory wall", "file wall")):
+        cells = [
+            (costs[k][memory] + floor[k][f"file {clock.lower()}"]) / costs[k][memory]
+            for k in SCENARIOS
+        ]
+        print(f"  {f'  the floor, {clock}':<56}{_cells(cells)}")
+        cells = [costs[k][stored] / costs[k][memory] for k in SCENARIOS]
+        print(f"  {f'  helikon + SqliteRunStore, {clock}':<56}{_cells(cells)}")
     ours = [await helikon_writes(work, k) for k in SCENARIOS]
     _row("helikon: transactions per turn (1 + calls, 2 at least)", [t for t, _ in ours])
     _row("  WAL pages (4 KiB) written per turn", [p for _, p in ours])
