@@ -26,7 +26,10 @@ Prints, from one run on this machine:
    leaves out waiting for the disk and for other processes, so it is steadier than wall
    time): the loop in memory; plus the journal with a connection that does nothing (records
    built, encoded to JSON, signed); plus SQLite's statements on a `:memory:` database; plus
-   the file. Then the transactions and the WAL pages each turn writes.
+   the file. Then SQLite's floor: the statements one run sent its store, replayed by a
+   bare `sqlite3` loop with no helikon (`:memory:` and the file), and the ratio to in
+   memory a store could reach if helikon cost nothing around them. Then the transactions
+   and the WAL pages each turn writes.
 
 Every run is checked before its figure counts: one result per tool call, the tool run that
 many times, the final answer "done", and (untimed) the store holding the finished run with

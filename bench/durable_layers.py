@@ -20,6 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from durable_floor import floor_costs
 from durable_runs import (
     KEY,
     SCENARIOS,
@@ -93,9 +94,9 @@ async def layer_costs(work: Path, repeat: int) -> dict[tuple[int, int], dict[str
                 sample = await helikon.once(*key, store, run_id, verify_store=name != "null")
                 cpu = helikon.cpu_seconds / key[0] * 1e6
                 best[name] = min(best.get(name, cpu), cpu)
-                if name == "file":
+                if name in ("memory", "file"):
                     wall = sample.seconds / key[0] * 1e6
-                    best["wall"] = min(best.get("wall", wall), wall)
+                    best[f"{name} wall"] = min(best.get(f"{name} wall", wall), wall)
     return costs
 
 
@@ -154,7 +155,23 @@ async def print_layers(work: Path, repeat: int, with_langgraph: bool) -> None:
             previous[k] = value
         print(f"  {text:<56}{cells}")
     _row("= helikon + SqliteRunStore NORMAL, CPU", [costs[k]["file"] for k in SCENARIOS])
-    _row("  the same, wall time", [costs[k]["wall"] for k in SCENARIOS])
+    _row("  the same, wall time", [costs[k]["file wall"] for k in SCENARIOS])
+    floor = await floor_costs(work, SCENARIOS, repeat)
+    print("  SQLite alone: the statements of one such run (BEGIN IMMEDIATE to COMMIT),")
+    print("  replayed by a bare sqlite3 loop, no helikon (bench/durable_floor.py):")
+    _row("  on :memory:, CPU", [floor[k]["memory cpu"] for k in SCENARIOS])
+    _row("  on a file, NORMAL, CPU", [floor[k]["file cpu"] for k in SCENARIOS])
+    _row("  on a file, NORMAL, wall time", [floor[k]["file wall"] for k in SCENARIOS])
+    print("  the floor, (in memory + SQLite alone on the file) / in memory, against")
+    print("  helikon + SqliteRunStore / in memory (the target: <= 3x):")
+    for clock, memory, stored in (("CPU", "memory", "file"), ("wall", "memory wall", "file wall")):
+        cells = [
+            (costs[k][memory] + floor[k][f"file {clock.lower()}"]) / costs[k][memory]
+            for k in SCENARIOS
+        ]
+        print(f"  {f'  the floor, {clock}':<56}{_cells(cells)}")
+        cells = [costs[k][stored] / costs[k][memory] for k in SCENARIOS]
+        print(f"  {f'  helikon + SqliteRunStore, {clock}':<56}{_cells(cells)}")
     ours = [await helikon_writes(work, k) for k in SCENARIOS]
     _row("helikon: transactions per turn (1 + calls, 2 at least)", [t for t, _ in ours])
     _row("  WAL pages (4 KiB) written per turn", [p for _, p in ours])
@@ -162,6 +179,10 @@ async def print_layers(work: Path, repeat: int, with_langgraph: bool) -> None:
         theirs = [langgraph_writes(work, k) for k in SCENARIOS]
         _row("LangGraph: commits per turn (put, put_writes)", [t for t, _ in theirs])
         _row("  WAL pages (4 KiB) written per turn", [p for _, p in theirs])
+
+
+def _cells(cells: Sequence[float]) -> str:
+    return "".join(f"{c:8.2f}x" for c in cells)
 
 
 def _row(text: str, cells: Sequence[float]) -> None:

@@ -394,7 +394,10 @@ TAMPERING = {
     ),
     "a removed record": "DELETE FROM records WHERE seq = 1",
     "the last record removed": "DELETE FROM records WHERE seq = 2",
-    "a record added": "INSERT INTO records SELECT run_id, 3, data, mac FROM records WHERE seq = 2",
+    "a record added": (
+        "INSERT INTO records (run_id, seq, data, mac) SELECT run_id, 3, data, mac FROM records "
+        "WHERE seq = 2"
+    ),
     "an edited header": "UPDATE runs SET header = replace(header, 'teller', 'robber')",
     "a moved head": "UPDATE runs SET head_seq = 1",
     "an edited event": "UPDATE effects SET data = replace(data, 'teller', 'robber')",

@@ -20,7 +20,7 @@ from store_support import KEY, Backend, race, run_in_thread
 
 from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, tool
 from helikon.core.approvals import ApprovalRequest
-from helikon.durable import CallRecord, DecisionSpent, Lease, RunStore
+from helikon.durable import CallRecord, DecisionSpent, Lease, RunLeased, RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = ApprovalRequest.for_call(TRANSFER)
@@ -200,9 +200,9 @@ class Recording:
         self.writes.append(("start_call", (record.call_id,)))
         await self.store.start_call(run_id, lease, record)
 
-    async def finish_call(self, run_id: str, lease: Lease, record: CallRecord) -> None:
-        self.writes.append(("finish_call", (record.call_id,)))
-        await self.store.finish_call(run_id, lease, record)
+    async def finish_call(self, run_id: str, lease: Lease, *records: CallRecord) -> None:
+        self.writes.append(("finish_call", tuple(record.call_id for record in records)))
+        await self.store.finish_call(run_id, lease, *records)
 
 
 async def test_a_batch_starts_with_its_record_and_its_last_result_rides_with_the_next(
@@ -239,6 +239,30 @@ async def test_a_batch_starts_with_its_record_and_its_last_result_rides_with_the
     ]
 
 
+async def test_results_of_calls_that_finish_together_are_written_in_one_transaction(
+    backend: Backend,
+) -> None:
+    @tool
+    async def echo(n: int) -> str:
+        """Echo a number."""
+        return str(n)
+
+    calls = [ToolCall(f"c{n}", "echo", f'{{"n": {n}}}') for n in range(4)]
+    agent = Agent("echo", ScriptedModel([calls, "Done."]), tools=[echo])
+    store = Recording(backend.open())
+    assert (await agent.run("go", store=store, run_id="r1").collect()).final_output == "Done."
+    assert store.writes == [
+        ("record", ("c0:start", "c1:start", "c2:start", "c3:start")),
+        ("finish_call", ("c0", "c1", "c2")),  # they finished in one pass: one commit
+        ("record", ("c3:result",)),  # the batch's last, with the record consuming it
+        ("record", ()),
+    ]
+    stored = backend.open().get("r1")
+    assert [(c.call_id, c.result.content if c.result else None) for c in stored.calls] == [
+        (f"c{n}", str(n)) for n in range(4)
+    ]
+
+
 async def test_calls_past_the_parallel_limit_get_their_rows_as_they_start(
     backend: Backend,
 ) -> None:
@@ -252,17 +276,50 @@ async def test_calls_past_the_parallel_limit_get_their_rows_as_they_start(
     agent = Agent("echo", ScriptedModel([calls, "Done."]), tools=[echo], config=config)
     store = Recording(backend.open())
     await agent.run("go", store=store, run_id="r1").collect()
-    assert store.writes[:-1] == [
-        ("record", ("c0:start",)),
-        ("finish_call", ("c0",)),
+    writes = store.writes
+    assert writes[0] == ("record", ("c0:start",))
+    assert [w for w in writes if w[0] == "start_call"] == [
         ("start_call", ("c1",)),
-        ("finish_call", ("c1",)),
         ("start_call", ("c2",)),
-        ("record", ("c2:result",)),
     ]
+    # A result waits out the pass of the event loop it finished in, joined by any that
+    # finish in that pass (how the passes fall depends on the backend's awaits); the last
+    # rides with the record that consumes it.
+    finished = [
+        (i, call_id)
+        for i, (kind, ids) in enumerate(writes)
+        if kind == "finish_call"
+        for call_id in ids
+    ]
+    assert [call_id for _, call_id in finished] == ["c0", "c1"]
+    assert writes.index(("start_call", ("c1",))) < dict((c, i) for i, c in finished)["c1"]
+    assert writes[-2:] == [("record", ("c2:result",)), ("record", ())]
     stored = backend.open().get("r1")
     assert [(c.call_id, c.result.content if c.result else None) for c in stored.calls] == [
         ("c0", "0"),
         ("c1", "1"),
         ("c2", "2"),
     ]
+
+
+async def test_a_run_renews_its_lease_while_a_call_outlasts_it(backend: Backend) -> None:
+    store = backend.open()
+    seen: dict[str, Any] = {}
+
+    @tool
+    async def wait() -> str:
+        """Outlast the run's lease."""
+        seen["before"] = store.get("r1").info.lease_expires_at
+        await asyncio.sleep(1.0)  # the lease lasts 0.3 s: renewed every 0.1 s meanwhile
+        seen["after"] = store.get("r1").info.lease_expires_at
+        with pytest.raises(RunLeased):  # still held: another driver is refused
+            await backend.open().claim("r1", "intruder", 10.0)
+        return "waited"
+
+    config = RunConfig(lease_seconds=0.3)
+    agent = Agent("waiter", ScriptedModel([[ToolCall("w", "wait", "{}")], "Done."]), tools=[wait])
+    result = await agent.run("go", store=store, run_id="r1", config=config).collect()
+    assert result.final_output == "Done."
+    assert seen["after"] > seen["before"]
+    stored = store.get("r1")
+    assert stored.info.status == "completed" and stored.info.lease_owner is None

@@ -456,18 +456,18 @@ class PostgresRunStore:
             await self._check_lease(cur, run_id, lease, sql.HOLDS)
             await self._write_calls(cur, run_id, (replace(call, result=None),))
 
-    async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        """Record a call's result; the first result written wins.
+    async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
+        """Record calls' results, in one transaction; the first result written wins.
 
         Raises:
             LeaseLost: the lease was taken over.
         """
-        await self._await(self._finish_call(run_id, lease, call))
+        await self._await(self._finish_call(run_id, lease, calls))
 
-    async def _finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
+    async def _finish_call(self, run_id: str, lease: Lease, calls: Sequence[CallRecord]) -> None:
         async with self._transaction() as cur:
             await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await self._write_calls(cur, run_id, (call,))
+            await self._write_calls(cur, run_id, calls)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once (all

@@ -76,6 +76,7 @@ class SqliteRunStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._key = resolve_key(key, None if memory else Path(self.path + ".key"))
         self._lock = threading.RLock()
+        self._charts: set[str] = set()  # digests this store object has seen committed
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -170,12 +171,14 @@ class SqliteRunStore:
             RunExists: a run of that id is in the store.
         """
         rows.check_run_id(header.run_id)
+        _check_seq(header.run_id, record.seq)
         now = time.time()
         data, mac = rows.header_row(self._key, header)
         record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
         head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
         with self._write() as db:
-            db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
+            if header.chart_digest not in self._charts:  # a chart is kept once per store
+                db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             try:
                 db.execute(
                     sql.CREATE_RUN,
@@ -201,8 +204,9 @@ class SqliteRunStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunExists(f"a run {header.run_id!r} is already in the store") from None
-            self._insert_effects(db, header.run_id, effects)
+            self._insert_effects(db, header.run_id, effects, first=1)  # a new run has none
             db.execute(sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac))
+        self._charts.add(header.chart_digest)  # committed (charts are never deleted)
         return Lease(owner, 1, now + ttl), record_mac
 
     async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease:
@@ -254,6 +258,7 @@ class SqliteRunStore:
         Raises:
             LeaseLost: another driver took the run, or wrote this seq first.
         """
+        _check_seq(run_id, record.seq)
         data, mac = rows.record_row(self._key, run_id, record, previous_mac)
         phase = record.state_after.phase
         turns = rows.turns_of(record)
@@ -306,19 +311,25 @@ class SqliteRunStore:
             self._insert_effects(db, run_id, effects)
 
     def _insert_effects(
-        self, db: sqlite3.Connection, run_id: str, effects: Sequence[EffectRecord]
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        effects: Sequence[EffectRecord],
+        first: int | None = None,
     ) -> None:
+        """Add `effects` after the run's last (numbered from `first` when it is known)."""
         if not effects:
             return
-        n = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
+        if first is None:
+            first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
         db.executemany(
             sql.INSERT_EFFECT,
             [
                 (
                     run_id,
-                    n + i,
+                    first + i,
                     effect.after_seq,
-                    *rows.effect_row(self._key, run_id, n + i, effect),
+                    *rows.effect_row(self._key, run_id, first + i, effect),
                 )
                 for i, effect in enumerate(effects)
             ],
@@ -331,11 +342,11 @@ class SqliteRunStore:
             self._check_lease(db, run_id, lease)
             self._write_calls(db, run_id, (replace(call, result=None),))
 
-    async def finish_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
-        """Record a call's result; the first result written wins."""
+    async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
+        """Record calls' results, in one transaction; the first result written wins."""
         with self._write() as db:
             self._check_lease(db, run_id, lease)
-            self._write_calls(db, run_id, (call,))
+            self._write_calls(db, run_id, calls)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.
@@ -406,7 +417,7 @@ class SqliteRunStore:
             header = rows.read_header(key, run_id, row[1], row[2])
             rows.check_head(key, run_id, row[7], row[8], row[17])
             records = rows.read_records(
-                key, run_id, self._db.execute(sql.RECORDS, (run_id,)), row[7], row[8]
+                key, run_id, self._db.execute(sql.RECORDS, (row[18],)), row[7], row[8]
             )
             effects = rows.read_effects(key, run_id, self._db.execute(sql.EFFECTS, (run_id,)))
             calls = rows.read_calls(key, run_id, self._db.execute(sql.CALLS, (run_id,)))
@@ -552,6 +563,12 @@ class SqliteRunStore:
     def chart(self, digest: str) -> str | None:
         found = self._read(sql.CHART, (digest,))
         return found[0][0] if found else None
+
+
+def _check_seq(run_id: str, seq: int) -> None:
+    """A record's key is its run's number and its seq: the seq must fit its part."""
+    if not 0 < seq < sql.RUN_SPAN:
+        raise StoreError(f"run {run_id!r}: record {seq} cannot be stored (seqs are below 2**32)")
 
 
 def _info(row: Any) -> RunInfo:

@@ -6,7 +6,9 @@ helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is r
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+RUN_SPAN = 1 << 32
+"""A run's records are keyed `run_key * RUN_SPAN + seq`: one range of one b-tree a run."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first schema.
@@ -95,13 +97,34 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE records;
     ALTER TABLE records_v2 RENAME TO records;
     """,
+    # 2 -> 3: a record is one row of one b-tree, keyed by its run's number and its seq, so
+    # appending one writes one page, not two (the table's and its (run_id, seq) index's).
+    """
+    ALTER TABLE runs ADD COLUMN run_key INTEGER;
+    UPDATE runs SET run_key = rowid;
+    CREATE UNIQUE INDEX runs_by_key ON runs (run_key);
+    CREATE TABLE records_v3 (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT NOT NULL
+    );
+    INSERT INTO records_v3 (id, run_id, seq, data, mac)
+        SELECT runs.run_key * 4294967296 + records.seq, records.run_id, records.seq,
+               records.data, records.mac
+        FROM records JOIN runs ON runs.run_id = records.run_id ORDER BY 1;
+    DROP TABLE records;
+    ALTER TABLE records_v3 RENAME TO records;
+    """,
 )
 
 CREATE_RUN = """
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
-                  created_at, updated_at, forked_from, forked_at, head_sig)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, forked_from, forked_at, head_sig, run_key)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?,
+        (SELECT COALESCE(MAX(run_key), 0) + 1 FROM runs))
 """
 
 CLAIM = """
@@ -129,7 +152,10 @@ UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = ?, updated_at
 WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
 """
 
-INSERT_RECORD = "INSERT INTO records (run_id, seq, data, mac) VALUES (?, ?, ?, ?)"
+INSERT_RECORD = """
+INSERT INTO records (id, run_id, seq, data, mac)
+SELECT run_key * 4294967296 + ?2, ?1, ?2, ?3, ?4 FROM runs WHERE run_id = ?1
+"""
 INSERT_EFFECT = "INSERT INTO effects (run_id, n, after_seq, data, mac) VALUES (?, ?, ?, ?, ?)"
 NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = ?"
 START_CALL = """
@@ -146,7 +172,7 @@ PUT_CHART = "INSERT OR IGNORE INTO charts (digest, data) VALUES (?, ?)"
 RUN_ROW = """
 SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
        turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at, head_sig
+       forked_at, head_sig, run_key
 FROM runs WHERE run_id = ?
 """
 RUN_LIST = """
@@ -155,7 +181,10 @@ SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq
        forked_at, head_sig
 FROM runs
 """
-RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = ? ORDER BY seq"
+RECORDS = """
+SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295
+ORDER BY id
+"""
 EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n"
 CALLS = """
 SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ?
@@ -171,9 +200,16 @@ INSERT INTO sessions (session_id, n, item, mac, run_id, created_at) VALUES (?, ?
 """
 SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = ?"
 
-DELETE_RUN = tuple(
-    f"DELETE FROM {table} WHERE run_id = ?"
-    for table in ("records", "effects", "calls", "decisions", "runs")
+DELETE_RUN = (
+    """
+    DELETE FROM records WHERE id BETWEEN
+        (SELECT run_key * 4294967296 FROM runs WHERE run_id = ?1) AND
+        (SELECT run_key * 4294967296 + 4294967295 FROM runs WHERE run_id = ?1)
+    """,
+    *(
+        f"DELETE FROM {table} WHERE run_id = ?"
+        for table in ("effects", "calls", "decisions", "runs")
+    ),
 )
 CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
 OLD_RUNS = """

@@ -18,8 +18,10 @@ finishes. Two of those rows ride in a record's transaction instead of one of the
   it before it is committed. A crash in between is a crash a moment before the result's own
   write would have landed: the call is "in flight" and its tool's rule applies (run again
   if `read_only` or `idempotent`, else the "interrupted" result). Every other result is
-  written the moment its call finishes, so a finished call is never held back by a slower
-  one. (Output guardrails are effects: the driver flushes a held result before they run.)
+  written as its call finishes, in one transaction with the results of the calls that
+  finish in the same pass of the event loop (the first of them waits that pass out), so a
+  finished call is never held back by a slower one, and calls that finish together commit
+  once. (Output guardrails are effects: the driver flushes a held result before they run.)
 
 Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
@@ -127,7 +129,9 @@ class Journal:
         self._create = create  # (header, chart data, owner): made with the first record
         self._effects: list[EffectRecord] = []
         self._held: list[CallRecord] = []  # the batch's last result, to ride with a record
+        self._finishing: list[CallRecord] = []  # results of this pass, written together
         self._starting: dict[tuple[int, str], CallRecord] = {}  # rows written with a record
+        self._timer: asyncio.TimerHandle | None = None  # until the first renewal is due
         self._renewal: asyncio.Task[None] | None = None
         self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
@@ -175,14 +179,19 @@ class Journal:
     def keep_alive(self, on_lost: Callable[[Exception], None]) -> None:
         """Renew the lease every third of its length until `close`; `on_lost` is called
         (once) when a renewal is refused. A run not created yet starts renewing when its
-        first record makes it."""
+        first record makes it. (A timer, not a task, until the first renewal is due: most
+        runs end before it, and a task costs one to start and stop.)"""
         self._on_lost = on_lost
-        if self._renewal is None and self.lease is not None:
-            self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
+        if self._timer is None and self._renewal is None and self.lease is not None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.ttl / 3, self._start_renewing, on_lost)
+
+    def _start_renewing(self, on_lost: Callable[[Exception], None]) -> None:
+        self._timer = None
+        self._renewal = asyncio.get_running_loop().create_task(self._renew(on_lost))
 
     async def _renew(self, on_lost: Callable[[Exception], None]) -> None:
         while True:
-            await asyncio.sleep(self.ttl / 3)
             try:
                 assert self.lease is not None
                 self.lease = await self.store.renew(self.run_id, self.lease, self.ttl)
@@ -190,9 +199,13 @@ class Journal:
                 self.lost = exc
                 on_lost(exc)
                 return
+            await asyncio.sleep(self.ttl / 3)
 
     async def close(self, status: RunStatus) -> None:
         """Write what is left, release the lease and stop renewing it."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._renewal is not None:
             self._renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -215,8 +228,8 @@ class Journal:
         if self.lease is None:
             return
         held, self._held = self._held, []
-        for call in held:
-            await self.store.finish_call(self.run_id, self.lease, call)
+        if held:
+            await self.store.finish_call(self.run_id, self.lease, *held)
         if self._effects:
             effects, self._effects = self._effects, []
             await self.store.add_effects(self.run_id, self.lease, effects)
@@ -275,8 +288,9 @@ class Journal:
     async def call_finished(
         self, seq: int, call: ToolCall, result: ToolResult, *, last: bool = False
     ) -> None:
-        """Write a call's result, or, when it is the `last` of its batch, hold it for the
-        next record (see the module docstring)."""
+        """Write a call's result (with the others of this pass of the event loop), or, when
+        it is the `last` of its batch, hold it for the next record (see the module
+        docstring)."""
         started = self.calls.get((seq, call.call_id))
         if started is None or started.finished or self.lease is None:
             return
@@ -286,8 +300,18 @@ class Journal:
         self.calls[(seq, call.call_id)] = record
         if last:
             self._held.append(record)
-        else:
-            await self.store.finish_call(self.run_id, self.lease, record)
+            return
+        self._finishing.append(record)
+        if len(self._finishing) > 1:
+            return  # the first result of this pass writes it
+        try:
+            await asyncio.sleep(0)  # the calls that finish in this pass join the write
+        except asyncio.CancelledError:  # the batch stops: they ride with the next record
+            self._held += self._finishing
+            self._finishing = []
+            raise
+        batch, self._finishing = self._finishing, []
+        await self.store.finish_call(self.run_id, self.lease, *batch)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         kept = [redacted(decision, self.redact) for decision in decisions]
