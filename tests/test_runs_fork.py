@@ -22,7 +22,7 @@ from helikon.core.state import ModelResponse, ToolResults
 from helikon.debug.debugger import DebuggerError
 from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
-from helikon.durable import RunStore, open_store, stored_trace
+from helikon.durable import RunLeased, RunStore, open_store, stored_trace
 
 ONCE = "transfer 10 to ann\n"
 
@@ -180,3 +180,43 @@ async def test_an_edited_decision_rejects_the_call_and_the_fork_goes_on(
     assert [d.approved for d in third.input.decisions] == [False]  # type: ignore[union-attr]
     assert await resumed(store, "f1", log) == "Sent."
     assert log.read_text() == ONCE  # rejected: the transfer did not run in the fork
+
+
+class Crash(BaseException):
+    """The forking process dies here: nothing more is written, nothing released."""
+
+
+async def test_a_fork_cut_short_is_never_resumed_and_can_be_deleted(
+    store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash amid the copy leaves a fork holding part of the prefix: resuming it would
+    perform effects the original performed. Its lease is the copy's, which never expires:
+    it is refused, even with force=True, until it is deleted and forked again."""
+    log = tmp_path / "transfers.log"
+    await finished_run(store, log)
+    append, appended = store.append, []
+
+    async def crashing(*args: object, **kwargs: object) -> object:
+        if appended:
+            raise Crash
+        appended.append(args)
+        return await append(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "append", crashing)
+    with pytest.raises(Crash):
+        await fork_stored(store, "r1", 4, fork_id="f1")
+    monkeypatch.undo()
+    cut = store.get("f1")
+    assert len(cut.records) == 2 and cut.info.status == "running"
+    assert cut.info.lease_owner is not None and cut.info.lease_owner.startswith("fork:")
+    assert (cut.info.lease_expires_at or 0) > cut.info.updated_at + 365 * 24 * 3600
+    for force in (False, True):
+        with pytest.raises(RunLeased, match="a fork whose copy has not finished"):
+            teller(log).resume("f1", store=store, force=force)
+    assert store.get("f1").records == cut.records  # the refusal wrote nothing
+
+    assert store.delete("f1") == 1
+    await fork_stored(store, "r1", 4, fork_id="f1")
+    assert store.get("f1").info.lease_owner is None
+    assert await resumed(store, "f1", log) == "Sent."
+    assert log.read_text() == ONCE, "a tool before the fork point ran again"

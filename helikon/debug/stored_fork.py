@@ -16,6 +16,12 @@ edit (`edit=`: a model answer, tool results or approval decisions replacing the 
 original's step SEQ+1 applied), that step is computed again by `transition` on the agent
 given, which must be the run's (the replay up to SEQ checks it), and written as the fork's
 record SEQ+1: a resume then goes on from it.
+
+The copy takes several transactions, under a lease whose owner begins with `FORKING` and
+which never expires, let go only when the whole copy is written (nested runs first). A crash
+midway leaves a fork holding part of the prefix, whose resume would perform effects the
+original performed: `Run.from_stored` refuses a run so leased, even with `force`, and
+`runs recover` never takes it (its lease does not expire); it is deleted, not resumed.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from helikon.durable import RunStore, StepRecord, StoredRun, stored_trace
 from helikon.durable.as_trace import after_seq, chart_of
 from helikon.durable.records import CallRecord, EffectRecord, RunHeader, step_record
 from helikon.run.config import RunContext
-from helikon.run.journal import LEASE_SECONDS, owner_id, status_of
+from helikon.run.journal import FORKING, FORKING_SECONDS, owner_id, status_of
 from helikon.run.spec import AgentSpec
 
 Edit = ModelResponse | ToolResults | ApprovalDecisions
@@ -162,7 +168,7 @@ async def _copy(
     first, *rest = records
     chart = original.chart_data or ""
     lease, mac = await store.create(
-        header, chart, owner_id(), LEASE_SECONDS, first, effects.pop(0, [])
+        header, chart, FORKING + owner_id(), FORKING_SECONDS, first, effects.pop(0, [])
     )
     previous = first.seq
     for record in rest:
@@ -175,10 +181,6 @@ async def _copy(
         await store.start_call(new_id, lease, call)
         if call.finished:
             await store.finish_call(new_id, lease, call)
-    status = (
-        original.info.status if upto is None else status_of(records[-1].state_after.phase, True)
-    )
-    await store.release(new_id, lease, status)
     nested = [
         info
         for info in store.runs(include_nested=True)
@@ -200,3 +202,7 @@ async def _copy(
             None,
             forked=(info.run_id, forked_at),
         )
+    status = (
+        original.info.status if upto is None else status_of(records[-1].state_after.phase, True)
+    )
+    await store.release(new_id, lease, status)  # the copy is whole: from now on it is a run

@@ -52,14 +52,21 @@ from helikon.core.transition import (
     transition,
     trip_output_guardrail,
 )
-from helikon.durable.records import RunHeader, RunNotFound, StoredRun, StoreError
+from helikon.durable.records import RunHeader, RunLeased, RunNotFound, StoredRun, StoreError
 from helikon.durable.store import RunStore
 from helikon.durable.views import Session
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
 from helikon.run.guardrails import checked_output, recorded_verdict
-from helikon.run.journal import Journal, chart_of, owner_id, status_of, toolset_digest
+from helikon.run.journal import (
+    Journal,
+    chart_of,
+    forking_refusal,
+    owner_id,
+    status_of,
+    toolset_digest,
+)
 from helikon.run.observing import observer_for
 from helikon.run.prepare import (
     Sourced,
@@ -235,8 +242,13 @@ class Run(RunEffects):
             SnapshotMismatch: another agent, chart, tool set or record format, a run that
                 ended, or a state the policy could not have produced.
             ApprovalMismatch: a decision does not bind to the suspension the run waits at.
+            RunLeased: the run is a fork whose copy has not finished (`fork_stored`).
         """
         header = stored.header
+        refusal = forking_refusal(header.run_id, stored.info.lease_owner)
+        if refusal is not None:
+            expires = stored.info.lease_expires_at or 0.0
+            raise RunLeased(refusal, owner=stored.info.lease_owner or "", expires_at=expires)
         session = store.session(header.session_id) if header.session_id else None
         run = cls(
             agent,

@@ -71,6 +71,26 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+FORKING = "fork:"
+"""How the owner of a fork's lease begins while the fork is being copied (`fork_stored`)."""
+FORKING_SECONDS = 10 * 365 * 24 * 3600.0
+"""A fork's lease while it is copied: it never expires, so a copy cut short by a crash is
+never taken for a run whose driver died (`runs recover`, `force=True`); it is deleted."""
+
+
+def forking_refusal(run_id: str, owner: str | None) -> str | None:
+    """Why run `run_id`, whose lease `owner` holds, cannot be resumed: its fork's copy has
+    not finished (the copy is cut short, or still going); None for any other owner."""
+    if owner is None or not owner.startswith(FORKING):
+        return None
+    return (
+        f"run {run_id!r} is a fork whose copy has not finished (its lease is held by the "
+        f"copying process {owner[len(FORKING) :]}): it is never resumed, even with "
+        f"force=True; if that process died, delete it (helikon runs delete {run_id}) and "
+        "fork again"
+    )
+
+
 _CHARTS: dict[int, tuple[TransitionTable, str, str]] = {}
 _KEPT_CHARTS = 32
 
