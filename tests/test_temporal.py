@@ -18,16 +18,20 @@ from temporal_support import only_pending
 pytest.importorskip("temporalio")
 
 from temporal_agents import (
+    fatal_agent,
     looping_agent,
     manager_agent,
     payments_agent,
     slow_agent,
+    slow_manager,
+    slow_triage,
     structured_agent,
     triage_agent,
     weather_agent,
 )
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -37,6 +41,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from helikon import Agent, Cancelled, MaxAgentDepthExceeded, MaxTurnsExceeded, TimedOut
 from helikon.core.errors import EffectFailed
+from helikon.core.events import TERMINAL_EVENTS
 from helikon.core.items import UserMessage
 from helikon.core.state import Cancel, EffectResult
 from helikon.durable import RunNotFound, SqliteRunStore
@@ -276,13 +281,74 @@ async def test_cancelling_the_workflow_feeds_cancel_through_the_chart(
         await only_pending(handle, "2:s1")  # the quick call's completion is recorded
         await handle.cancel()
         ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
     assert ended.state.phase == "Failed"
     assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    assert streamed[-1].error == Cancelled("cancelled")  # type: ignore[union-attr]
     stored = store.get(run_id)
     assert stored.info.status == "failed"
     cancel = stored.records[-1].input
     assert isinstance(cancel, Cancel)
     assert [r.call_id for r in cancel.results] == ["q1"]  # the finished call keeps its result
+
+
+@pytest.mark.parametrize(
+    ("make", "child_id", "last"),
+    [
+        pytest.param(slow_triage, "{}/2", "handoff_result", id="handoff"),
+        pytest.param(slow_manager, "{}/2:a1", "cancel", id="agent-as-tool"),
+    ],
+)
+async def test_a_nested_run_cancelled_with_its_parent_ends_canceled_too(
+    client: Client,
+    store: SqliteRunStore,
+    run_id: str,
+    tmp_path: Path,
+    make: Any,
+    child_id: str,
+    last: str,
+) -> None:
+    """The child ends Canceled; the parent reads its end from the store, so the parent's
+    records are those of a child that completed `Failed(Cancelled)`: the handoff's result,
+    or the Cancel that keeps the agent tool's error result."""
+    marks = tmp_path / "release"
+    child_id = child_id.format(run_id)
+    q = queue()
+    async with helikon_worker(client, q, [make(marks)], store):
+        handle = await start_run(client, make(marks), "go", task_queue=q, run_id=run_id)
+        await wait_for_file(tmp_path, "start-b-")
+        await handle.cancel()
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
+        child = client.get_workflow_handle(child_id)
+        nested = await asyncio.wait_for(outcome(child), WAIT)
+    assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert nested.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    stored = store.get(run_id)
+    assert stored.info.status == "failed" and stored.records[-1].input.kind == last
+    assert store.get(child_id).info.status == "failed"
+    assert not list(tmp_path.glob("end-b-*"))  # the slow call was stopped, not finished
+
+
+async def test_a_run_a_fatal_tool_error_fails_completes_its_workflow(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    """Only a cancelled run ends Canceled: a run that fails another way is the chart's
+    decision, and its workflow completes with the failed outcome."""
+    q = queue()
+    async with helikon_worker(client, q, [fatal_agent()], store):
+        handle = await start_run(client, fatal_agent(), "launch", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
+    assert ended.state.error.kind == "tool_failed"  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    assert store.get(run_id).info.status == "failed"
 
 
 async def test_the_run_timeout_holds(
