@@ -13,6 +13,7 @@ pytest.importorskip("temporalio")
 
 from temporal_agents import station_agent, weather_agent
 from temporal_histories import CASES, HISTORIES, task_queue
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -90,3 +91,21 @@ async def test_an_mcp_history_replayed_with_other_tools_fails() -> None:
     finally:
         unregister(task_queue("mcp"), registry)
     assert result.replay_failure is not None
+
+
+async def test_a_cancelled_run_recorded_before_the_canceled_patch_replays() -> None:
+    """tests/histories/cancel_before_patch.json was recorded (the "cancel" case) before a
+    cancelled run ended its workflow Canceled: that workflow completed. It replays because
+    the new ending is guarded by `workflow.patched` (it cannot be recorded again)."""
+    make, _ = CASES["cancel"]
+    registry = AgentRegistry([make()])
+    text = (HISTORIES / "cancel_before_patch.json").read_text()
+    history = WorkflowHistory.from_json("cancel", text)
+    assert history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    register(task_queue("cancel"), registry)
+    try:
+        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        unregister(task_queue("cancel"), registry)
+    assert result.replay_failure is None, result.replay_failure
