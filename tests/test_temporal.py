@@ -29,6 +29,7 @@ from temporal_agents import (
     triage_agent,
     weather_agent,
 )
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -333,6 +334,89 @@ async def test_a_nested_run_cancelled_with_its_parent_ends_canceled_too(
     assert stored.info.status == "failed" and stored.records[-1].input.kind == last
     assert store.get(child_id).info.status == "failed"
     assert not list(tmp_path.glob("end-b-*"))  # the slow call was stopped, not finished
+
+
+async def cancel_taken(handle: WorkflowHandle[Any, Any]) -> None:
+    """Wait until the workflow has taken the cancel request (a workflow task completed
+    after it in its history)."""
+    for _ in range(int(WAIT / 0.05)):
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        if REQUESTED in kinds and TASK_DONE in kinds[kinds.index(REQUESTED) :]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the workflow did not take the cancel request")
+
+
+REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+TASK_DONE = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+
+
+class HeldStore(SqliteRunStore):
+    """A SQLite store whose write that leaves a run `held` (a step appended, a lease
+    released) waits until `gate` exists, writing `gate`'s sibling "holding" first: a
+    cancel can land while the workflow's write is held."""
+
+    def __init__(self, path: Path, held: str, gate: Path) -> None:
+        super().__init__(path, key=b"temporal-tests-key-0123456789abcd")
+        self.held, self.gate = held, gate
+
+    async def _hold(self, status: Any) -> None:
+        if status == self.held:
+            (self.gate.parent / "holding").write_text(status)
+            while not self.gate.exists():
+                await asyncio.sleep(0.05)
+
+    async def append(self, *args: Any) -> Any:
+        await self._hold(args[-1])
+        return await super().append(*args)
+
+    async def release(self, run_id: str, lease: Any, status: Any) -> None:
+        await self._hold(status)
+        await super().release(run_id, lease, status)
+
+
+@pytest.mark.parametrize(
+    ("make", "held", "status", "ends"),
+    [
+        pytest.param(weather_agent, "completed", "COMPLETED", ["run_completed"], id="its-end"),
+        pytest.param(
+            payments_agent,
+            "suspended",
+            "CANCELED",
+            ["run_suspended", "run_failed"],
+            id="its-suspension",
+        ),
+    ],
+)
+async def test_a_cancel_during_a_write_lets_the_write_land(
+    client: Client,
+    run_id: str,
+    tmp_path: Path,
+    make: Any,
+    held: str,
+    status: str,
+    ends: list[str],
+) -> None:
+    """The run's end is written: a cancel that lands while the workflow writes it is
+    swallowed (the run is done; its workflow completes). One that lands while a suspension
+    is written stops the run at its next effect (the wait for approval): Canceled."""
+    gate = tmp_path / "gate"
+    q = queue()
+    with HeldStore(tmp_path / "runs.db", held, gate) as store:
+        async with helikon_worker(client, q, [make()], store):
+            handle = await start_run(client, make(), "go", task_queue=q, run_id=run_id)
+            await wait_for_file(tmp_path, "holding")
+            await handle.cancel()
+            await cancel_taken(handle)  # while the write is held
+            gate.write_text("go")
+            ended = await asyncio.wait_for(outcome(handle), WAIT)
+        assert (await handle.describe()).status == getattr(WorkflowExecutionStatus, status)
+        assert [e.type for e in store.events(run_id) if e.type in TERMINAL_EVENTS] == ends
+        stored = store.get(run_id)
+        assert stored.info.status == ("completed" if ended.state.phase == "Done" else "failed")
+        assert stored.info.lease_owner is None
+        if ended.state.phase == "Failed":
+            assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
 
 
 async def test_a_run_a_fatal_tool_error_fails_completes_its_workflow(

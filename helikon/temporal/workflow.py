@@ -165,7 +165,8 @@ class HelikonWorkflow:
                     break
                 if not isinstance(action, AwaitApproval) and self._should_continue():
                     await self._flush()
-                    workflow.continue_as_new(m.to_payload(self._continued()))
+                    if self.stop is None:  # a cancel during the write: stop here instead
+                        workflow.continue_as_new(m.to_payload(self._continued()))
             else:
                 action = pending_action(self.state, facts.ctx)
             next_input = await self._perform(action)
@@ -698,18 +699,38 @@ class HelikonWorkflow:
         if not self.steps and not self.effects:
             return
         writes = replace(self._take(), suspended=suspended)
-        await workflow.execute_activity(
-            "helikon_write",
-            m.to_payload(writes),
-            start_to_close_timeout=timedelta(seconds=self._options.store_timeout),
+        await self._unstopped(
+            workflow.execute_activity(
+                "helikon_write",
+                m.to_payload(writes),
+                start_to_close_timeout=timedelta(seconds=self._options.store_timeout),
+            )
         )
         self._written(writes)
 
     async def _read(self, name: str, run_id: str, kind: Any) -> Any:
-        data = await workflow.execute_activity(
-            name, run_id, start_to_close_timeout=timedelta(seconds=self._options.store_timeout)
+        data = await self._unstopped(
+            workflow.execute_activity(
+                name, run_id, start_to_close_timeout=timedelta(seconds=self._options.store_timeout)
+            )
         )
         return m.from_payload(kind, data, f"{name}'s answer")
+
+    async def _unstopped(self, awaitable: Any) -> Any:
+        """Await a store activity to its end even when the workflow is cancelled meanwhile,
+        so what the run writes is written (its end above all); the cancel becomes the
+        run's stop, for the next effect (`_wait`). Before the `CANCELED` patch the cancel
+        cancelled the activity and ended the workflow: a replay of such a history does so."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not workflow.patched(CANCELED):
+                task.cancel()
+                return await task
+            if self.stop is None:
+                self.stop = Cancel("cancelled")
+            return await task
 
     async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
         """Run activity `name` on `message` (whose `writes` it writes), stoppably."""
