@@ -336,6 +336,26 @@ async def test_a_nested_run_cancelled_with_its_parent_ends_canceled_too(
     assert not list(tmp_path.glob("end-b-*"))  # the slow call was stopped, not finished
 
 
+async def test_a_handoff_target_cancelled_alone_leaves_its_parent_completed(
+    client: Client, store: SqliteRunStore, run_id: str, tmp_path: Path
+) -> None:
+    """Only the workflow the server was asked to cancel ends Canceled: a parent whose
+    handoff target was cancelled (not the parent) ends `Failed(Cancelled)` by its chart,
+    the handoff's result, and completes its workflow."""
+    marks = tmp_path / "release"
+    q = queue()
+    async with helikon_worker(client, q, [slow_triage(marks)], store):
+        handle = await start_run(client, slow_triage(marks), "go", task_queue=q, run_id=run_id)
+        await wait_for_file(tmp_path, "start-b-")
+        child = client.get_workflow_handle(f"{run_id}/2")
+        await child.cancel()
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert store.get(run_id).records[-1].input.kind == "handoff_result"
+
+
 async def cancel_taken(handle: WorkflowHandle[Any, Any]) -> None:
     """Wait until the workflow has taken the cancel request (a workflow task completed
     after it in its history)."""
