@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from helikon import (
     Agent,
+    FatalToolError,
     InputGuardrail,
     OutputGuardrail,
     RunConfig,
@@ -219,6 +220,30 @@ def slow_agent(marks: Path, *, read_only: bool = False, timeout: float | None = 
         tools=[quick, slow_tool],
         config=RunConfig(timeout=timeout),
     )
+
+
+def slow_triage(marks: Path) -> Agent:
+    """Hands off to `slow_agent(marks)`, which waits on its slow tool."""
+    script = [[ToolCall("h1", "transfer_to_slow", "{}")]]
+    return Agent(name="triage", model=ScriptedModel(script), handoffs=[slow_agent(marks)])
+
+
+def slow_manager(marks: Path) -> Agent:
+    """Asks `slow_agent(marks)` as a tool (it waits on its slow tool), then answers."""
+    script = [[ToolCall("a1", "slow", '{"input": "go"}')], "The slow agent is done."]
+    return Agent(name="manager", model=ScriptedModel(script), tools=[slow_agent(marks).as_tool()])
+
+
+def fatal_agent() -> Agent:
+    """A tool that fails the run (`FatalToolError`)."""
+
+    @tool
+    def launch() -> str:
+        """Launch."""
+        raise FatalToolError("the launch pad is gone")
+
+    script = [[ToolCall("f1", "launch", "{}")], "Launched."]
+    return Agent(name="fatal", model=ScriptedModel(script), tools=[launch])
 
 
 async def _serve(address: str, queue: str, store_url: str, marks: str, read_only: bool) -> None:

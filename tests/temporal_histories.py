@@ -29,6 +29,7 @@ HISTORIES = Path(__file__).resolve().parent / "histories"
 CASES: dict[str, tuple[Callable[[], Agent], str]] = {
     "tools": (weather_agent, "weather?"),
     "approval": (payments_agent, "pay"),
+    "cancel": (payments_agent, "pay"),  # cancelled while it waits for approval
     "handoff": (triage_agent, "my bill?"),
     "agent_tool": (manager_agent, "where is Paris?"),
     "mcp": (station_agent, "2+3?"),  # its worker runs tests/mcp_server.py; a replay, none
@@ -54,10 +55,13 @@ async def record(address: str, cases: Sequence[str]) -> None:
                 q = task_queue(case)
                 async with helikon_worker(client, q, [make()], store):
                     handle = await start_run(client, make(), text, task_queue=q, run_id=case)
-                    if case == "approval":
+                    if case in ("approval", "cancel"):
                         _ = [e async for e in events(store, case)]
                         (request,) = store.pending(case)
+                    if case == "approval":
                         await decide(handle, [request.approve()])
+                    if case == "cancel":
+                        await handle.cancel()
                     await asyncio.wait_for(outcome(handle), 60)
                     history = await handle.fetch_history()
             HISTORIES.mkdir(exist_ok=True)

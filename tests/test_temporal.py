@@ -18,16 +18,21 @@ from temporal_support import only_pending
 pytest.importorskip("temporalio")
 
 from temporal_agents import (
+    fatal_agent,
     looping_agent,
     manager_agent,
     payments_agent,
     slow_agent,
+    slow_manager,
+    slow_triage,
     structured_agent,
     triage_agent,
     weather_agent,
 )
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -37,6 +42,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from helikon import Agent, Cancelled, MaxAgentDepthExceeded, MaxTurnsExceeded, TimedOut
 from helikon.core.errors import EffectFailed
+from helikon.core.events import TERMINAL_EVENTS
 from helikon.core.items import UserMessage
 from helikon.core.state import Cancel, EffectResult
 from helikon.durable import RunNotFound, SqliteRunStore
@@ -276,13 +282,177 @@ async def test_cancelling_the_workflow_feeds_cancel_through_the_chart(
         await only_pending(handle, "2:s1")  # the quick call's completion is recorded
         await handle.cancel()
         ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
     assert ended.state.phase == "Failed"
     assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    assert streamed[-1].error == Cancelled("cancelled")  # type: ignore[union-attr]
     stored = store.get(run_id)
     assert stored.info.status == "failed"
     cancel = stored.records[-1].input
     assert isinstance(cancel, Cancel)
     assert [r.call_id for r in cancel.results] == ["q1"]  # the finished call keeps its result
+
+
+@pytest.mark.parametrize(
+    ("make", "child_id", "last"),
+    [
+        pytest.param(slow_triage, "{}/2", "handoff_result", id="handoff"),
+        pytest.param(slow_manager, "{}/2:a1", "cancel", id="agent-as-tool"),
+    ],
+)
+async def test_a_nested_run_cancelled_with_its_parent_ends_canceled_too(
+    client: Client,
+    store: SqliteRunStore,
+    run_id: str,
+    tmp_path: Path,
+    make: Any,
+    child_id: str,
+    last: str,
+) -> None:
+    """The child ends Canceled; the parent reads its end from the store, so the parent's
+    records are those of a child that completed `Failed(Cancelled)`: the handoff's result,
+    or the Cancel that keeps the agent tool's error result."""
+    marks = tmp_path / "release"
+    child_id = child_id.format(run_id)
+    q = queue()
+    async with helikon_worker(client, q, [make(marks)], store):
+        handle = await start_run(client, make(marks), "go", task_queue=q, run_id=run_id)
+        await wait_for_file(tmp_path, "start-b-")
+        await handle.cancel()
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
+        child = client.get_workflow_handle(child_id)
+        nested = await asyncio.wait_for(outcome(child), WAIT)
+    assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert nested.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    stored = store.get(run_id)
+    assert stored.info.status == "failed" and stored.records[-1].input.kind == last
+    assert store.get(child_id).info.status == "failed"
+    assert not list(tmp_path.glob("end-b-*"))  # the slow call was stopped, not finished
+
+
+async def test_a_handoff_target_cancelled_alone_leaves_its_parent_completed(
+    client: Client, store: SqliteRunStore, run_id: str, tmp_path: Path
+) -> None:
+    """Only the workflow the server was asked to cancel ends Canceled: a parent whose
+    handoff target was cancelled (not the parent) ends `Failed(Cancelled)` by its chart,
+    the handoff's result, and completes its workflow."""
+    marks = tmp_path / "release"
+    q = queue()
+    async with helikon_worker(client, q, [slow_triage(marks)], store):
+        handle = await start_run(client, slow_triage(marks), "go", task_queue=q, run_id=run_id)
+        await wait_for_file(tmp_path, "start-b-")
+        child = client.get_workflow_handle(f"{run_id}/2")
+        await child.cancel()
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+    assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert store.get(run_id).records[-1].input.kind == "handoff_result"
+
+
+async def cancel_taken(handle: WorkflowHandle[Any, Any]) -> None:
+    """Wait until the workflow has taken the cancel request (a workflow task completed
+    after it in its history)."""
+    for _ in range(int(WAIT / 0.05)):
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        if REQUESTED in kinds and TASK_DONE in kinds[kinds.index(REQUESTED) :]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the workflow did not take the cancel request")
+
+
+REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+TASK_DONE = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+
+
+class HeldStore(SqliteRunStore):
+    """A SQLite store whose write that leaves a run `held` (a step appended, a lease
+    released) waits until `gate` exists, writing `gate`'s sibling "holding" first: a
+    cancel can land while the workflow's write is held."""
+
+    def __init__(self, path: Path, held: str, gate: Path) -> None:
+        super().__init__(path, key=b"temporal-tests-key-0123456789abcd")
+        self.held, self.gate = held, gate
+
+    async def _hold(self, status: Any) -> None:
+        if status == self.held:
+            (self.gate.parent / "holding").write_text(status)
+            while not self.gate.exists():
+                await asyncio.sleep(0.05)
+
+    async def append(self, *args: Any) -> Any:
+        await self._hold(args[-1])
+        return await super().append(*args)
+
+    async def release(self, run_id: str, lease: Any, status: Any) -> None:
+        await self._hold(status)
+        await super().release(run_id, lease, status)
+
+
+@pytest.mark.parametrize(
+    ("make", "held", "status", "ends"),
+    [
+        pytest.param(weather_agent, "completed", "COMPLETED", ["run_completed"], id="its-end"),
+        pytest.param(
+            payments_agent,
+            "suspended",
+            "CANCELED",
+            ["run_suspended", "run_failed"],
+            id="its-suspension",
+        ),
+    ],
+)
+async def test_a_cancel_during_a_write_lets_the_write_land(
+    client: Client,
+    run_id: str,
+    tmp_path: Path,
+    make: Any,
+    held: str,
+    status: str,
+    ends: list[str],
+) -> None:
+    """The run's end is written: a cancel that lands while the workflow writes it is
+    swallowed (the run is done; its workflow completes). One that lands while a suspension
+    is written stops the run at its next effect (the wait for approval): Canceled."""
+    gate = tmp_path / "gate"
+    q = queue()
+    with HeldStore(tmp_path / "runs.db", held, gate) as store:
+        async with helikon_worker(client, q, [make()], store):
+            handle = await start_run(client, make(), "go", task_queue=q, run_id=run_id)
+            await wait_for_file(tmp_path, "holding")
+            await handle.cancel()
+            await cancel_taken(handle)  # while the write is held
+            gate.write_text("go")
+            ended = await asyncio.wait_for(outcome(handle), WAIT)
+        assert (await handle.describe()).status == getattr(WorkflowExecutionStatus, status)
+        assert [e.type for e in store.events(run_id) if e.type in TERMINAL_EVENTS] == ends
+        stored = store.get(run_id)
+        assert stored.info.status == ("completed" if ended.state.phase == "Done" else "failed")
+        assert stored.info.lease_owner is None
+        if ended.state.phase == "Failed":
+            assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+
+
+async def test_a_run_a_fatal_tool_error_fails_completes_its_workflow(
+    client: Client, store: SqliteRunStore, run_id: str
+) -> None:
+    """Only a cancelled run ends Canceled: a run that fails another way is the chart's
+    decision, and its workflow completes with the failed outcome."""
+    q = queue()
+    async with helikon_worker(client, q, [fatal_agent()], store):
+        handle = await start_run(client, fatal_agent(), "launch", task_queue=q, run_id=run_id)
+        ended = await asyncio.wait_for(outcome(handle), WAIT)
+        streamed = [e async for e in events(store, run_id)]
+    assert ended.state.error.kind == "tool_failed"  # type: ignore[union-attr]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
+    assert store.get(run_id).info.status == "failed"
 
 
 async def test_the_run_timeout_holds(

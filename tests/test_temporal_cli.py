@@ -61,3 +61,80 @@ def test_a_worker_without_a_store_is_refused(capsys: pytest.CaptureFixture[str])
     code = main(["worker", str(CHART), "--temporal", "127.0.0.1:1", "--store", "none"])
     assert code == 2
     assert "needs a run store" in capsys.readouterr().err
+
+
+SLOW_CHART = '''
+import asyncio
+from pathlib import Path
+
+from helikon import Agent, ToolCall, tool
+
+RELEASE = Path({release!r})
+
+
+@tool
+async def slow() -> str:
+    """Something slow: it waits for RELEASE to exist."""
+    (RELEASE.parent / "started").write_text("yes")
+    while not RELEASE.exists():
+        await asyncio.sleep(0.05)
+    return "done"
+
+
+def agent(model):
+    return Agent(name="slowcli", model=model, tools=[slow])
+
+
+def script():
+    return [[ToolCall("s1", "slow", "{{}}")], "Done."]
+
+
+EXAMPLE_INPUT = "go"
+'''
+
+
+async def test_a_cancelled_workflow_streams_one_run_failed_to_the_cli(
+    temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`helikon run --temporal` on a run whose workflow is cancelled (it ends Canceled):
+    the run's one terminal event, RunFailed(Cancelled), and exit code 1, as locally."""
+    import asyncio
+
+    from temporalio.client import Client, WorkflowExecutionStatus
+
+    from helikon import ScriptedModel
+    from helikon.cli.loading import load_module
+    from helikon.durable import open_store
+    from helikon.temporal import helikon_worker
+
+    chart = tmp_path / "slow_chart.py"
+    chart.write_text(SLOW_CHART.format(release=str(tmp_path / "release")))
+    module = load_module(str(chart))
+    store_url = f"sqlite:///{tmp_path / 'runs.db'}"
+    queue, run_id = f"q-{uuid.uuid4().hex[:8]}", f"r-{uuid.uuid4().hex[:12]}"
+    client = await Client.connect(temporal_address)
+    store = open_store(store_url)
+    try:
+        async with helikon_worker(
+            client, queue, [module.agent(ScriptedModel(module.script()))], store
+        ):
+            argv = [
+                "run", str(chart), "--offline", "--temporal", temporal_address,
+                "--task-queue", queue, "--store", store_url, "--run-id", run_id,
+            ]  # fmt: skip
+            cli = asyncio.ensure_future(asyncio.to_thread(main, argv))
+            for _ in range(1200):
+                if (tmp_path / "started").exists() or cli.done():
+                    break
+                await asyncio.sleep(0.05)
+            handle = client.get_workflow_handle(run_id)
+            await handle.cancel()
+            code = await asyncio.wait_for(cli, 60)
+            status = (await handle.describe()).status
+    finally:
+        store.close()
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert status == WorkflowExecutionStatus.CANCELED
+    assert out.count("✗ failed") == 1, out
+    assert "✗ failed: Cancelled(reason='cancelled')" in out

@@ -11,8 +11,9 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from temporal_agents import station_agent, weather_agent
+from temporal_agents import payments_agent, station_agent, weather_agent
 from temporal_histories import CASES, HISTORIES, task_queue
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -90,3 +91,30 @@ async def test_an_mcp_history_replayed_with_other_tools_fails() -> None:
     finally:
         unregister(task_queue("mcp"), registry)
     assert result.replay_failure is not None
+
+
+BEFORE_PATCH = {
+    "cancel": (payments_agent, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED),
+    "cancel_write": (weather_agent, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED),
+}
+"""Histories recorded with the workflow of 8c959b6, before the `CANCELED` patch (they
+cannot be recorded again): `cancel` is the "cancel" case, whose cancelled run then
+completed its workflow; `cancel_write` a weather run cancelled while its last write was
+held (a one-off recording): the cancel cancelled the write and ended the workflow at once."""
+
+
+@pytest.mark.parametrize("case", sorted(BEFORE_PATCH))
+async def test_a_cancelled_run_recorded_before_the_canceled_patch_replays(case: str) -> None:
+    """Each replays as it ran: the new endings are guarded by `workflow.patched`."""
+    make, last = BEFORE_PATCH[case]
+    registry = AgentRegistry([make()])
+    text = (HISTORIES / f"{case}_before_patch.json").read_text()
+    history = WorkflowHistory.from_json(case, text)
+    assert history.events[-1].event_type == last
+    register(task_queue(case), registry)
+    try:
+        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        unregister(task_queue(case), registry)
+    assert result.replay_failure is None, result.replay_failure

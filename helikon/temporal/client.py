@@ -13,7 +13,8 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import CancelledError
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated
@@ -52,9 +53,27 @@ async def start_run(
 
 
 async def outcome(handle: WorkflowHandle[Any, Any]) -> m.RunOutcome:
-    """How the run ended (waits for it)."""
-    data = await handle.result()
-    result: m.RunOutcome = m.from_payload(m.RunOutcome, data, "the workflow's result")
+    """How the run ended (waits for it): Done or Failed, as a local run ends.
+
+    A cancelled run ends `Failed(Cancelled)` and its workflow Canceled, which carries no
+    result: its outcome is read from the workflow's memo (`OUTCOME_MEMO`).
+
+    Raises:
+        WorkflowFailureError: the workflow failed (a refused run), or was cancelled with no
+            outcome kept (before its run ended, e.g. by a worker without this rule).
+        PayloadError: the result, or the kept outcome, is not a `RunOutcome`.
+    """
+    try:
+        data = await handle.result()
+        where = "the workflow's result"
+    except WorkflowFailureError as exc:
+        if not isinstance(exc.cause, CancelledError):
+            raise
+        memo = await (await handle.describe()).memo()
+        if m.OUTCOME_MEMO not in memo:
+            raise
+        data, where = memo[m.OUTCOME_MEMO], "the cancelled workflow's memo"
+    result: m.RunOutcome = m.from_payload(m.RunOutcome, data, where)
     return result
 
 

@@ -30,6 +30,10 @@ from helikon.durable.records import EffectRecord, StepRecord
 WORKFLOW = "HelikonWorkflow"
 """The workflow type's name, as clients start it."""
 
+OUTCOME_MEMO = "helikon_outcome"
+"""The memo key of a cancelled run's `RunOutcome`: its workflow ends Canceled, which carries
+no result, so the outcome is kept here for `helikon.temporal.outcome` (and the UI)."""
+
 
 class PayloadError(HelikonError, ValueError):
     """A payload is not the value it must be; the message names which and why."""

@@ -21,7 +21,10 @@ a second time) or the `decisions` signal (fire and forget: a refused one is logg
 (ids `{run_id}/{seq}` and `{run_id}/{seq}:{call_id}`, as a local run's nested ids), one level
 deeper, with only the token budget the root has left. Cancelling the workflow, or reaching
 `RunConfig.timeout`, stops the effect in flight and feeds `Cancel` / `Fail(TimedOut)`
-through the chart, which decides how the run ends; the workflow then completes with it.
+through the chart, which decides how the run ends; the workflow then completes with it,
+except a run the workflow's cancellation ended `Failed(Cancelled)`: once its end is
+written, that workflow ends Canceled (its outcome in the memo, `OUTCOME_MEMO`), as Temporal
+operators expect, and a parent reads a Canceled child's end from the store.
 Continue-as-new, when Temporal suggests it, carries only ids and the seq: the next run
 reads its state from the store.
 
@@ -55,6 +58,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
     from helikon.core.errors import (
+        Cancelled,
         EffectFailed,
         GuardrailTripped,
         MaxAgentDepthExceeded,
@@ -72,6 +76,7 @@ with workflow.unsafe.imports_passed_through():
         Cancel,
         ExecuteTools,
         Fail,
+        Failed,
         Handoff,
         HandoffResult,
         NeedsApproval,
@@ -94,6 +99,11 @@ with workflow.unsafe.imports_passed_through():
     from helikon.temporal import messages as m
     from helikon.temporal.options import TemporalOptions
     from helikon.temporal.registry import AgentFacts, UnknownAgent, registry_for
+
+
+CANCELED = "helikon-cancelled-run-ends-canceled"
+"""The patch under which a run the workflow's cancellation ended ends its workflow Canceled
+(histories recorded before it completed such a workflow normally, and still replay so)."""
 
 
 class _Stopped(Exception):
@@ -155,12 +165,28 @@ class HelikonWorkflow:
                     break
                 if not isinstance(action, AwaitApproval) and self._should_continue():
                     await self._flush()
-                    workflow.continue_as_new(m.to_payload(self._continued()))
+                    if self.stop is None:  # a cancel during the write: stop here instead
+                        workflow.continue_as_new(m.to_payload(self._continued()))
             else:
                 action = pending_action(self.state, facts.ctx)
             next_input = await self._perform(action)
         await self._flush()
-        return m.to_payload(m.RunOutcome(request.run_id, self.state, self.seq))
+        ended = m.to_payload(m.RunOutcome(request.run_id, self.state, self.seq))
+        if self._cancelled() and workflow.patched(CANCELED):
+            workflow.upsert_memo({m.OUTCOME_MEMO: ended})
+            raise asyncio.CancelledError(describe(self.state.error))
+        return ended
+
+    def _cancelled(self) -> bool:
+        """Whether the run ended `Failed(Cancelled)` with its workflow cancelled (a cancel
+        request from the server: the run's own Cancel input, or a nested run it waited on
+        that ended so with it), so the workflow ends Canceled rather than Completed."""
+        state = self.state
+        return (
+            isinstance(state, Failed)
+            and isinstance(state.error, Cancelled)
+            and workflow.cancellation_reason() is not None
+        )
 
     def _start(self, data: Any) -> m.RunRequest:
         try:
@@ -526,12 +552,33 @@ class HelikonWorkflow:
                 workflow.execute_child_workflow(m.WORKFLOW, m.to_payload(child), id=child.run_id)
             )
         except ChildWorkflowError as exc:
+            if _cancelled(exc):
+                return await self._cancelled_child(child.run_id)
             raise ApplicationError(
                 f"nested run {child.run_id!r} failed as a workflow: {_cause(exc)}",
                 non_retryable=True,
             ) from None
         outcome: m.RunOutcome = m.from_payload(m.RunOutcome, data, "a child workflow's result")
         return outcome
+
+    async def _cancelled_child(self, run_id: str) -> m.RunOutcome:
+        """How a nested run whose workflow ended Canceled ended: its head in the store (it
+        wrote its end before it ended). One with no end stored (stopped before it wrote
+        one, or its store unreadable) ended `Failed(Cancelled)`, spending what is stored."""
+        options = self._options
+        try:
+            data = await workflow.execute_activity(
+                "helikon_head",
+                run_id,
+                start_to_close_timeout=timedelta(seconds=options.store_timeout),
+                retry_policy=RetryPolicy(maximum_attempts=options.rerun_attempts),
+            )
+            head: m.Head = m.from_payload(m.Head, data, "helikon_head's answer")
+        except (ActivityError, m.PayloadError):
+            return m.RunOutcome(run_id, Failed(Cancelled("cancelled")), 0)
+        if head.state.phase not in TERMINAL_PHASES:
+            return m.RunOutcome(run_id, Failed(Cancelled("cancelled"), head.state.usage), head.seq)
+        return m.RunOutcome(run_id, head.state, head.seq)
 
     # ------------------------------------------------------------ approvals
 
@@ -652,18 +699,38 @@ class HelikonWorkflow:
         if not self.steps and not self.effects:
             return
         writes = replace(self._take(), suspended=suspended)
-        await workflow.execute_activity(
-            "helikon_write",
-            m.to_payload(writes),
-            start_to_close_timeout=timedelta(seconds=self._options.store_timeout),
+        await self._unstopped(
+            workflow.execute_activity(
+                "helikon_write",
+                m.to_payload(writes),
+                start_to_close_timeout=timedelta(seconds=self._options.store_timeout),
+            )
         )
         self._written(writes)
 
     async def _read(self, name: str, run_id: str, kind: Any) -> Any:
-        data = await workflow.execute_activity(
-            name, run_id, start_to_close_timeout=timedelta(seconds=self._options.store_timeout)
+        data = await self._unstopped(
+            workflow.execute_activity(
+                name, run_id, start_to_close_timeout=timedelta(seconds=self._options.store_timeout)
+            )
         )
         return m.from_payload(kind, data, f"{name}'s answer")
+
+    async def _unstopped(self, awaitable: Any) -> Any:
+        """Await a store activity to its end even when the workflow is cancelled meanwhile,
+        so what the run writes is written (its end above all); the cancel becomes the
+        run's stop, for the next effect (`_wait`). Before the `CANCELED` patch the cancel
+        cancelled the activity and ended the workflow: a replay of such a history does so."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not workflow.patched(CANCELED):
+                task.cancel()
+                return await task
+            if self.stop is None:
+                self.stop = Cancel("cancelled")
+            return await task
 
     async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
         """Run activity `name` on `message` (whose `writes` it writes), stoppably."""
@@ -718,8 +785,9 @@ def _listed(data: Any) -> list[Any]:
     return data
 
 
-def _cancelled(exc: ActivityError) -> bool:
-    """Whether an activity failed because it was cancelled (the workflow, or the deadline)."""
+def _cancelled(exc: ActivityError | ChildWorkflowError) -> bool:
+    """Whether an activity or a child workflow failed because it was cancelled (the
+    workflow, or the deadline)."""
     return isinstance(exc.cause, (CancelledError, asyncio.CancelledError))
 
 
