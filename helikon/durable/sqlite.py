@@ -133,20 +133,9 @@ class SqliteRunStore:
                 (str(sql.SCHEMA_VERSION),),
             )
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> _Transaction:
         """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back."""
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"the run store {self.path} is busy: {exc}") from None
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        return _Transaction(self)
 
     def _read(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._reading():
@@ -563,6 +552,38 @@ class SqliteRunStore:
     def chart(self, digest: str) -> str | None:
         found = self._read(sql.CHART, (digest,))
         return found[0][0] if found else None
+
+
+class _Transaction:
+    """`with store._write() as db`: the store's lock and one write transaction, taken at
+    once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises. A class, not
+    a `@contextmanager` generator: every record and result goes through one, and the
+    generator's machinery costs several calls more on each side."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SqliteRunStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            store._lock.release()
+            raise StoreError(f"the run store {store.path} is busy: {exc}") from None
+        except BaseException:
+            store._lock.release()
+            raise
+        return store._db
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        store = self._store
+        try:
+            store._db.execute("COMMIT" if kind is None else "ROLLBACK")
+        finally:
+            store._lock.release()
 
 
 def _check_seq(run_id: str, seq: int) -> None:

@@ -294,7 +294,7 @@ class RunEffects:
 
         async def started(call: ToolCall) -> None:
             if journal is not None:
-                await journal.call_started(seq, call, arguments_hash(call.arguments))
+                await journal.call_started(seq, call)
 
         async def keep(call: ToolCall, result: ToolResult) -> None:
             finished.append(result)
@@ -360,7 +360,7 @@ class RunEffects:
             if known is not None:
                 return known
             try:
-                await journal.call_started(seq, call, arguments_hash(call.arguments))
+                await journal.call_started(seq, call)
             except StoreError as exc:
                 return Fail(store_failed(exc))
         context = EffectContext.of(self.run_id, seq, name, action.args)

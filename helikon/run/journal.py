@@ -292,7 +292,9 @@ class Journal:
         # transaction): nothing comes after it, so `close` has nothing to write.
         self.released = status in ("completed", "failed")
 
-    async def call_started(self, seq: int, call: ToolCall, arguments_hash: str) -> None:
+    async def call_started(self, seq: int, call: ToolCall) -> None:
+        """Write the row of a call that starts, unless the record that asked for it
+        carried it (its arguments were hashed then: a call's are hashed once)."""
         key = (seq, call.call_id)
         if key in self.calls:
             return
@@ -301,7 +303,7 @@ class Journal:
             self.calls[key] = written
             return
         assert self.lease is not None, "a call starts after the run's first record"
-        record = CallRecord(seq, call.call_id, call.name, arguments_hash)
+        record = CallRecord(seq, call.call_id, call.name, arguments_hash(call.arguments))
         self.calls[key] = record
         await self.store.start_call(self.run_id, self.lease, record)
 
