@@ -9,10 +9,12 @@ import pytest
 from helikon import (
     AGENT_LOOP,
     DEFAULT_TABLE,
+    Agent,
     AssistantMessage,
     ChartDefinitionError,
     LoopChart,
     ModelResponse,
+    ScriptedModel,
     Start,
     TransitionCtx,
     compile_chart,
@@ -204,3 +206,39 @@ def test_an_initial_phase_takes_over_start() -> None:
     assert (table.initial, table.phases[0].name) == ("Warmup", "Warmup")
     (row,) = table.rows_for("CallingModel", "start")
     assert (row.action, row.implicit) == ("reject_input", True)
+
+
+def _counted_words(state: Any, inp: Any, ctx: Any) -> Any:
+    """A custom guard that answers a count (or None for no text), not a bool."""
+    words = sum(len(str(getattr(item, "content", "")).split()) for item in inp.items)
+    return words or None
+
+
+@pytest.mark.parametrize(("plan", "ends"), [("a plan", "Done"), ("", "Failed")])
+async def test_a_guard_answering_a_non_bool_takes_the_row_its_truth_says_traced_or_not(
+    plan: str, ends: str, tmp_path: Any
+) -> None:
+    """`transition` and the row search a trace or a store uses (`matched_transition`)
+    read a custom guard's answer alike, by its truth: before, `transition` took 2 for
+    false, so a run ended one way without a trace and another with one."""
+    chart = (
+        extend(AGENT_LOOP, "WordyChart")
+        .phase("Planning", initial=True, prompt="Plan first.")
+        .rows("Planning", "start", "fail_budget", to("Planning", on="start_planning"))
+        .rows(
+            "Planning",
+            "model_response",
+            to("CallingModel", cond="wordy", on="record_plan"),
+            to("Failed", on="fail_empty"),
+        )
+        .guards(wordy=_counted_words)
+        .actions(start_planning="enter_phase", record_plan="keep_reply")
+        .build()
+    )
+    table = compile_chart(chart)
+    phases = []
+    for trace in (None, tmp_path / "run.jsonl"):
+        agent = Agent("planner", ScriptedModel([plan, "done"]), chart=table)
+        events = [event async for event in agent.run("go", trace=trace)]
+        phases.append("Done" if events[-1].type == "run_completed" else "Failed")
+    assert phases == [ends, ends]

@@ -54,7 +54,8 @@ def transition(state: Any, inp: Any, ctx: TransitionCtx) -> TransitionOutcome:
         raise not_in_chart(state, inp, ctx) from None
     for checks, action, target, _ in rows:
         for guard, expected in checks:
-            if guard(state, inp, ctx) is not expected:
+            held = guard(state, inp, ctx)  # a custom guard may answer any value: its truth
+            if held is not expected and (held.__class__ is bool or bool(held) is not expected):
                 break
         else:
             return action(state, inp, ctx, target)
