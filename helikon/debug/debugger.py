@@ -595,15 +595,13 @@ class Debugger:
         Raises:
             DebuggerError: no nested run began after the current step, or not that one.
         """
-        children = self.nested_runs()
-        if not children:
-            raise DebuggerError(
-                f"no nested run began after step {self.position}: step in after a handoff "
-                "or a call of an agent as a tool"
-            )
-        target = children[0] if run_id is None else run_id
-        if target not in children:
-            raise DebuggerError(f"no nested run {target!r} here; nested: {', '.join(children)}")
+        target = _chosen(
+            self.nested_runs(),
+            run_id,
+            f"no nested run began after step {self.position}: step in after a handoff "
+            "or a call of an agent as a tool",
+            ("here", "nested"),
+        )
         try:
             nested = Debugger.replay(self._recording().nested(target))
         except TraceError as exc:
@@ -651,15 +649,13 @@ class Debugger:
             DebuggerError: no nested run starts at the next step, or not that one; or it
                 did not begin (the step is then taken: `history` shows how it went).
         """
-        ahead = self.runs_ahead()
-        if not ahead:
-            raise DebuggerError(
-                f"no nested run starts at step {self.position + 1}: step in before a handoff "
-                "or a call of an agent as a tool"
-            )
-        target = ahead[0] if run_id is None else run_id
-        if target not in ahead:
-            raise DebuggerError(f"no nested run {target!r} ahead; ahead: {', '.join(ahead)}")
+        target = _chosen(
+            self.runs_ahead(),
+            run_id,
+            f"no nested run starts at step {self.position + 1}: step in before a handoff "
+            "or a call of an agent as a tool",
+            ("ahead", "ahead"),
+        )
         if self._live is None:
             live = await self._begin_flight(target)
             await live.settle(target)
@@ -895,3 +891,15 @@ class _Flight:
 
     live: LiveNesting
     started: _Started | None
+
+
+def _chosen(found: list[str], run_id: str | None, none: str, named: tuple[str, str]) -> str:
+    """Nested run `run_id` of `found` (default: the first), or the error saying why not:
+    `none` when there is none, else naming the runs there are (`named`: where, what)."""
+    if not found:
+        raise DebuggerError(none)
+    target = found[0] if run_id is None else run_id
+    if target not in found:
+        where, what = named
+        raise DebuggerError(f"no nested run {target!r} {where}; {what}: {', '.join(found)}")
+    return target
