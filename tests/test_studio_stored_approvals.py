@@ -14,6 +14,8 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,22 @@ def telling(log: Path) -> Agent:
     return dataclasses.replace(teller(log), model=ScriptedModel([[TRANSFER], told]))
 
 
+@contextmanager
+def suspended_studio(
+    url: str, tmp_path: Path, *, chart: bool = True
+) -> Iterator[tuple[StudioServer, RunStore, Path]]:
+    """The teller's run r1 suspended for approval in the store at `url`, a studio on it,
+    a store of the test's own, and the teller's transfer log; closed after."""
+    log = tmp_path / "transfers.log"
+    suspended_teller(url, log)
+    server, store = studio(url, log, chart=chart)
+    try:
+        yield server, store, log
+    finally:
+        server.close()
+        store.close()
+
+
 def studio(url: str, log: Path, *, chart: bool = True) -> tuple[StudioServer, RunStore]:
     """A studio on the store's run r1 (as `--store URL r1 [--chart CHART]`), and a store of
     the test's own to look at what happened."""
@@ -92,10 +110,7 @@ def follow_to_end(client: Client) -> dict[str, Any]:
 def test_an_approval_resumes_the_stored_run_and_the_studio_follows_it(
     url: str, tmp_path: Path
 ) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    try:
+    with suspended_studio(url, tmp_path) as (server, store, log):
         client = Client(server)
         shown = client.get()
         assert shown["position"] == 0  # the replay's start: the store's pending, all the same
@@ -117,16 +132,10 @@ def test_an_approval_resumes_the_stored_run_and_the_studio_follows_it(
         status, data = client.request("POST", "/api/decide", decision(shown, approved=True))
         assert status == 409 and SPENT in data["error"] and "waits for no approval" in data["error"]
         assert log.read_text() == "transfer 10 to ann\n"
-    finally:
-        server.close()
-        store.close()
 
 
 def test_a_rejection_resumes_the_stored_run_and_the_model_is_told(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    try:
+    with suspended_studio(url, tmp_path) as (server, store, log):
         client = Client(server)
         client.post("/api/decide", decision(client.get(), approved=False))
         state = follow_to_end(client)
@@ -135,16 +144,10 @@ def test_a_rejection_resumes_the_stored_run_and_the_model_is_told(url: str, tmp_
         assert not log.exists()  # the transfer never ran
         events = [e.type for e in store.events("r1")]
         assert "permission_denied" in events and events[-1] == "run_completed"
-    finally:
-        server.close()
-        store.close()
 
 
 def test_hostile_decisions_are_refused_and_change_nothing(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    try:
+    with suspended_studio(url, tmp_path) as (server, store, log):
         client = Client(server)
         good = decision(client.get(), approved=True)["decisions"][0]
         for body, message in (
@@ -171,16 +174,10 @@ def test_hostile_decisions_are_refused_and_change_nothing(url: str, tmp_path: Pa
         after = client.get()
         assert after["pending"][0]["call_id"] == "t1" and after["busy"] is None
         assert not log.exists()
-    finally:
-        server.close()
-        store.close()
 
 
 def test_a_decision_is_taken_once_across_browser_sessions(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    try:
+    with suspended_studio(url, tmp_path) as (server, _store, log):
         first, second = Client(server), Client(server)
         body = decision(second.get(), approved=False)  # what the second page was shown
         first.post("/api/decide", decision(first.get(), approved=True))
@@ -190,16 +187,10 @@ def test_a_decision_is_taken_once_across_browser_sessions(url: str, tmp_path: Pa
         assert (followed["position"], followed["recorded"]) == (0, 5)
         assert second.post("/api/continue")["phase"] == "Done"
         assert log.read_text() == "transfer 10 to ann\n"
-    finally:
-        server.close()
-        store.close()
 
 
 def test_a_run_another_owner_leases_is_refused_by_name(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    try:
+    with suspended_studio(url, tmp_path) as (server, store, log):
         client = Client(server)
         shown = client.get()
         asyncio.run(store.claim("r1", "worker-7:4242", 60))
@@ -209,16 +200,10 @@ def test_a_run_another_owner_leases_is_refused_by_name(url: str, tmp_path: Path)
         assert [r.call.call_id for r in store.pending("r1")] == ["t1"]
         assert store.get("r1").decisions == ()
         assert not log.exists()
-    finally:
-        server.close()
-        store.close()
 
 
 def test_without_a_chart_the_studio_decides_nothing(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log, chart=False)
-    try:
+    with suspended_studio(url, tmp_path, chart=False) as (server, store, log):
         client = Client(server)
         shown = client.get()
         assert shown["pending"][0]["call_id"] == "t1"
@@ -226,9 +211,6 @@ def test_without_a_chart_the_studio_decides_nothing(url: str, tmp_path: Path) ->
         status, data = client.request("POST", "/api/decide", decision(shown, approved=True))
         assert status == 400 and "--chart CHART" in data["error"]
         assert store.get("r1").info.status == "suspended" and not log.exists()
-    finally:
-        server.close()
-        store.close()
 
 
 def stuck_teller(log: Path) -> Agent:
@@ -311,11 +293,10 @@ def wait_for_pending(page: Any) -> None:
 
 @needs_chromium
 def test_the_page_approves_a_stored_run_and_follows_it_to_its_end(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    browser = Browser(tmp_path / "profile")
-    try:
+    with (
+        suspended_studio(url, tmp_path) as (server, _store, log),
+        closing(Browser(tmp_path / "profile")) as browser,
+    ):
         page = browser.page(server.url, width=1440, height=1200)
         wait_for_pending(page)
         title = page.evaluate("document.getElementById('approvals-title').textContent")
@@ -333,19 +314,14 @@ def test_the_page_approves_a_stored_run_and_follows_it_to_its_end(url: str, tmp_
         )
         assert log.read_text() == "transfer 10 to ann\n"
         assert page.console_errors() == []
-    finally:
-        browser.close()
-        server.close()
-        store.close()
 
 
 @needs_chromium
 def test_the_page_rejects_a_stored_run_and_the_model_is_told(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    browser = Browser(tmp_path / "profile")
-    try:
+    with (
+        suspended_studio(url, tmp_path) as (server, _store, log),
+        closing(Browser(tmp_path / "profile")) as browser,
+    ):
         page = browser.page(server.url, width=1440, height=1200)
         wait_for_pending(page)
         page.click(f"{PENDING} button.reject")
@@ -356,19 +332,14 @@ def test_the_page_rejects_a_stored_run_and_the_model_is_told(url: str, tmp_path:
         )
         assert not log.exists()
         assert page.console_errors() == []
-    finally:
-        browser.close()
-        server.close()
-        store.close()
 
 
 @needs_chromium
 def test_the_page_refuses_a_second_decision(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log)
-    browser = Browser(tmp_path / "profile")
-    try:
+    with (
+        suspended_studio(url, tmp_path) as (server, _store, log),
+        closing(Browser(tmp_path / "profile")) as browser,
+    ):
         first = browser.page(server.url)
         second = browser.page(server.url, isolated=True)  # another browser session
         for page in (first, second):
@@ -396,19 +367,14 @@ def test_the_page_refuses_a_second_decision(url: str, tmp_path: Path) -> None:
         assert "rejected" not in first.evaluate(
             "document.getElementById('conversation').textContent"
         )
-    finally:
-        browser.close()
-        server.close()
-        store.close()
 
 
 @needs_chromium
 def test_the_page_without_a_chart_says_to_give_one(url: str, tmp_path: Path) -> None:
-    log = tmp_path / "transfers.log"
-    suspended_teller(url, log)
-    server, store = studio(url, log, chart=False)
-    browser = Browser(tmp_path / "profile")
-    try:
+    with (
+        suspended_studio(url, tmp_path, chart=False) as (server, _store, _log),
+        closing(Browser(tmp_path / "profile")) as browser,
+    ):
         page = browser.page(server.url)
         wait_for_pending(page)
         assert page.evaluate(f'document.querySelector("{PENDING} button.approve").disabled')
@@ -416,7 +382,3 @@ def test_the_page_without_a_chart_says_to_give_one(url: str, tmp_path: Path) -> 
             "document.getElementById('approvals-note').textContent"
         )
         assert page.console_errors() == []
-    finally:
-        browser.close()
-        server.close()
-        store.close()
