@@ -15,13 +15,12 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_debug_nested import TMUX
 from test_debug_repl import Terminal, _env, blocks, debug, send
+from tmux_support import TMUX, terminal
 
 from helikon import Agent, RunCompleted, RunFailed, ToolCall, tool
 from helikon.cli.loading import load_module
@@ -366,50 +365,19 @@ def test_the_prompt_names_the_nested_run_and_leaving_cancels_it() -> None:
     TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
 )
 def test_step_in_live_under_a_terminal(tmp_path: Path) -> None:
-    assert TMUX is not None
-    socket = str(tmp_path / "tmux.sock")
     command = f"{sys.executable} -m helikon debug {TRIAGE_FILE} --offline"
-    tmux = [TMUX, "-S", socket, "-f", "/dev/null"]
-    env = {**_env(), "TERM": "xterm-256color", "NO_COLOR": "1"}
-    subprocess.run(
-        [*tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(ROOT), command],
-        check=True,
-        env=env,
-    )
-
-    def screen() -> str:
-        shown = subprocess.run(
-            [*tmux, "capture-pane", "-p", "-J", "-S", "-200"], capture_output=True, text=True
-        )
-        return shown.stdout
-
-    def until(text: str) -> str:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            shown = screen()
-            if text in shown:
-                return shown
-            time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared on the terminal:\n{screen()}")
-
-    def type_line(line: str) -> None:
-        subprocess.run([*tmux, "send-keys", "-l", line], check=True)
-        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
-
-    try:
-        until("(hdb) ")
-        type_line("step")
-        until("(`step in` steps into it live)")
-        type_line("step in")
-        until("/2) ")  # the prompt names the nested run
-        type_line("step")
-        until("call call_invoice: invoice")
-        type_line("step out")
-        shown = until("#2 CallingModel → ApplyingHandoff")
+    with terminal(command, tmp_path, ROOT, _env(), width=200) as shell:
+        shell.until("(hdb) ")
+        shell.type_line("step")
+        shell.until("(`step in` steps into it live)")
+        shell.type_line("step in")
+        shell.until("/2) ")  # the prompt names the nested run
+        shell.type_line("step")
+        shell.until("call call_invoice: invoice")
+        shell.type_line("step out")
+        shown = shell.until("#2 CallingModel → ApplyingHandoff")
         assert REFUND in shown
-        type_line("quit")
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        shell.type_line("quit")
 
 
 def test_in_the_shell_a_sibling_call_runs_on_between_commands() -> None:

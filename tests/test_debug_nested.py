@@ -9,19 +9,15 @@ four transitions (a tool call, then the refund) are the nested run.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from test_debug_repl import REFUND, ROOT, _env, blocks, debug, record_triage
+from tmux_support import TMUX, terminal
 
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.trace import read_trace
-
-TMUX = shutil.which("tmux")
 
 
 @pytest.fixture
@@ -107,48 +103,17 @@ def test_step_in_and_out_through_a_pipe(triage: Path) -> None:
     TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
 )
 def test_step_in_and_out_under_a_terminal(triage: Path, tmp_path: Path) -> None:
-    assert TMUX is not None
-    socket = str(tmp_path / "tmux.sock")
     command = f"{sys.executable} -m helikon debug --trace {triage}"
-    tmux = [TMUX, "-S", socket, "-f", "/dev/null"]
-    env = {**_env(), "TERM": "xterm-256color", "NO_COLOR": "1"}
-    subprocess.run(
-        [*tmux, "new-session", "-d", "-x", "160", "-y", "50", "-c", str(ROOT), command],
-        check=True,
-        env=env,
-    )
-
-    def screen() -> str:
-        shown = subprocess.run(
-            [*tmux, "capture-pane", "-p", "-J", "-S", "-200"], capture_output=True, text=True
-        )
-        return shown.stdout
-
-    def until(text: str) -> str:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            shown = screen()
-            if text in shown:
-                return shown
-            time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared on the terminal:\n{screen()}")
-
-    def type_line(line: str) -> None:
-        subprocess.run([*tmux, "send-keys", "-l", line], check=True)
-        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
-
-    try:
-        until("(hdb) ")
-        type_line("step")
-        type_line("step")
-        until("(`step in` opens it)")
-        type_line("step in")
-        until("4 steps as recorded")
-        type_line("continue")
-        shown = until("#4 CallingModel → Done")
+    with terminal(command, tmp_path, ROOT, _env(), width=160) as shell:
+        shell.until("(hdb) ")
+        shell.type_line("step")
+        shell.type_line("step")
+        shell.until("(`step in` opens it)")
+        shell.type_line("step in")
+        shell.until("4 steps as recorded")
+        shell.type_line("continue")
+        shown = shell.until("#4 CallingModel → Done")
         assert REFUND in shown
-        type_line("up")
-        until("up to run ")
-        type_line("quit")
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        shell.type_line("up")
+        shell.until("up to run ")
+        shell.type_line("quit")
