@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import threading
+from typing import Any
 
 import pytest
 
@@ -58,6 +59,41 @@ def test_ctrl_c_cancels_the_command_and_waits_until_it_stopped() -> None:
         assert loop.run(asyncio.sleep(0, "still usable")) == "still usable"
     finally:
         presser.join()
+        loop.close()
+
+
+def test_ctrl_c_as_soon_as_the_command_is_scheduled_still_stops_it() -> None:
+    """^C that lands the moment the command is scheduled, before the prompt waits for it
+    (a loaded machine makes that window real): the command is still cancelled and waited
+    for. Before, the ^C left it running on the loop."""
+    loop = LoopThread()
+    began, stopped = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        began.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    schedule = loop.loop.call_soon_threadsafe
+    pressed: list[bool] = []
+
+    def scheduled_then_ctrl_c(callback: Any, *args: Any) -> Any:
+        handle = schedule(callback, *args)
+        if not pressed:
+            pressed.append(True)
+            assert began.wait(30)  # a guard against a hang, not a timing
+            os.kill(os.getpid(), signal.SIGINT)  # lands here, in this thread, at once
+        return handle
+
+    loop.loop.call_soon_threadsafe = scheduled_then_ctrl_c  # type: ignore[method-assign]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run(forever())
+        assert stopped.is_set()
+    finally:
+        loop.loop.call_soon_threadsafe = schedule  # type: ignore[method-assign]
         loop.close()
 
 

@@ -51,12 +51,20 @@ class LoopThread:
             task.add_done_callback(lambda _: done.set())
             tasks.append(task)
 
-        self.loop.call_soon_threadsafe(start)
-        try:
+        def stop() -> None:  # after `start`, if that was scheduled: the loop keeps order
+            if tasks:
+                tasks[0].cancel()
+            else:  # ^C came before the command was even scheduled
+                done.set()
+
+        try:  # ^C may come as soon as the command is scheduled, before the wait begins
+            self.loop.call_soon_threadsafe(start)
             done.wait()
         except KeyboardInterrupt:  # ^C: stop the command, and wait until it has stopped
-            self.loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+            self.loop.call_soon_threadsafe(stop)
             done.wait()
+            if not tasks:
+                coroutine.close()
             raise
         (task,) = tasks
         if task.cancelled():
