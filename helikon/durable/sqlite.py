@@ -81,7 +81,7 @@ class SqliteRunStore:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _to_wal(self._db, busy_timeout)
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
@@ -609,3 +609,21 @@ def _info(row: Any) -> RunInfo:
         row[15],
         row[16],
     )
+
+
+def _to_wal(db: sqlite3.Connection, busy_timeout: float) -> None:
+    """Put the database in WAL mode, waiting up to `busy_timeout` for other connections.
+
+    On a new file, connections opening it at once can deadlock on the switch from the
+    rollback journal: SQLite then answers "database is locked" at once, without waiting
+    (its busy handler is not called for a deadlock), so the switch is tried again here.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
