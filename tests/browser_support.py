@@ -45,6 +45,14 @@ ONTO_3_AND_4 = (
 )
 
 
+_NAVIGATING = (
+    "Inspected target navigated or closed",
+    "Execution context was destroyed",
+    "Cannot find context with specified id",
+)
+"""What Chromium answers an evaluation that a navigation of the page cut off."""
+
+
 class BrowserError(Exception):
     """Chromium answered a command with an error, or did not answer in time."""
 
@@ -189,7 +197,12 @@ class Page:
         """The value of `expression` once it is truthy, polled for at most `timeout` s."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except BrowserError as exc:  # the page is navigating (a click that opens a URL):
+                if not any(why in str(exc) for why in _NAVIGATING):  # not yet, ask again
+                    raise
+                value = None
             if value:
                 return value
             if time.monotonic() > deadline:
