@@ -35,16 +35,18 @@ def test_a_task_a_command_left_runs_on_between_commands() -> None:
         loop.close()
 
 
+async def forever(began: threading.Event, stopped: threading.Event) -> None:
+    """A command that runs until cancelled: `began` once it runs, `stopped` once it ends."""
+    began.set()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        stopped.set()
+
+
 def test_ctrl_c_cancels_the_command_and_waits_until_it_stopped() -> None:
     loop = LoopThread()
     began, stopped = threading.Event(), threading.Event()
-
-    async def forever() -> None:
-        began.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            stopped.set()
 
     def press_ctrl_c() -> None:
         began.wait()
@@ -54,7 +56,7 @@ def test_ctrl_c_cancels_the_command_and_waits_until_it_stopped() -> None:
     presser.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            loop.run(forever())
+            loop.run(forever(began, stopped))
         assert stopped.is_set()  # stopped before the prompt got KeyboardInterrupt
         assert loop.run(asyncio.sleep(0, "still usable")) == "still usable"
     finally:
@@ -68,13 +70,6 @@ def test_ctrl_c_as_soon_as_the_command_is_scheduled_still_stops_it() -> None:
     for. Before, the ^C left it running on the loop."""
     loop = LoopThread()
     began, stopped = threading.Event(), threading.Event()
-
-    async def forever() -> None:
-        began.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            stopped.set()
 
     schedule = loop.loop.call_soon_threadsafe
     pressed: list[bool] = []
@@ -90,7 +85,7 @@ def test_ctrl_c_as_soon_as_the_command_is_scheduled_still_stops_it() -> None:
     loop.loop.call_soon_threadsafe = scheduled_then_ctrl_c  # type: ignore[method-assign]
     try:
         with pytest.raises(KeyboardInterrupt):
-            loop.run(forever())
+            loop.run(forever(began, stopped))
         assert stopped.is_set()
     finally:
         loop.loop.call_soon_threadsafe = schedule  # type: ignore[method-assign]
