@@ -210,11 +210,19 @@ class Page:
             time.sleep(0.05)
 
     def click(self, selector: str) -> None:
-        """A mouse click at the middle of the element, as a person would click it."""
-        box = self.evaluate(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
-            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
-            " return {x: r.x + r.width / 2, y: r.y + r.height / 2}; })()"
+        """A mouse click at the middle of the element, as a person would click it: once the
+        element stands still (the same box two animation frames apart) and nothing else is
+        on top of its middle, as Playwright waits before it clicks."""
+        box = self.wait_for(
+            f"(async () => {{ const e = document.querySelector({json.dumps(selector)});"
+            " e.scrollIntoView({block: 'center'}); const a = e.getBoundingClientRect();"
+            " for (let i = 0; i < 2; i++) await new Promise(requestAnimationFrame);"
+            " const r = e.getBoundingClientRect();"
+            " if (r.x !== a.x || r.y !== a.y || r.width !== a.width || r.height !== a.height)"
+            " return null;"
+            " const x = r.x + r.width / 2, y = r.y + r.height / 2;"
+            " const hit = document.elementFromPoint(x, y);"
+            " return hit && e.contains(hit) ? {x: x, y: y} : null; })()"
         )
         for kind in ("mousePressed", "mouseReleased"):
             self.send(

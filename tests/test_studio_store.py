@@ -332,6 +332,31 @@ def test_the_studio_forks_a_stored_run_into_a_new_stored_run(url: str, tmp_path:
 
 
 @needs_chromium
+def test_the_stored_runs_list_loading_does_not_move_the_page(url: str, tmp_path: Path) -> None:
+    # The list loads after the page's first state: rows that pushed the page down moved the
+    # Fork button away between aiming at it and clicking, and the click toggled the checkbox
+    # above it instead (the fork test failed so, now and then).
+    log = tmp_path / "transfers.log"
+    for run_id in ("r1", "r2", "r3"):
+        suspended_teller(url, log, run_id)
+    runs = teller_runs(url, log)
+    server = serve(runs.session("r1"), runs=runs)
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url, width=1440, height=1400)
+        page.wait_for("document.querySelectorAll('#runs tbody tr').length === 3")
+        moved = page.evaluate(
+            "(async () => { const top = () => document.getElementById('fork-go')"
+            ".getBoundingClientRect().top + window.scrollY;"
+            " document.querySelector('#runs tbody').replaceChildren(); const empty = top();"
+            " await window.helikonStudio.loadRuns(); return top() - empty; })()"
+        )
+        assert moved == 0
+    finally:
+        browser.close()
+        server.close()
+
+
 def test_the_page_forks_a_stored_run_into_the_store(url: str, tmp_path: Path) -> None:
     log = tmp_path / "transfers.log"
     suspended_teller(url, log)
