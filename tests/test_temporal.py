@@ -280,14 +280,14 @@ async def test_cancelling_the_workflow_feeds_cancel_through_the_chart(
         handle = await start_run(client, slow_agent(marks), "go", task_queue=q, run_id=run_id)
         await wait_for_file(tmp_path, "start-b-")
         await only_pending(handle, "2:s1")  # the quick call's completion is recorded
-        await handle.cancel()
+        await handle.cancel(reason="the customer hung up")
         ended = await asyncio.wait_for(outcome(handle), WAIT)
         streamed = [e async for e in events(store, run_id)]
     assert ended.state.phase == "Failed"
-    assert ended.state.error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert ended.state.error == Cancelled("the customer hung up")  # type: ignore[union-attr]
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
     assert [e.type for e in streamed if e.type in TERMINAL_EVENTS] == ["run_failed"]
-    assert streamed[-1].error == Cancelled("cancelled")  # type: ignore[union-attr]
+    assert streamed[-1].error == Cancelled("the customer hung up")  # type: ignore[union-attr]
     stored = store.get(run_id)
     assert stored.info.status == "failed"
     cancel = stored.records[-1].input

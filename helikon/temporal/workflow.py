@@ -729,7 +729,7 @@ class HelikonWorkflow:
                 task.cancel()
                 return await task
             if self.stop is None:
-                self.stop = Cancel("cancelled")
+                self.stop = _cancel()
             return await task
 
     async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
@@ -761,12 +761,12 @@ class HelikonWorkflow:
         except TimeoutError:
             self._timed_out()
         except asyncio.CancelledError:
-            self.stop = Cancel("cancelled")
+            self.stop = _cancel()
             raise _Stopped from None
         except ActivityError as exc:
             if not _cancelled(exc):
                 raise
-            self.stop = Cancel("cancelled")
+            self.stop = _cancel()
             raise _Stopped from None
 
     def _timed_out(self) -> None:
@@ -783,6 +783,12 @@ def _listed(data: Any) -> list[Any]:
     if not isinstance(data, list):
         raise m.PayloadError(f"decisions must be a list of decisions, got {type(data).__name__}")
     return data
+
+
+def _cancel() -> Cancel:
+    """The input a cancel of the workflow feeds the chart: with the reason the cancel
+    request gave (`handle.cancel(reason=...)`), "cancelled" if it gave none."""
+    return Cancel(workflow.cancellation_reason() or "cancelled")
 
 
 def _cancelled(exc: ActivityError | ChildWorkflowError) -> bool:
