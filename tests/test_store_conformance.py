@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from helikon.core.state import (
     Start,
     Terminate,
 )
+from helikon.core.tool_spec import ListedTool, ToolSpec
 from helikon.durable import (
     CallRecord,
     DecisionSpent,
@@ -48,6 +50,7 @@ from helikon.durable import (
     StoreError,
     rows,
 )
+from helikon.durable.signing import sign
 from helikon.durable.views import events_of
 
 TTL = 30.0
@@ -386,6 +389,74 @@ async def test_get_of_a_run_not_in_the_store(store: RunStore) -> None:
         await store.load("nope")
 
 
+async def test_header_reads_the_header_get_reads(store: RunStore) -> None:
+    listed = ListedTool("station", ToolSpec("add", "Add.", {"type": "object"}), False)
+    with_tools = replace(header("r2"), tools=(listed,))
+    lease, _ = await store.create(with_tools, CHART, "a", TTL, started())
+    await store.release("r2", lease, "running")
+    await suspended_run(store)
+    for run_id in ("r1", "r2"):
+        stored = store.get(run_id)
+        assert store.header(run_id) == stored.header
+        assert await store.aheader(run_id) == stored.header
+    assert store.header("r2").tools == (listed,)
+
+
+async def test_header_of_a_run_not_in_the_store_is_refused_as_get_refuses_it(
+    store: RunStore,
+) -> None:
+    with pytest.raises(RunNotFound) as by_get:
+        store.get("nope")
+    with pytest.raises(RunNotFound) as by_header:
+        store.header("nope")
+    assert str(by_header.value) == str(by_get.value)
+    with pytest.raises(RunNotFound, match="'nope'"):
+        await store.aheader("nope")
+
+
+def hostile_header(data: str, run_id: str = "r1") -> tuple[str, str]:
+    """A header row signed with the suite's key for `run_id`: the signature checks out."""
+    return data, sign(KEY, "header", run_id, data)
+
+
+HOSTILE_HEADERS = {
+    "an edited header": ("UPDATE runs SET header = replace(header, 'teller', 'robber')",),
+    "another run's header and signature": (
+        "UPDATE runs SET header = ?, header_mac = ?",
+        *rows.header_row(KEY, header("r2")),
+    ),
+    "another run's header, signed for this run": (
+        "UPDATE runs SET header = ?, header_mac = ?",
+        *hostile_header(dumps(header("r2"))),
+    ),
+    "a signed header that is not a header": (
+        "UPDATE runs SET header = ?, header_mac = ?",
+        *hostile_header('{"run_id": "r1", "agent": ["not", "a", "name"]}'),
+    ),
+    "a signed header that is not JSON": (
+        "UPDATE runs SET header = ?, header_mac = ?",
+        *hostile_header("{" * 100_000),
+    ),
+}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_HEADERS, ids=list(HOSTILE_HEADERS))
+async def test_a_hostile_header_row_is_refused_by_header_as_by_get(
+    store: RunStore, backend: Backend, hostile: str
+) -> None:
+    await suspended_run(store)
+    store.header("r1")  # checks out before
+    backend.sql(*HOSTILE_HEADERS[hostile])
+    with pytest.raises(StoreCorrupt) as by_get:
+        store.get("r1")
+    with pytest.raises(StoreCorrupt, match="'r1'") as by_header:
+        store.header("r1")
+    assert str(by_header.value) == str(by_get.value)
+    with pytest.raises(StoreCorrupt) as by_aheader:
+        await store.aheader("r1")
+    assert str(by_aheader.value) == str(by_get.value)
+
+
 FORGED_DECISION = dumps(approve())
 TAMPERING = {
     "an edited record": "UPDATE records SET data = replace(data, 'pay ann 10', 'pay eve 99')",
@@ -442,6 +513,8 @@ async def test_a_store_opened_with_another_key_refuses_every_run(
     other = backend.open(key=b"another-key")
     with pytest.raises(StoreCorrupt, match="signature"):
         other.get("r1")
+    with pytest.raises(StoreCorrupt, match="signature"):
+        other.header("r1")
 
 
 async def test_stores_opened_without_a_key_share_one(backend: Backend) -> None:

@@ -110,7 +110,7 @@ def _new_store(args: argparse.Namespace) -> RunStore | None:
         if not args.run_id:
             return store
         try:
-            store.get(args.run_id)
+            store.header(args.run_id)
         except RunNotFound:
             return store
     store.close()

@@ -542,12 +542,8 @@ class PostgresRunStore:
 
     async def _get(self, run_id: str) -> StoredRun:
         async with self._transaction(read_only=True) as cur:
-            await cur.execute(sql.RUN_ROW, (run_id,))
-            row = await cur.fetchone()
-            if row is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
-            info, (header_data, header_mac, head_mac, signature) = RunInfo(*row[:13]), row[13:]
-            header = rows.read_header(self._key, run_id, header_data, header_mac)
+            row, header = await self._run_row(cur, run_id)
+            info, (head_mac, signature) = RunInfo(*row[:13]), row[15:]
             rows.check_head(self._key, run_id, info.seq, head_mac, signature)
             found = [await self._all(cur, query, run_id) for query in _PARTS]
             await cur.execute(sql.CHART, (header.chart_digest,))
@@ -563,6 +559,32 @@ class PostgresRunStore:
             rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
             head_mac,
         )
+
+    async def aheader(self, run_id: str) -> RunHeader:
+        """`header`, awaited."""
+        return await self._await(self._header(run_id))
+
+    def header(self, run_id: str) -> RunHeader:
+        """The run's header alone, its signature checked as `get` checks it: a read that
+        does not grow with the run (`get` reads and checks every record).
+
+        Raises:
+            RunNotFound: no such run.
+            StoreCorrupt: the header does not check out.
+        """
+        return self._wait(self._header(run_id))
+
+    async def _header(self, run_id: str) -> RunHeader:
+        async with self._transaction() as cur:
+            return (await self._run_row(cur, run_id))[1]
+
+    async def _run_row(self, cur: Cursor, run_id: str) -> tuple[Any, RunHeader]:
+        """The run's row and its header, checked (in the caller's transaction)."""
+        await cur.execute(sql.RUN_ROW, (run_id,))
+        row = await cur.fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+        return row, rows.read_header(self._key, run_id, row[13], row[14])
 
     @staticmethod
     async def _all(cur: Cursor, query: str, *args: Any) -> list[Any]:

@@ -399,11 +399,8 @@ class SqliteRunStore:
             StoreCorrupt: a row does not check out.
         """
         with self._lock, self._reading():
-            row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+            row, header = self._run_row(run_id)
             key = self._key
-            header = rows.read_header(key, run_id, row[1], row[2])
             rows.check_head(key, run_id, row[7], row[8], row[17])
             records = rows.read_records(
                 key, run_id, self._db.execute(sql.RECORDS, (row[18],)), row[7], row[8]
@@ -422,6 +419,27 @@ class SqliteRunStore:
             rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
             row[8],
         )
+
+    async def aheader(self, run_id: str) -> RunHeader:
+        return self.header(run_id)
+
+    def header(self, run_id: str) -> RunHeader:
+        """The run's header alone, its signature checked as `get` checks it: a read that
+        does not grow with the run (`get` reads and checks every record).
+
+        Raises:
+            RunNotFound: no such run.
+            StoreCorrupt: the header does not check out.
+        """
+        with self._lock, self._reading():
+            return self._run_row(run_id)[1]
+
+    def _run_row(self, run_id: str) -> tuple[Any, RunHeader]:
+        """The run's row and its header, checked (inside a read of the caller's)."""
+        row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+        return row, rows.read_header(self._key, run_id, row[1], row[2])
 
     @contextmanager
     def _reading(self) -> Iterator[None]:

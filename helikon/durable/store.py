@@ -5,9 +5,11 @@ Theory of operation: a store is a protocol with small, named operations (create 
 its lease, append a record, record a call's start and result, spend decisions, release),
 each one transaction, each conditioned on the caller's lease (a record carries the call rows
 written with it: the starts of the calls it asks for, the last result of the batch before
-it; the record of a run that ended releases the lease); and reads (`get`, `runs`,
-`pending`, `events`, `session`) with async twins, so async applications never block. The
-same conformance suite runs against every backend (`tests/test_store_conformance.py`).
+it; the record of a run that ended releases the lease); and reads (`get`, `header`,
+`runs`, `pending`, `events`, `session`) with async twins, so async applications never
+block. `get` reads a whole run, checking every record; `header` reads its header alone,
+checked alike, for a caller that needs no more (a read that does not grow with the run).
+The same conformance suite runs against every backend (`tests/test_store_conformance.py`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class RunStore(Protocol):
     async def load(self, run_id: str) -> StoredRun: ...
 
     def get(self, run_id: str) -> StoredRun: ...
+    def header(self, run_id: str) -> RunHeader: ...
+    async def aheader(self, run_id: str) -> RunHeader: ...
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]: ...

@@ -12,7 +12,9 @@ to the run store first (helikon.temporal.writes), then does its effect:
 - `helikon_tool`: runs one tool call with the idempotency key a local durable run gives it
   (`{run_id}:{seq}:{call_id}`), heartbeating while it runs so a dead worker is noticed; a
   listed tool is called through the worker's own source of its name, as a resumed local
-  run calls it (an error result when the source no longer offers it as recorded);
+  run calls it (an error result when the source no longer offers it as recorded); a call
+  that writes nothing reads the recorded listing from the run's header alone
+  (`store.aheader`), not the whole run, so it costs the same at any length of the run;
 - `helikon_effect`: runs a chart's effect phase's effect (`helikon.run.chart_effects`) with
   the key a local durable run gives it (`{run_id}:{seq}:{effect}`), heartbeating too;
 - `helikon_guardrail`: checks the run's input (read from the store) or its final output;
@@ -158,10 +160,13 @@ class HelikonActivities:
         facts = self.registry.facts(run.agent)
         written = await self._write(run.writes)
         tools = facts.tools
-        if facts.agent.mcp_servers:
-            stored = await self._stored(run.run_id, written)
+        if facts.agent.mcp_servers:  # the tools the run listed, in its header
+            if written is not None:
+                header = written.header
+            else:
+                header = await self.store.aheader(run.run_id)
             try:
-                tools = await self._live(facts.agent, stored.header.tools)
+                tools = await self._live(facts.agent, header.tools)
             except FatalToolError as exc:
                 lost = ToolFailed(run.call.name, run.call.call_id, str(exc))
                 return m.to_payload(m.ToolAnswer(fatal=lost))
