@@ -575,7 +575,7 @@ class PostgresRunStore:
         return self._wait(self._header(run_id))
 
     async def _header(self, run_id: str) -> RunHeader:
-        async with self._transaction() as cur:
+        async with self._transaction(read_only=True) as cur:
             return (await self._run_row(cur, run_id))[1]
 
     async def _run_row(self, cur: Cursor, run_id: str) -> tuple[Any, RunHeader]:
