@@ -48,7 +48,6 @@ from helikon.core.errors import (
 from helikon.core.items import ToolCall
 from helikon.core.state import EffectResult, Fail
 from helikon.core.tool_spec import ListedTool
-from helikon.durable.records import StoredRun
 from helikon.durable.store import RunStore
 from helikon.models.base import ModelInput, ResponseAssembler
 from helikon.run.chart_effects import EffectContext, as_json, effects_by_name
@@ -60,7 +59,7 @@ from helikon.run.spec import AgentSpec, model_of
 from helikon.run.stored import model_calls
 from helikon.temporal import messages as m
 from helikon.temporal.registry import AgentFacts, AgentRegistry
-from helikon.temporal.writes import RunDiverged, write
+from helikon.temporal.writes import RunDiverged, Written, write
 from helikon.tools import Tool, ToolContext, execute_batch
 
 HEARTBEAT_SECONDS = 1.0
@@ -89,7 +88,7 @@ class HelikonActivities:
             self.helikon_head,
         )
 
-    async def _write(self, writes: m.Writes | None) -> StoredRun | None:
+    async def _write(self, writes: m.Writes | None) -> Written | None:
         if writes is None:
             return None
 
@@ -101,8 +100,12 @@ class HelikonActivities:
         except RunDiverged as exc:
             raise ApplicationError(str(exc), type="RunDiverged", non_retryable=True) from None
 
-    async def _stored(self, run_id: str, written: StoredRun | None) -> StoredRun:
-        return written if written is not None else await self.store.load(run_id)
+    async def _stored(self, run_id: str, written: Written | None) -> Written:
+        """The run after the activity's write: as written, else read from the store."""
+        if written is not None:
+            return written
+        stored = await self.store.load(run_id)
+        return Written(stored.header, stored.records)
 
     @activity.defn
     async def helikon_write(self, data: Any) -> None:

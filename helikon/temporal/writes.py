@@ -23,6 +23,7 @@ from helikon.core.context import TransitionCtx
 from helikon.core.state import TERMINAL_PHASES
 from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import initial_state, matched_transition
+from helikon.core.values import value
 from helikon.durable.records import (
     EffectRecord,
     RunHeader,
@@ -54,11 +55,21 @@ FactsFor = Callable[[Sequence[ListedTool]], AgentFacts]
 """The facts of the run's agent given the tools the run listed from its sources."""
 
 
-async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> StoredRun | None:
+@value
+class Written:
+    """A run as its activity needs it after a write: its header and every record, those
+    stored before and those just written (what `store.load` would read back, without
+    reading the whole run again)."""
+
+    header: RunHeader
+    records: tuple[StepRecord, ...]
+
+
+async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written | None:
     """Write `writes` (see the module docstring), each step's record rebuilt with the
     context of the run's facts (`facts_for` the tools it listed: those `writes` creates it
     with, else those its header holds), which also give a new run its header and chart;
-    the stored run after them, or None when there was nothing to write.
+    the run after them, or None when there was nothing to write.
 
     Raises:
         RunDiverged: a step at a seq already stored differs from the one written, or
@@ -105,12 +116,14 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> StoredR
     steps, effects = _new_only(stored, steps, effects)
     state = stored.records[-1].state_after
     held = state.phase in TERMINAL_PHASES and stored.info.lease_owner is not None
+    records = list(stored.records)
     if not steps and not effects and not held:  # held: it ended at its first step
-        return stored
+        return Written(stored.header, stored.records)
     lease = await store.claim(run_id, owner_of(run_id), LEASE_TTL, force=True)
     head_mac = stored.head_mac
     for step in steps:
         record = rebuilt(run_id, state, step, ctx)
+        records.append(record)
         state = record.state_after
         before = [e for e in effects if e.after_seq < record.seq]
         effects = [e for e in effects if e.after_seq >= record.seq]
@@ -120,7 +133,7 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> StoredR
         await store.add_effects(run_id, lease, effects)
     if state.phase in TERMINAL_PHASES:
         await store.release(run_id, lease, status_of(state.phase, writes.suspended))
-    return await store.load(run_id)
+    return Written(stored.header, tuple(records))
 
 
 def rebuilt(run_id: str, state: Any, step: Step, ctx: TransitionCtx) -> StepRecord:
