@@ -20,6 +20,7 @@ from typing import Any
 
 MAX_BODY = 64 * 1024  # bytes: the studio's commands are a few dozen
 SHOWN = 40  # characters of a bad value quoted in a message
+LONE_SURROGATE = "the body holds a lone surrogate (\\ud800-\\udfff): its text must be Unicode"
 _DIGITS = re.compile(r"[0-9]+")
 _ID = re.compile(r"[0-9]{1,18}")  # an id: digits, few enough to be an int without surprises
 
@@ -62,7 +63,8 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
 
     Raises:
         HTTPProblem: 400, the body stops short (the socket timed out, or the client closed
-            it), is not JSON, is nested too deeply to parse, or is not an object.
+            it), is not JSON, is nested too deeply to parse, is not an object, or holds a
+            string that is not Unicode text (a lone surrogate).
     """
     try:
         raw = stream.read(length) if length else b""
@@ -82,6 +84,10 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
+    try:  # JSON can spell a lone surrogate; kept, it would make every later answer unencodable
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise HTTPProblem(HTTPStatus.BAD_REQUEST, LONE_SURROGATE) from None
     return body
 
 

@@ -1,0 +1,42 @@
+"""The studio's HTTP server against hostile requests: each is refused with a JSON error that
+names what was wrong, and leaves the session as it was (no breakpoint set, no step taken, the
+live run not claimed).
+
+Every server here listens on 127.0.0.1 on a port the system picks and runs the budget
+assistant on its scripted model (`test_studio.budget_session`); requests go out as raw
+bytes where `http.client` would not send them as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_studio import Client, budget_session, serve
+
+from helikon.studio.request import LONE_SURROGATE
+
+
+@pytest.fixture
+def client() -> Iterator[Client]:
+    server = serve(budget_session())
+    yield Client(server)
+    server.close()
+
+
+def test_a_body_with_a_lone_surrogate_is_refused_and_sets_nothing(
+    client: Client, capfd: Any
+) -> None:
+    # JSON may spell a lone surrogate (\ud800), which is no Unicode text: kept, it would
+    # make every later answer of this session unencodable.
+    for path, body in [
+        ("/api/break", b'{"kind": "tool", "value": "\\ud800"}'),
+        ("/api/fork", b'{"at": 1, "kind": "text", "value": "a\\udfffb"}'),
+        ("/api/break", b'{"kind": "tool", "value": "x", "\\ud800": 1}'),
+    ]:
+        status, data = client.request("POST", path, body)
+        assert (status, data) == (400, {"error": LONE_SURROGATE}), path
+    state = client.get()
+    assert (state["breakpoints"], state["position"], state["compare"]) == ([], 0, None)
+    assert capfd.readouterr().err == ""
