@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_studio import Client, budget_session, serve
+from test_studio import Client, budget_session, raw, raw_request, serve
 
 from helikon.studio.request import LONE_SURROGATE
 
@@ -40,3 +40,17 @@ def test_a_body_with_a_lone_surrogate_is_refused_and_sets_nothing(
     state = client.get()
     assert (state["breakpoints"], state["position"], state["compare"]) == ([], 0, None)
     assert capfd.readouterr().err == ""
+
+
+def test_a_chunked_body_is_refused_not_read_as_empty(client: Client) -> None:
+    chunked = b'e\r\n{"live": "no"}\r\n0\r\n\r\n'  # a step that the body would refuse
+    for headers in (
+        ["Transfer-Encoding: chunked"],
+        ["Transfer-Encoding: chunked", "Content-Length: 0"],
+    ):
+        request = raw(client, "POST /api/step HTTP/1.1", *headers, body=chunked)
+        assert raw_request(client, request) == (
+            411,
+            {"error": "a body is read by its Content-Length, not a Transfer-Encoding: send one"},
+        )
+    assert client.get()["position"] == 0

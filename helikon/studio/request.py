@@ -3,10 +3,10 @@ numbers in its path and headers.
 
 Theory of operation: everything here comes from outside and is read as hostile. What a
 request's headers already show to be wrong (a Content-Length that is not a number of bytes,
-or over `MAX_BODY`) is refused before a byte of the body is read, so no handler waits for a
-body that will not come; a body that stops short is cut off by the socket's timeout. Each
-refusal is an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting
-at most `SHOWN` characters of it.
+or over `MAX_BODY`; a body in a Transfer-Encoding, which is not read) is refused before a
+byte of the body is read, so no handler waits for a body that will not come; a body that
+stops short is cut off by the socket's timeout. Each refusal is an `HTTPProblem`: a status
+and a one-line message naming what was wrong, quoting at most `SHOWN` characters of it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,22 @@ class HTTPProblem(Exception):
 def shown(text: str) -> str:
     """`text` quoted for a message, cut to `SHOWN` characters."""
     return repr(text if len(text) <= SHOWN else text[: SHOWN - 1] + "…")
+
+
+def body_length(headers: Message) -> int:
+    """The body's length in bytes, as the request's headers say (0 without a body).
+
+    Raises:
+        HTTPProblem: 411, the body comes in a Transfer-Encoding (chunked), which is not
+            read: taken as no body, a command would run without what it was sent; and
+            `content_length`'s.
+    """
+    if headers.get("Transfer-Encoding") is not None:
+        raise HTTPProblem(
+            HTTPStatus.LENGTH_REQUIRED,
+            "a body is read by its Content-Length, not a Transfer-Encoding: send one",
+        )
+    return content_length(headers.get("Content-Length"))
 
 
 def content_length(header: str | None) -> int:

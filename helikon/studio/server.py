@@ -34,9 +34,10 @@ driven by one browser session at a time while the others watch.
 Errors are JSON `{"error": message}`: 400 for a bad request, 403 for a request without a
 browser session, 404 for an unknown path or breakpoint, 405 for a path asked with the wrong
 method, 409 while the run is busy or driven by another browser session (or, for a stored run,
-by another owner; or its decision was spent already), 413 for a body over
-64 KiB, 500 when running the agent raised, 503 for a command cut short by the studio closing
-or a page refused because too many are open. A request is read as hostile
+by another owner; or its decision was spent already), 411 for a body sent in a
+Transfer-Encoding (chunked) rather than with a Content-Length, 413 for a body over 64 KiB,
+500 when running the agent raised, 503 for a command cut short by the studio closing or a
+page refused because too many are open. A request is read as hostile
 (`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
 request that does not arrive within `request_timeout` seconds is dropped.
 
@@ -68,7 +69,7 @@ from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions
 from helikon.studio.diagram import Diagram
 from helikon.studio.request import (
     HTTPProblem,
-    content_length,
+    body_length,
     cookie,
     id_number,
     read_body,
@@ -427,7 +428,7 @@ class StudioHandler(BaseHTTPRequestHandler):
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
-        return read_body(self.rfile, content_length(self.headers.get("Content-Length")))
+        return read_body(self.rfile, body_length(self.headers))
 
     # ------------------------------------------------------------ responses
 
