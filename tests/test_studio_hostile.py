@@ -54,3 +54,27 @@ def test_a_chunked_body_is_refused_not_read_as_empty(client: Client) -> None:
             {"error": "a body is read by its Content-Length, not a Transfer-Encoding: send one"},
         )
     assert client.get()["position"] == 0
+
+
+def test_a_refused_command_does_not_claim_the_live_run(client: Client) -> None:
+    # The first browser session to command a live run drives it: a command refused did
+    # nothing, so it must not make its sender the driver and lock the others out.
+    other = Client(client.server)
+    for method, path, body, status in [
+        ("POST", "/api/back", {"steps": 0}, 400),
+        ("POST", "/api/step", {"live": "yes"}, 400),
+        ("POST", "/api/pause", None, 400),
+        ("POST", "/api/break", {"kind": "phase", "value": "Thinking"}, 400),
+        ("POST", "/api/rewind", {"to": 3}, 400),
+        ("POST", "/api/decide", {"decisions": []}, 400),
+        ("POST", "/api/fork", {"at": 9, "kind": "text", "value": "x"}, 400),
+        ("POST", "/api/unfork", None, 400),
+        ("POST", "/api/step_out", None, 400),
+        ("POST", "/api/step_in", None, 404),
+        ("DELETE", "/api/break/7", None, 404),
+    ]:
+        assert other.request(method, path, body)[0] == status, path
+        assert other.get()["driving"] is False, path
+    taken = client.post("/api/step")
+    assert (taken["driving"], taken["position"]) == (True, 1)
+    assert other.request("POST", "/api/step")[0] == 409  # the run is the first's now

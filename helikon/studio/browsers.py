@@ -8,7 +8,8 @@ What a session sees depends on whether the studio's `Session` can be copied:
 - A replay can (`Session.copy`): every browser session steps, breaks and rewinds a replay
   of its own, which starts at step 0 with no breakpoints.
 - A live run cannot, since its steps call the model and run tools, so browser sessions
-  share it and one drives it at a time: the first to send a command. The others watch: their
+  share it and one drives it at a time: the first to send a command that is carried out (one
+  refused claims nothing). The others watch: their
   snapshots show the run without the driver's breakpoints and say `driven_elsewhere`, and
   their commands are refused (`AnotherDriver`, 409).
 
@@ -122,24 +123,36 @@ class BrowserSessions:
                     browser.using -= 1
                     browser.seen = self._clock()
 
-    def drive(self, browser: BrowserSession) -> Session:
-        """The session `browser` may command; a shared run becomes `browser`'s to drive.
+    @contextmanager
+    def driving(self, browser: BrowserSession) -> Iterator[Session]:
+        """The session `browser` may command, for the block that commands it; a shared run
+        becomes `browser`'s to drive, unless the block's command is refused (it raises a
+        `StudioError`: nothing was done), when the run waits for its driver again.
 
         Raises:
             AnotherDriver: another browser session drives the shared run.
         """
         if not self.shared:
-            return browser.session
+            yield browser.session
+            return
         with self._lock:
             left = self._leave_unused()
         self._close(left)
         with self._lock:
-            if self._driver is None:
+            claimed = self._driver is None
+            if claimed:
                 self._driver = browser.id
             driver = self._driver
         if driver != browser.id:
             raise AnotherDriver("another browser session drives this run")
-        return browser.session
+        try:
+            yield browser.session
+        except StudioError:
+            if claimed:
+                with self._lock:
+                    if self._driver == browser.id:
+                        self._driver = None
+            raise
 
     def switch(self, browser: BrowserSession, session: Session) -> None:
         """`browser` replays `session` from now on (a run store's run it picked); the

@@ -368,12 +368,15 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _command(self, browser: BrowserSession, run: Command, status: HTTPStatus) -> None:
         body = self._body()  # a bad body is refused before the run is claimed
-        self._send_state(browser, run(self.server.browsers.drive(browser), body), status)
+        with self.server.browsers.driving(browser) as session:
+            done = run(session, body)
+        self._send_state(browser, done, status)
 
     def _delete_break(self, browser: BrowserSession) -> None:
         number = _breakpoint_id(self.path)
-        session = self.server.browsers.drive(browser)
-        self._send_state(browser, session.delete_break(number))
+        with self.server.browsers.driving(browser) as session:
+            done = session.delete_break(number)
+        self._send_state(browser, done)
 
     def _page(self) -> None:
         """The page; a browser without a known session cookie gets a new session."""
@@ -508,7 +511,7 @@ def _breakpoint_id(path: str) -> int:
 def _flag(body: dict[str, Any], name: str = "live") -> bool:
     value = body.get(name, False)
     if not isinstance(value, bool):
-        raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"{name} must be true or false")
+        raise StudioError(f"{name} must be true or false")
     return value
 
 
