@@ -9,12 +9,16 @@ bytes where `http.client` would not send them as they are.
 
 from __future__ import annotations
 
+import select
+import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_studio import Client, budget_session, raw, raw_request, serve
+from test_studio import QUICK, Client, budget_session, raw, raw_request, serve
 
+from helikon.studio import StudioServer
 from helikon.studio.request import LONE_SURROGATE
 
 
@@ -78,3 +82,32 @@ def test_a_refused_command_does_not_claim_the_live_run(client: Client) -> None:
     taken = client.post("/api/step")
     assert (taken["driving"], taken["position"]) == (True, 1)
     assert other.request("POST", "/api/step")[0] == 409  # the run is the first's now
+
+
+def test_a_request_trickling_in_is_dropped_at_its_deadline() -> None:
+    # Each byte arrives well within the timeout, the request as a whole does not: a client
+    # sending it so would hold a thread of the server for as long as it likes.
+    server = StudioServer(budget_session(), port=0, request_timeout=0.5)
+    server.start()
+    try:
+        client = Client(server)
+        request = raw(client, "GET /api/state HTTP/1.1", *[f"X-Slow-{i}: {i}" for i in range(20)])
+        assert len(request) * TRICKLE > 10 * server.request_timeout
+        with socket.create_connection(("127.0.0.1", server.port), timeout=QUICK) as sock:
+            sent = 0
+            while sent < len(request) and not dropped(sock):
+                sock.sendall(request[sent : sent + 1])
+                sent += 1
+                time.sleep(TRICKLE)
+        assert sent < len(request), "the whole request trickled in"
+    finally:
+        server.close()
+
+
+TRICKLE = 0.05  # seconds between the bytes of a slow request
+
+
+def dropped(sock: socket.socket) -> bool:
+    """Whether the server closed `sock` (it answers nothing to a request cut off)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable) and sock.recv(1) == b""

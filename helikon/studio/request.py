@@ -4,15 +4,19 @@ numbers in its path and headers.
 Theory of operation: everything here comes from outside and is read as hostile. What a
 request's headers already show to be wrong (a Content-Length that is not a number of bytes,
 or over `MAX_BODY`; a body in a Transfer-Encoding, which is not read) is refused before a
-byte of the body is read, so no handler waits for a body that will not come; a body that
-stops short is cut off by the socket's timeout. Each refusal is an `HTTPProblem`: a status
-and a one-line message naming what was wrong, quoting at most `SHOWN` characters of it.
+byte of the body is read, so no handler waits for a body that will not come; a request
+(its headers and body) that has not arrived by its `Deadline` is cut off. Each refusal is
+an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting at most
+`SHOWN` characters of it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import socket
+import time
 from email.message import Message
 from http import HTTPStatus
 from io import BufferedIOBase
@@ -32,6 +36,27 @@ class HTTPProblem(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class Deadline(io.RawIOBase):
+    """Reads from `sock` until `seconds` from now, however the bytes trickle in: each read
+    waits at most what is left (a timeout per read alone lets a client that sends a byte
+    now and then hold its request open for ever). Past it, a read raises `TimeoutError`."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._end = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
 
 
 def shown(text: str) -> str:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import io
 import json
 import threading
 from collections.abc import Callable
@@ -68,6 +69,7 @@ from urllib.parse import parse_qs, urlsplit
 from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
 from helikon.studio.diagram import Diagram
 from helikon.studio.request import (
+    Deadline,
     HTTPProblem,
     body_length,
     cookie,
@@ -242,7 +244,8 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.request_timeout)  # a stalled client is dropped
+        self.rfile.close()  # read to a deadline instead: a trickling client is dropped
+        self.rfile = io.BufferedReader(Deadline(self.connection, self.server.request_timeout))
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -452,6 +455,7 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _send(
         self, status: HTTPStatus, body: bytes, content_type: str, *headers: tuple[str, str]
     ) -> None:
+        self._writing()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -461,6 +465,11 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _writing(self) -> None:
+        """The request was read: an answer may take `request_timeout` per write (a client
+        that reads none of it is dropped), not what was left of the request's deadline."""
+        self.connection.settimeout(self.server.request_timeout)
+
     def _common_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
@@ -469,6 +478,7 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _stream_events(self, browser: BrowserSession) -> None:
         """Each new snapshot as an SSE `state` event, until the client or the studio leaves."""
+        self._writing()
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self._common_headers()
