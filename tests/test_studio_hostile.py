@@ -9,6 +9,8 @@ bytes where `http.client` would not send them as they are.
 
 from __future__ import annotations
 
+import http.client
+import json
 import select
 import socket
 import time
@@ -111,3 +113,57 @@ def dropped(sock: socket.socket) -> bool:
     """Whether the server closed `sock` (it answers nothing to a request cut off)."""
     readable, _, _ = select.select([sock], [], [], 0)
     return bool(readable) and sock.recv(1) == b""
+
+
+def answer(client: Client, method: str, path: str) -> tuple[int, str | None, str, bytes]:
+    """The status, Allow and Content-Type headers, and body of a request of `method`."""
+    connection = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=QUICK)
+    try:
+        connection.request(method, path, headers=client.header)
+        response = connection.getresponse()
+        kind = response.getheader("Content-Type", "")
+        return response.status, response.getheader("Allow"), kind, response.read()
+    finally:
+        connection.close()
+
+
+def test_a_path_asked_with_another_method_is_a_405_naming_the_one_it_takes(
+    client: Client,
+) -> None:
+    for method, path, allowed in [
+        ("GET", "/api/step", "POST"),
+        ("POST", "/api/state", "GET"),
+        ("DELETE", "/api/state", "GET"),
+        ("PUT", "/api/state", "GET"),
+        ("PATCH", "/api/break", "POST"),
+        ("OPTIONS", "/api/events", "GET"),
+        ("PUT", "/", "GET"),
+        ("OPTIONS", "/static/studio.js", "GET"),
+        ("POST", "/api/break/1", "DELETE"),
+    ]:
+        status, allow, kind, body = answer(client, method, path)
+        assert (status, allow, kind) == (405, allowed, JSON), (method, path)
+        assert json.loads(body) == {"error": f"{path} takes {allowed}, not {method}"}
+    status, allow, kind, body = answer(client, "HEAD", "/api/state")
+    assert (status, allow, body) == (405, "GET", b"")  # a HEAD answer has no body
+    assert answer(client, "PUT", "/api/nothing")[0] == 404
+    assert client.get()["position"] == 0
+
+
+JSON = "application/json; charset=utf-8"
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "message"),
+    [
+        (b"GARBAGE\r\n\r\n", 400, "Bad request syntax ('GARBAGE')"),
+        (b"GET / HTTP/7.0\r\n\r\n", 505, "Invalid HTTP version (7.0)"),
+        (b"BREW /api/state HTTP/1.1\r\n\r\n", 501, "Unsupported method ('BREW')"),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, "Request-URI Too Long"),
+        (b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", 431, "Line too long"),
+    ],
+)
+def test_a_request_the_standard_library_refuses_is_answered_in_json(
+    client: Client, data: bytes, status: int, message: str
+) -> None:
+    assert raw_request(client, data) == (status, {"error": message})

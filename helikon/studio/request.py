@@ -30,12 +30,14 @@ _ID = re.compile(r"[0-9]{1,18}")  # an id: digits, few enough to be an int witho
 
 
 class HTTPProblem(Exception):
-    """A request refused before it reaches the session: `status` and a one-line `message`."""
+    """A request refused before it reaches the session: `status`, a one-line `message`, and
+    the `headers` the answer needs (a 405's Allow)."""
 
-    def __init__(self, status: HTTPStatus, message: str) -> None:
+    def __init__(self, status: HTTPStatus, message: str, *headers: tuple[str, str]) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
 
 
 class Deadline(io.RawIOBase):

@@ -31,15 +31,17 @@ cookie naming it, and every /api/ request must carry it (403 otherwise). Its bre
 the step it is at are its own: a replay is replayed for each browser session, a live run is
 driven by one browser session at a time while the others watch.
 
-Errors are JSON `{"error": message}`: 400 for a bad request, 403 for a request without a
-browser session, 404 for an unknown path or breakpoint, 405 for a path asked with the wrong
-method, 409 while the run is busy or driven by another browser session (or, for a stored run,
-by another owner; or its decision was spent already), 411 for a body sent in a
-Transfer-Encoding (chunked) rather than with a Content-Length, 413 for a body over 64 KiB,
-500 when running the agent raised, 503 for a command cut short by the studio closing or a
-page refused because too many are open. A request is read as hostile
-(`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
-request that does not arrive within `request_timeout` seconds is dropped.
+Errors are JSON `{"error": message}`, those the standard library answers itself (a
+malformed request line, a line too long) too: 400 for a bad request, 403 for a request
+without a browser session, 404 for an unknown path or breakpoint, 405 for a path asked with
+the wrong method (its Allow header names the right one), 409 while the run is busy or driven
+by another browser session (or, for a stored run, by another owner; or its decision was
+spent already), 411 for a body sent in a Transfer-Encoding (chunked) rather than with a
+Content-Length, 413 for a body over 64 KiB, 500 when running the agent raised, 503 for a
+command cut short by the studio closing or a page refused because too many are open.
+A request is read as hostile (`helikon.studio.request`): a bad Content-Length is refused
+before the body is read, and a request that does not arrive within `request_timeout`
+seconds is dropped.
 
 The server listens on 127.0.0.1 by default: whoever reaches it can run the agent and its
 tools. There it answers only requests whose Host header names that address (or `localhost`)
@@ -256,6 +258,28 @@ class StudioHandler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
+    def do_HEAD(self) -> None:  # these take no path: each answers 405, naming the method it takes
+        self._dispatch("HEAD")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a malformed request line, a line too long, a
+        method nothing handles) in JSON, as every other error, with a status line even when
+        the request line was too malformed to say its version."""
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        status = HTTPStatus(code)
+        self._send_json(status, {"error": message or status.phrase})
+
     def log_message(self, format: str, *args: Any) -> None:
         return None  # the terminal shows the URL, not every request
 
@@ -281,7 +305,7 @@ class StudioHandler(BaseHTTPRequestHandler):
         except TooManyBrowsers as exc:
             self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)})
         except HTTPProblem as problem:
-            self._send_json(problem.status, {"error": problem.message})
+            self._send_json(problem.status, {"error": problem.message}, *problem.headers)
         except StudioError as exc:
             self._send_json(_status_of(exc), {"error": str(exc)})
         except StudioFailure as exc:
@@ -296,7 +320,9 @@ class StudioHandler(BaseHTTPRequestHandler):
         allowed, answer = routes[key]
         if method != allowed:
             raise HTTPProblem(
-                HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {allowed}, not {method}"
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                f"{path} takes {allowed}, not {method}",
+                ("Allow", allowed),
             )
         answer()
 
@@ -444,9 +470,9 @@ class StudioHandler(BaseHTTPRequestHandler):
         seen = self.server.browsers.view(browser, data)
         self._send_json(status, self.server.with_diagram(browser.session, seen))
 
-    def _send_json(self, status: HTTPStatus, data: Any) -> None:
+    def _send_json(self, status: HTTPStatus, data: Any, *headers: tuple[str, str]) -> None:
         body = json.dumps(data, ensure_ascii=False).encode()
-        self._send(status, body, "application/json; charset=utf-8")
+        self._send(status, body, "application/json; charset=utf-8", *headers)
 
     def _send_file(self, name: str, *headers: tuple[str, str]) -> None:
         kind = STATIC.get(name, "text/html; charset=utf-8")
@@ -463,7 +489,8 @@ class StudioHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self._common_headers()
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD answer says the length of a body it does not send
+            self.wfile.write(body)
 
     def _writing(self) -> None:
         """The request was read: an answer may take `request_timeout` per write (a client
