@@ -13,12 +13,14 @@ import http.client
 import json
 import select
 import socket
+import struct
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_studio import QUICK, Client, budget_session, raw, raw_request, serve
+from test_studio import QUICK, Client, GatedModel, budget_session, raw, raw_request, serve
 
 from helikon.studio import StudioServer
 from helikon.studio.request import LONE_SURROGATE
@@ -167,3 +169,28 @@ def test_a_request_the_standard_library_refuses_is_answered_in_json(
     client: Client, data: bytes, status: int, message: str
 ) -> None:
     assert raw_request(client, data) == (status, {"error": message})
+
+
+def test_a_client_that_leaves_before_its_answer_loses_nothing(capfd: Any) -> None:
+    model = GatedModel()
+    server = serve(budget_session(model))
+    try:
+        client = Client(server)
+        before = set(threading.enumerate())
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=QUICK)
+        sock.sendall(raw(client, "POST /api/continue HTTP/1.1", "Content-Length: 0"))
+        assert model.waiting.wait(QUICK)  # the continue is under way
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset: the answer will find no one
+        (handler,) = [
+            t for t in threading.enumerate() if t not in before and "process_request" in t.name
+        ]
+        model.gate.set()
+        handler.join(QUICK)
+        assert not handler.is_alive()
+        state = client.get()  # the continue was carried out, and the run is idle again
+        assert (state["busy"], state["phase"], state["position"]) == (None, "Done", 4)
+        assert capfd.readouterr().err == ""  # and the studio's terminal shows no traceback
+    finally:
+        model.gate.set()
+        server.close()

@@ -287,6 +287,12 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
+            self._answer(method)
+        except (BrokenPipeError, ConnectionResetError):  # the client left before its answer:
+            self.close_connection = True  # what it asked for was done all the same
+
+    def _answer(self, method: str) -> None:
+        try:
             self._check_token()
             if self.server.token is None:
                 self._check_host()
