@@ -20,7 +20,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_studio import QUICK, Client, GatedModel, budget_session, raw, raw_request, serve
+from test_studio import (
+    QUICK,
+    Client,
+    GatedModel,
+    budget_session,
+    raw,
+    raw_request,
+    read_event,
+    serve,
+)
 
 from helikon.studio import StudioServer
 from helikon.studio.request import LONE_SURROGATE
@@ -36,8 +45,8 @@ def client() -> Iterator[Client]:
 def test_a_body_with_a_lone_surrogate_is_refused_and_sets_nothing(
     client: Client, capfd: Any
 ) -> None:
-    # JSON may spell a lone surrogate (\ud800), which is no Unicode text: kept, it would
-    # make every later answer of this session unencodable.
+    # JSON may spell a lone surrogate (\ud800), which is no Unicode text: no breakpoint,
+    # fork or decision names one.
     for path, body in [
         ("/api/break", b'{"kind": "tool", "value": "\\ud800"}'),
         ("/api/fork", b'{"at": 1, "kind": "text", "value": "a\\udfffb"}'),
@@ -194,3 +203,19 @@ def test_a_client_that_leaves_before_its_answer_loses_nothing(capfd: Any) -> Non
     finally:
         model.gate.set()
         server.close()
+
+
+def test_a_lone_surrogate_the_session_holds_is_answered_escaped(client: Client) -> None:
+    # A fork's tool calls are JSON inside the body's JSON: their text can still spell a lone
+    # surrogate (so can a stored run's records). Every answer escapes it, so the session
+    # stays readable, the page and its event stream too.
+    client.post("/api/step")
+    calls = '[{"call_id": "\\ud800", "name": "budget", "arguments": "{}"}]'
+    forked = client.post("/api/fork", {"at": 1, "kind": "calls", "value": calls})
+    assert forked["next_input"]["value"]["items"][0]["call_id"] == "\ud800"
+    stream = client.stream()
+    try:
+        assert read_event(stream)["next_input"]["value"]["items"][0]["call_id"] == "\ud800"
+    finally:
+        stream.connection.close()  # type: ignore[attr-defined]
+    assert client.post("/api/unfork")["compare"] is None

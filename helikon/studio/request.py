@@ -127,7 +127,7 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
-    try:  # JSON can spell a lone surrogate; kept, it would make every later answer unencodable
+    try:  # JSON can spell a lone surrogate, which is no text: refused, as the name of anything
         json.dumps(body, ensure_ascii=False).encode()
     except UnicodeEncodeError:
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, LONE_SURROGATE) from None

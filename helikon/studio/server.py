@@ -477,7 +477,7 @@ class StudioHandler(BaseHTTPRequestHandler):
         self._send_json(status, self.server.with_diagram(browser.session, seen))
 
     def _send_json(self, status: HTTPStatus, data: Any, *headers: tuple[str, str]) -> None:
-        body = json.dumps(data, ensure_ascii=False).encode()
+        body = _json(data).encode()
         self._send(status, body, "application/json; charset=utf-8", *headers)
 
     def _send_file(self, name: str, *headers: tuple[str, str]) -> None:
@@ -526,13 +526,19 @@ class StudioHandler(BaseHTTPRequestHandler):
             else:
                 seen = data["version"]
                 shown = self.server.with_diagram(session, self.server.browsers.view(browser, data))
-                text = json.dumps(shown, ensure_ascii=False)
+                text = _json(shown)
                 message = f"id: {seen}\nevent: state\ndata: {text}\n\n"
             try:
                 self.wfile.write(message.encode())
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 return
+
+
+def _json(data: Any) -> str:
+    """`data` as JSON in ASCII: a lone surrogate in a text of the run (a fork's tool calls, a
+    stored record) is escaped, so it cannot make an answer unencodable."""
+    return json.dumps(data)
 
 
 def _status_of(exc: StudioError) -> HTTPStatus:
