@@ -219,3 +219,28 @@ def test_a_lone_surrogate_the_session_holds_is_answered_escaped(client: Client) 
     finally:
         stream.connection.close()  # type: ignore[attr-defined]
     assert client.post("/api/unfork")["compare"] is None
+
+
+POSTS = [
+    "/api/step",
+    "/api/continue",
+    "/api/pause",
+    "/api/back",
+    "/api/rewind",
+    "/api/break",
+    "/api/decide",
+    "/api/fork",
+    "/api/unfork",
+    "/api/step_in",
+    "/api/step_out",
+]
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"step"', b"4", b"null", b"true", b"{,}", b"\xff"])
+def test_every_command_refuses_a_body_that_is_no_json_object(client: Client, body: bytes) -> None:
+    for path in POSTS:
+        status, data = client.request("POST", path, body)
+        assert status == 400, (path, data)
+        assert data["error"].startswith(("the body must be a JSON object", "the body is not JSON"))
+    state = client.get()
+    assert (state["position"], state["breakpoints"], state["driving"]) == (0, [], False)
