@@ -244,3 +244,17 @@ def test_every_command_refuses_a_body_that_is_no_json_object(client: Client, bod
         assert data["error"].startswith(("the body must be a JSON object", "the body is not JSON"))
     state = client.get()
     assert (state["position"], state["breakpoints"], state["driving"]) == (0, [], False)
+
+
+def test_an_event_id_the_studio_never_sent_starts_the_stream_from_the_latest(
+    client: Client,
+) -> None:
+    # A Last-Event-ID above any version sent (made up, or an earlier studio's) would have
+    # the stream wait for that many changes before it sent a first snapshot.
+    client.post("/api/step")
+    with socket.create_connection(("127.0.0.1", client.server.port), timeout=QUICK) as sock:
+        sock.sendall(raw(client, "GET /api/events HTTP/1.1", "Last-Event-ID: 999"))
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        state = read_event(response)
+        assert (state["position"], state["version"] < 999) == (1, True)

@@ -519,6 +519,8 @@ class StudioHandler(BaseHTTPRequestHandler):
         session = browser.session
         updates = session.updates
         seen = _last_event_id(self.headers.get("Last-Event-ID"))
+        if seen > updates.version:  # an id never sent here: the latest, not that many later
+            seen = 0
         while not updates.closed and browser.session is session:
             data = updates.wait(seen, KEEPALIVE)
             if data is None:
