@@ -258,3 +258,15 @@ def test_an_event_id_the_studio_never_sent_starts_the_stream_from_the_latest(
         response.begin()
         state = read_event(response)
         assert (state["position"], state["version"] < 999) == (1, True)
+
+
+def test_two_content_lengths_are_refused_not_one_of_them_believed(client: Client) -> None:
+    body = b'{"kind": "phase", "value": "Done"}'
+    for lengths in (("5", str(len(body))), (str(len(body)), str(len(body)))):
+        headers = [f"Content-Length: {length}" for length in lengths]
+        request = raw(client, "POST /api/break HTTP/1.1", *headers, body=body)
+        assert raw_request(client, request) == (
+            400,
+            {"error": "a request has one Content-Length header, not 2"},
+        )
+    assert client.get()["breakpoints"] == []

@@ -71,15 +71,21 @@ def body_length(headers: Message) -> int:
 
     Raises:
         HTTPProblem: 411, the body comes in a Transfer-Encoding (chunked), which is not
-            read: taken as no body, a command would run without what it was sent; and
-            `content_length`'s.
+            read: taken as no body, a command would run without what it was sent; 400,
+            two Content-Length headers; and `content_length`'s.
     """
     if headers.get("Transfer-Encoding") is not None:
         raise HTTPProblem(
             HTTPStatus.LENGTH_REQUIRED,
             "a body is read by its Content-Length, not a Transfer-Encoding: send one",
         )
-    return content_length(headers.get("Content-Length"))
+    lengths: list[str] = headers.get_all("Content-Length") or []
+    if len(lengths) > 1:  # which one to believe cannot be decided: neither is
+        raise HTTPProblem(
+            HTTPStatus.BAD_REQUEST,
+            f"a request has one Content-Length header, not {len(lengths)}",
+        )
+    return content_length(lengths[0] if lengths else None)
 
 
 def content_length(header: str | None) -> int:
