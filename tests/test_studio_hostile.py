@@ -185,9 +185,10 @@ def test_a_client_that_leaves_before_its_answer_loses_nothing(capfd: Any) -> Non
     server = serve(budget_session(model))
     try:
         client = Client(server)
-        before = set(threading.enumerate())
+        request = raw(client, "POST /api/continue HTTP/1.1", "Content-Length: 0")
+        before = set(threading.enumerate())  # the page load's thread among them
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=QUICK)
-        sock.sendall(raw(client, "POST /api/continue HTTP/1.1", "Content-Length: 0"))
+        sock.sendall(request)
         assert model.waiting.wait(QUICK)  # the continue is under way
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()  # a reset: the answer will find no one
