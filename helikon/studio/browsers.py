@@ -9,9 +9,9 @@ What a session sees depends on whether the studio's `Session` can be copied:
   of its own, which starts at step 0 with no breakpoints.
 - A live run cannot, since its steps call the model and run tools, so browser sessions
   share it and one drives it at a time: the first to send a command that is carried out (one
-  refused claims nothing). The others watch: their
-  snapshots show the run without the driver's breakpoints and say `driven_elsewhere`, and
-  their commands are refused (`AnotherDriver`, 409).
+  refused claims nothing). The others watch: their snapshots show the run without the
+  driver's breakpoints and say `driven_elsewhere`, and their commands are refused
+  (`AnotherDriver`, 409).
 
 A session is in use while a request of its is in flight or its event stream is open (an
 open page keeps one). One not in use for `idle` seconds has left: its replay is closed, or,
