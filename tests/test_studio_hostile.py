@@ -32,6 +32,7 @@ from test_studio import (
 )
 
 from helikon.studio import StudioServer
+from helikon.studio.browsers import STREAMS
 from helikon.studio.request import LONE_SURROGATE
 
 
@@ -271,3 +272,24 @@ def test_two_content_lengths_are_refused_not_one_of_them_believed(client: Client
             {"error": "a request has one Content-Length header, not 2"},
         )
     assert client.get()["breakpoints"] == []
+
+
+def test_a_browser_session_keeps_a_few_event_streams_open_not_any_number(
+    client: Client,
+) -> None:
+    # Each stream holds a thread of the server for as long as it is open; a browser opens
+    # at most 6 connections to a host, so more than STREAMS of one session is no page's.
+    streams = [client.stream() for _ in range(STREAMS)]
+    try:
+        for stream in streams:
+            assert read_event(stream)["position"] == 0
+        status, data = client.request("GET", "/api/events")
+        assert (status, data) == (
+            503,
+            {"error": f"{STREAMS} event streams of this page are open, the most there may be"},
+        )
+        client.post("/api/step")  # the open streams go on
+        assert all(read_event(stream)["version"] > 1 for stream in streams)
+    finally:
+        for stream in streams:
+            stream.connection.close()  # type: ignore[attr-defined]

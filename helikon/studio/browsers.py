@@ -17,7 +17,8 @@ A session is in use while a request of its is in flight or its event stream is o
 open page keeps one). One not in use for `idle` seconds has left: its replay is closed, or,
 if it drove the live run, its breakpoints are deleted and the run waits for the next driver.
 At most `limit` sessions are open; a new one takes the place of the longest unused, and
-while every one is in use the page is refused (`TooManyBrowsers`, 503).
+while every one is in use the page is refused (`TooManyBrowsers`, 503). A session keeps at
+most `STREAMS` event streams open (`TooManyStreams`, 503): each holds a server thread.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from helikon.studio.session import Session, StudioBusy, StudioError
 
 IDLE = 60.0  # seconds a browser session may go unused before it has left
 LIMIT = 16  # browser sessions open at once
+STREAMS = 8  # event streams of one browser session open at once (a browser opens at most 6)
 
 
 class AnotherDriver(StudioBusy):
@@ -44,6 +46,10 @@ class TooManyBrowsers(StudioError):
     """Every browser session the studio keeps is in use; the server answers 503."""
 
 
+class TooManyStreams(StudioError):
+    """A browser session has `STREAMS` event streams open already; the server answers 503."""
+
+
 @dataclass
 class BrowserSession:
     """One browser's view: the `Session` it drives or watches; `id` is its cookie's value."""
@@ -52,6 +58,7 @@ class BrowserSession:
     session: Session
     seen: float
     using: int = 0  # requests in flight and event streams open
+    streams: int = 0  # event streams open
 
 
 class BrowserSessions:
@@ -122,6 +129,26 @@ class BrowserSessions:
                 with self._lock:
                     browser.using -= 1
                     browser.seen = self._clock()
+
+    @contextmanager
+    def streaming(self, browser: BrowserSession) -> Iterator[None]:
+        """Counts an event stream of `browser` as open for the block: each holds a thread of
+        the server while it is open.
+
+        Raises:
+            TooManyStreams: `STREAMS` of them are open already.
+        """
+        with self._lock:
+            if browser.streams >= STREAMS:
+                raise TooManyStreams(
+                    f"{STREAMS} event streams of this page are open, the most there may be"
+                )
+            browser.streams += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                browser.streams -= 1
 
     @contextmanager
     def driving(self, browser: BrowserSession) -> Iterator[Session]:

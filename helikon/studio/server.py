@@ -38,7 +38,8 @@ the wrong method (its Allow header names the right one), 409 while the run is bu
 by another browser session (or, for a stored run, by another owner; or its decision was
 spent already), 411 for a body sent in a Transfer-Encoding (chunked) rather than with a
 Content-Length, 413 for a body over 64 KiB, 500 when running the agent raised, 503 for a
-command cut short by the studio closing or a page refused because too many are open.
+command cut short by the studio closing, a page refused because too many are open, or an
+event stream because its browser session has too many open.
 A request is read as hostile (`helikon.studio.request`): a bad Content-Length is refused
 before the body is read, and a request that does not arrive within `request_timeout`
 seconds is dropped.
@@ -68,7 +69,14 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
+from helikon.studio.browsers import (
+    IDLE,
+    LIMIT,
+    BrowserSession,
+    BrowserSessions,
+    TooManyBrowsers,
+    TooManyStreams,
+)
 from helikon.studio.diagram import Diagram
 from helikon.studio.request import (
     Deadline,
@@ -308,7 +316,7 @@ class StudioHandler(BaseHTTPRequestHandler):
                         f"no studio session: load the page ({self.server.url}) first",
                     )
                 self._route(method, path, self._routes(found))
-        except TooManyBrowsers as exc:
+        except (TooManyBrowsers, TooManyStreams) as exc:
             self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)})
         except HTTPProblem as problem:
             self._send_json(problem.status, {"error": problem.message}, *problem.headers)
@@ -344,7 +352,7 @@ class StudioHandler(BaseHTTPRequestHandler):
 
         return {
             "/api/state": ("GET", lambda: self._send_state(browser, browser.session.state())),
-            "/api/events": ("GET", lambda: self._stream_events(browser)),
+            "/api/events": ("GET", lambda: self._stream(browser)),
             "/api/step": ("POST", command(lambda s, b: s.step(live=_flag(b)))),
             "/api/continue": ("POST", command(lambda s, b: s.continue_())),
             "/api/pause": ("POST", command(lambda s, b: s.pause())),
@@ -508,6 +516,10 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Content-Security-Policy", CSP)
+
+    def _stream(self, browser: BrowserSession) -> None:
+        with self.server.browsers.streaming(browser):
+            self._stream_events(browser)
 
     def _stream_events(self, browser: BrowserSession) -> None:
         """Each new snapshot as an SSE `state` event, until the client or the studio leaves."""
