@@ -278,7 +278,7 @@ def test_a_browser_session_keeps_a_few_event_streams_open_not_any_number(
     client: Client,
 ) -> None:
     # Each stream holds a thread of the server for as long as it is open; a browser opens
-    # at most 6 connections to a host, so more than STREAMS of one session is no page's.
+    # at most 6 connections to a host, so STREAMS of one session leave room for reloads.
     streams = [client.stream() for _ in range(STREAMS)]
     try:
         for stream in streams:

@@ -35,7 +35,9 @@ from helikon.studio.session import Session, StudioBusy, StudioError
 
 IDLE = 60.0  # seconds a browser session may go unused before it has left
 LIMIT = 16  # browser sessions open at once
-STREAMS = 8  # event streams of one browser session open at once (a browser opens at most 6)
+# Event streams of one browser session open at once: a browser opens at most 6 to a host,
+# but one a reload closed is noticed at the stream's next write (a keepalive, within 15 s).
+STREAMS = 32
 
 
 class AnotherDriver(StudioBusy):
