@@ -121,8 +121,15 @@ def test_the_studio_lists_the_stores_runs_and_opens_one(url: str, tmp_path: Path
             "suspended",
         )
         assert client.get()["run_id"] == "r1"
-        for body, status in (({"run_id": "r9"}, 404), ({"run_id": ["r1"]}, 404), ({}, 404)):
-            assert client.request("POST", "/api/open", body)[0] == status
+        for body, answer in (
+            ({"run_id": "r9"}, (404, "no run 'r9' in the store (nested runs open in theirs)")),
+            ({"run_id": "r" * 5000}, (404, f"no run '{'r' * 39}…' in the store (nested runs")),
+            ({"run_id": ["r1"]}, (400, "run_id is the id of a run in the store (a string), not")),
+            ({}, (400, "run_id is the id of a run in the store (a string), not None")),
+        ):
+            status, data = client.request("POST", "/api/open", body)
+            assert (status, data["error"][: len(answer[1])]) == answer, body
+        assert client.get()["run_id"] == "r1"  # none of them switched the page
         assert log.read_text() == "transfer 10 to ann\n"  # only r2's resume ran it
     finally:
         server.close()

@@ -104,3 +104,22 @@ def test_the_page_opened_from_the_printed_url_works(server: StudioServer, tmp_pa
         assert page.console_errors() == []
     finally:
         browser.close()
+
+
+def test_every_route_and_method_needs_the_token_even_with_a_browser_session(
+    server: StudioServer,
+) -> None:
+    status, headers, _ = request(server, "GET", f"/?token={TOKEN}")
+    session_only = {"Cookie": headers["cookies"].split("; ")[0]}  # no token beside it
+    routes = [("GET", p) for p in ("/", "/static/studio.css", "/api/state", "/api/events")]
+    routes += [("DELETE", "/api/break/1"), ("PUT", "/api/state"), ("OPTIONS", "/")]
+    routes += [("POST", p) for p in ("/api/step", "/api/break", "/api/open", "/api/nothing")]
+    for method, path in routes:
+        for given in (session_only, {**session_only, "Authorization": f"Bearer {WRONG}"}):
+            status, _, body = request(server, method, path, given)
+            assert status == 401 and "needs its token" in error(body), (method, path)
+        status, _, body = request(server, "HEAD", path, session_only)
+        assert (status, body) == (401, b""), path
+    bearer = {**session_only, "Authorization": f"Bearer {TOKEN}"}
+    status, _, body = request(server, "GET", "/api/state", bearer)
+    assert status == 200 and json.loads(body)["position"] == 0  # nothing ran

@@ -8,15 +8,17 @@ What a session sees depends on whether the studio's `Session` can be copied:
 - A replay can (`Session.copy`): every browser session steps, breaks and rewinds a replay
   of its own, which starts at step 0 with no breakpoints.
 - A live run cannot, since its steps call the model and run tools, so browser sessions
-  share it and one drives it at a time: the first to send a command. The others watch: their
-  snapshots show the run without the driver's breakpoints and say `driven_elsewhere`, and
-  their commands are refused (`AnotherDriver`, 409).
+  share it and one drives it at a time: the first to send a command that is carried out (one
+  refused claims nothing). The others watch: their snapshots show the run without the
+  driver's breakpoints and say `driven_elsewhere`, and their commands are refused
+  (`AnotherDriver`, 409).
 
 A session is in use while a request of its is in flight or its event stream is open (an
 open page keeps one). One not in use for `idle` seconds has left: its replay is closed, or,
 if it drove the live run, its breakpoints are deleted and the run waits for the next driver.
 At most `limit` sessions are open; a new one takes the place of the longest unused, and
-while every one is in use the page is refused (`TooManyBrowsers`, 503).
+while every one is in use the page is refused (`TooManyBrowsers`, 503). A session keeps at
+most `STREAMS` event streams open (`TooManyStreams`, 503): each holds a server thread.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from helikon.studio.session import Session, StudioBusy, StudioError
 
 IDLE = 60.0  # seconds a browser session may go unused before it has left
 LIMIT = 16  # browser sessions open at once
+# Event streams of one browser session open at once: a browser opens at most 6 to a host,
+# but one a reload closed is noticed at the stream's next write (a keepalive, within 15 s).
+STREAMS = 32
 
 
 class AnotherDriver(StudioBusy):
@@ -43,6 +48,10 @@ class TooManyBrowsers(StudioError):
     """Every browser session the studio keeps is in use; the server answers 503."""
 
 
+class TooManyStreams(StudioError):
+    """A browser session has `STREAMS` event streams open already; the server answers 503."""
+
+
 @dataclass
 class BrowserSession:
     """One browser's view: the `Session` it drives or watches; `id` is its cookie's value."""
@@ -51,6 +60,7 @@ class BrowserSession:
     session: Session
     seen: float
     using: int = 0  # requests in flight and event streams open
+    streams: int = 0  # event streams open
 
 
 class BrowserSessions:
@@ -122,24 +132,56 @@ class BrowserSessions:
                     browser.using -= 1
                     browser.seen = self._clock()
 
-    def drive(self, browser: BrowserSession) -> Session:
-        """The session `browser` may command; a shared run becomes `browser`'s to drive.
+    @contextmanager
+    def streaming(self, browser: BrowserSession) -> Iterator[None]:
+        """Counts an event stream of `browser` as open for the block: each holds a thread of
+        the server while it is open.
+
+        Raises:
+            TooManyStreams: `STREAMS` of them are open already.
+        """
+        with self._lock:
+            if browser.streams >= STREAMS:
+                raise TooManyStreams(
+                    f"{STREAMS} event streams of this page are open, the most there may be"
+                )
+            browser.streams += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                browser.streams -= 1
+
+    @contextmanager
+    def driving(self, browser: BrowserSession) -> Iterator[Session]:
+        """The session `browser` may command, for the block that commands it; a shared run
+        becomes `browser`'s to drive, unless the block's command is refused (it raises a
+        `StudioError`: nothing was done), when the run waits for its driver again.
 
         Raises:
             AnotherDriver: another browser session drives the shared run.
         """
         if not self.shared:
-            return browser.session
+            yield browser.session
+            return
         with self._lock:
             left = self._leave_unused()
         self._close(left)
         with self._lock:
-            if self._driver is None:
+            claimed = self._driver is None
+            if claimed:
                 self._driver = browser.id
             driver = self._driver
         if driver != browser.id:
             raise AnotherDriver("another browser session drives this run")
-        return browser.session
+        try:
+            yield browser.session
+        except StudioError:
+            if claimed:
+                with self._lock:
+                    if self._driver == browser.id:
+                        self._driver = None
+            raise
 
     def switch(self, browser: BrowserSession, session: Session) -> None:
         """`browser` replays `session` from now on (a run store's run it picked); the

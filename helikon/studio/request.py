@@ -3,16 +3,20 @@ numbers in its path and headers.
 
 Theory of operation: everything here comes from outside and is read as hostile. What a
 request's headers already show to be wrong (a Content-Length that is not a number of bytes,
-or over `MAX_BODY`) is refused before a byte of the body is read, so no handler waits for a
-body that will not come; a body that stops short is cut off by the socket's timeout. Each
-refusal is an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting
-at most `SHOWN` characters of it.
+or over `MAX_BODY`; a body in a Transfer-Encoding, which is not read) is refused before a
+byte of the body is read, so no handler waits for a body that will not come; a request
+(its headers and body) that has not arrived by its `Deadline` is cut off. Each refusal is
+an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting at most
+`SHOWN` characters of it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import socket
+import time
 from email.message import Message
 from http import HTTPStatus
 from io import BufferedIOBase
@@ -20,22 +24,68 @@ from typing import Any
 
 MAX_BODY = 64 * 1024  # bytes: the studio's commands are a few dozen
 SHOWN = 40  # characters of a bad value quoted in a message
+LONE_SURROGATE = "the body holds a lone surrogate (\\ud800-\\udfff): its text must be Unicode"
 _DIGITS = re.compile(r"[0-9]+")
 _ID = re.compile(r"[0-9]{1,18}")  # an id: digits, few enough to be an int without surprises
 
 
 class HTTPProblem(Exception):
-    """A request refused before it reaches the session: `status` and a one-line `message`."""
+    """A request refused before it reaches the session: `status`, a one-line `message`, and
+    the `headers` the answer needs (a 405's Allow)."""
 
-    def __init__(self, status: HTTPStatus, message: str) -> None:
+    def __init__(self, status: HTTPStatus, message: str, *headers: tuple[str, str]) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
+
+
+class Deadline(io.RawIOBase):
+    """Reads from `sock` until `seconds` from now, however the bytes trickle in: each read
+    waits at most what is left (a timeout per read alone lets a client that sends a byte
+    now and then hold its request open for ever). Past it, a read raises `TimeoutError`."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._end = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
 
 
 def shown(text: str) -> str:
     """`text` quoted for a message, cut to `SHOWN` characters."""
     return repr(text if len(text) <= SHOWN else text[: SHOWN - 1] + "…")
+
+
+def body_length(headers: Message) -> int:
+    """The body's length in bytes, as the request's headers say (0 without a body).
+
+    Raises:
+        HTTPProblem: 411, the body comes in a Transfer-Encoding (chunked), which is not
+            read: taken as no body, a command would run without what it was sent; 400,
+            two Content-Length headers; and `content_length`'s.
+    """
+    if headers.get("Transfer-Encoding") is not None:
+        raise HTTPProblem(
+            HTTPStatus.LENGTH_REQUIRED,
+            "a body is read by its Content-Length, not a Transfer-Encoding: send one",
+        )
+    lengths: list[str] = headers.get_all("Content-Length") or []
+    if len(lengths) > 1:  # which one to believe cannot be decided: neither is
+        raise HTTPProblem(
+            HTTPStatus.BAD_REQUEST,
+            f"a request has one Content-Length header, not {len(lengths)}",
+        )
+    return content_length(lengths[0] if lengths else None)
 
 
 def content_length(header: str | None) -> int:
@@ -62,7 +112,8 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
 
     Raises:
         HTTPProblem: 400, the body stops short (the socket timed out, or the client closed
-            it), is not JSON, is nested too deeply to parse, or is not an object.
+            it), is not JSON, is nested too deeply to parse, is not an object, or holds a
+            string that is not Unicode text (a lone surrogate).
     """
     try:
         raw = stream.read(length) if length else b""
@@ -82,6 +133,10 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
+    try:  # JSON can spell a lone surrogate, which is no text: refused, as the name of anything
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise HTTPProblem(HTTPStatus.BAD_REQUEST, LONE_SURROGATE) from None
     return body
 
 

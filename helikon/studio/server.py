@@ -31,14 +31,18 @@ cookie naming it, and every /api/ request must carry it (403 otherwise). Its bre
 the step it is at are its own: a replay is replayed for each browser session, a live run is
 driven by one browser session at a time while the others watch.
 
-Errors are JSON `{"error": message}`: 400 for a bad request, 403 for a request without a
-browser session, 404 for an unknown path or breakpoint, 405 for a path asked with the wrong
-method, 409 while the run is busy or driven by another browser session (or, for a stored run,
-by another owner; or its decision was spent already), 413 for a body over
-64 KiB, 500 when running the agent raised, 503 for a command cut short by the studio closing
-or a page refused because too many are open. A request is read as hostile
-(`helikon.studio.request`): a bad Content-Length is refused before the body is read, and a
-request that does not arrive within `request_timeout` seconds is dropped.
+Errors are JSON `{"error": message}`, those the standard library answers itself (a
+malformed request line, a line too long) too: 400 for a bad request, 403 for a request
+without a browser session, 404 for an unknown path or breakpoint, 405 for a path asked with
+the wrong method (its Allow header names the right one), 409 while the run is busy or driven
+by another browser session (or, for a stored run, by another owner; or its decision was
+spent already), 411 for a body sent in a Transfer-Encoding (chunked) rather than with a
+Content-Length, 413 for a body over 64 KiB, 500 when running the agent raised, 503 for a
+command cut short by the studio closing, a page refused because too many are open, or an
+event stream because its browser session has too many open.
+A request is read as hostile (`helikon.studio.request`): a bad Content-Length is refused
+before the body is read, and a request that does not arrive within `request_timeout`
+seconds is dropped.
 
 The server listens on 127.0.0.1 by default: whoever reaches it can run the agent and its
 tools. There it answers only requests whose Host header names that address (or `localhost`)
@@ -54,6 +58,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import io
 import json
 import threading
 from collections.abc import Callable
@@ -64,11 +69,19 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from helikon.studio.browsers import IDLE, LIMIT, BrowserSession, BrowserSessions, TooManyBrowsers
+from helikon.studio.browsers import (
+    IDLE,
+    LIMIT,
+    BrowserSession,
+    BrowserSessions,
+    TooManyBrowsers,
+    TooManyStreams,
+)
 from helikon.studio.diagram import Diagram
 from helikon.studio.request import (
+    Deadline,
     HTTPProblem,
-    content_length,
+    body_length,
     cookie,
     id_number,
     read_body,
@@ -241,7 +254,8 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.request_timeout)  # a stalled client is dropped
+        self.rfile.close()  # read to a deadline instead: a trickling client is dropped
+        self.rfile = io.BufferedReader(Deadline(self.connection, self.server.request_timeout))
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -252,12 +266,40 @@ class StudioHandler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
+    def do_HEAD(self) -> None:  # these take no path: each answers 405, naming the method it takes
+        self._dispatch("HEAD")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a malformed request line, a line too long, a
+        method nothing handles) in JSON, as every other error, with a status line even when
+        the request line was too malformed to say its version."""
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        status = HTTPStatus(code)
+        self._send_json(status, {"error": message or status.phrase})
+
     def log_message(self, format: str, *args: Any) -> None:
         return None  # the terminal shows the URL, not every request
 
     # ------------------------------------------------------------ routing
 
     def _dispatch(self, method: str) -> None:
+        try:
+            self._answer(method)
+        except (BrokenPipeError, ConnectionResetError):  # the client left before its answer:
+            self.close_connection = True  # what it asked for was done all the same
+
+    def _answer(self, method: str) -> None:
         try:
             self._check_token()
             if self.server.token is None:
@@ -274,10 +316,10 @@ class StudioHandler(BaseHTTPRequestHandler):
                         f"no studio session: load the page ({self.server.url}) first",
                     )
                 self._route(method, path, self._routes(found))
-        except TooManyBrowsers as exc:
+        except (TooManyBrowsers, TooManyStreams) as exc:
             self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)})
         except HTTPProblem as problem:
-            self._send_json(problem.status, {"error": problem.message})
+            self._send_json(problem.status, {"error": problem.message}, *problem.headers)
         except StudioError as exc:
             self._send_json(_status_of(exc), {"error": str(exc)})
         except StudioFailure as exc:
@@ -292,7 +334,9 @@ class StudioHandler(BaseHTTPRequestHandler):
         allowed, answer = routes[key]
         if method != allowed:
             raise HTTPProblem(
-                HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {allowed}, not {method}"
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                f"{path} takes {allowed}, not {method}",
+                ("Allow", allowed),
             )
         answer()
 
@@ -308,7 +352,7 @@ class StudioHandler(BaseHTTPRequestHandler):
 
         return {
             "/api/state": ("GET", lambda: self._send_state(browser, browser.session.state())),
-            "/api/events": ("GET", lambda: self._stream_events(browser)),
+            "/api/events": ("GET", lambda: self._stream(browser)),
             "/api/step": ("POST", command(lambda s, b: s.step(live=_flag(b)))),
             "/api/continue": ("POST", command(lambda s, b: s.continue_())),
             "/api/pause": ("POST", command(lambda s, b: s.pause())),
@@ -367,12 +411,15 @@ class StudioHandler(BaseHTTPRequestHandler):
 
     def _command(self, browser: BrowserSession, run: Command, status: HTTPStatus) -> None:
         body = self._body()  # a bad body is refused before the run is claimed
-        self._send_state(browser, run(self.server.browsers.drive(browser), body), status)
+        with self.server.browsers.driving(browser) as session:
+            done = run(session, body)
+        self._send_state(browser, done, status)
 
     def _delete_break(self, browser: BrowserSession) -> None:
         number = _breakpoint_id(self.path)
-        session = self.server.browsers.drive(browser)
-        self._send_state(browser, session.delete_break(number))
+        with self.server.browsers.driving(browser) as session:
+            done = session.delete_break(number)
+        self._send_state(browser, done)
 
     def _page(self) -> None:
         """The page; a browser without a known session cookie gets a new session."""
@@ -427,7 +474,7 @@ class StudioHandler(BaseHTTPRequestHandler):
             raise HTTPProblem(HTTPStatus.FORBIDDEN, f"commands from {origin} are refused")
 
     def _body(self) -> dict[str, Any]:
-        return read_body(self.rfile, content_length(self.headers.get("Content-Length")))
+        return read_body(self.rfile, body_length(self.headers))
 
     # ------------------------------------------------------------ responses
 
@@ -437,9 +484,9 @@ class StudioHandler(BaseHTTPRequestHandler):
         seen = self.server.browsers.view(browser, data)
         self._send_json(status, self.server.with_diagram(browser.session, seen))
 
-    def _send_json(self, status: HTTPStatus, data: Any) -> None:
-        body = json.dumps(data, ensure_ascii=False).encode()
-        self._send(status, body, "application/json; charset=utf-8")
+    def _send_json(self, status: HTTPStatus, data: Any, *headers: tuple[str, str]) -> None:
+        body = _json(data).encode()
+        self._send(status, body, "application/json; charset=utf-8", *headers)
 
     def _send_file(self, name: str, *headers: tuple[str, str]) -> None:
         kind = STATIC.get(name, "text/html; charset=utf-8")
@@ -448,6 +495,7 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _send(
         self, status: HTTPStatus, body: bytes, content_type: str, *headers: tuple[str, str]
     ) -> None:
+        self._writing()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -455,7 +503,13 @@ class StudioHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self._common_headers()
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD answer says the length of a body it does not send
+            self.wfile.write(body)
+
+    def _writing(self) -> None:
+        """The request was read: an answer may take `request_timeout` per write (a client
+        that reads none of it is dropped), not what was left of the request's deadline."""
+        self.connection.settimeout(self.server.request_timeout)
 
     def _common_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
@@ -463,8 +517,13 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Content-Security-Policy", CSP)
 
+    def _stream(self, browser: BrowserSession) -> None:
+        with self.server.browsers.streaming(browser):
+            self._stream_events(browser)
+
     def _stream_events(self, browser: BrowserSession) -> None:
         """Each new snapshot as an SSE `state` event, until the client or the studio leaves."""
+        self._writing()
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self._common_headers()
@@ -472,6 +531,8 @@ class StudioHandler(BaseHTTPRequestHandler):
         session = browser.session
         updates = session.updates
         seen = _last_event_id(self.headers.get("Last-Event-ID"))
+        if seen > updates.version:  # an id never sent here: the latest, not that many later
+            seen = 0
         while not updates.closed and browser.session is session:
             data = updates.wait(seen, KEEPALIVE)
             if data is None:
@@ -479,13 +540,19 @@ class StudioHandler(BaseHTTPRequestHandler):
             else:
                 seen = data["version"]
                 shown = self.server.with_diagram(session, self.server.browsers.view(browser, data))
-                text = json.dumps(shown, ensure_ascii=False)
+                text = _json(shown)
                 message = f"id: {seen}\nevent: state\ndata: {text}\n\n"
             try:
                 self.wfile.write(message.encode())
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 return
+
+
+def _json(data: Any) -> str:
+    """`data` as JSON in ASCII: a lone surrogate in a text of the run (a fork's tool calls, a
+    stored record) is escaped, so it cannot make an answer unencodable."""
+    return json.dumps(data)
 
 
 def _status_of(exc: StudioError) -> HTTPStatus:
@@ -507,7 +574,7 @@ def _breakpoint_id(path: str) -> int:
 def _flag(body: dict[str, Any], name: str = "live") -> bool:
     value = body.get(name, False)
     if not isinstance(value, bool):
-        raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"{name} must be true or false")
+        raise StudioError(f"{name} must be true or false")
     return value
 
 

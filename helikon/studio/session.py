@@ -83,6 +83,12 @@ class Updates:
         with self._changed:
             return self._latest
 
+    @property
+    def version(self) -> int:
+        """The latest snapshot's version (0 before the first)."""
+        with self._changed:
+            return self._version
+
     def wait(self, after: int, timeout: float) -> dict[str, Any] | None:
         """The latest snapshot once its version is above `after`; None on timeout or close."""
         with self._changed:

@@ -26,6 +26,7 @@ from helikon.durable import RunStore, StoreError, stored_trace
 from helikon.durable.records import RunInfo
 from helikon.run.config import RunContext
 from helikon.run.spec import AgentSpec
+from helikon.studio.request import shown
 from helikon.studio.resumes import AgentFor as ResumeWith
 from helikon.studio.resumes import Resumes
 from helikon.studio.session import Session, StudioError, StudioNotFound, edit_for
@@ -148,10 +149,15 @@ class StoredRuns:
 
         Raises:
             StudioNotFound: no such top-level run.
-            StudioError: it does not check out, or was recorded on another agent.
+            StudioError: `run_id` is no string; the run does not check out, or was recorded
+                on another agent.
         """
-        if not isinstance(run_id, str) or run_id not in {r["run_id"] for r in self.listing()}:
-            raise StudioNotFound(f"no run {run_id!r} in the store (nested runs open in theirs)")
+        if not isinstance(run_id, str):
+            raise StudioError(f"run_id is the id of a run in the store (a string), not {run_id!r}")
+        if run_id not in {r["run_id"] for r in self.listing()}:
+            raise StudioNotFound(
+                f"no run {shown(run_id)} in the store (nested runs open in theirs)"
+            )
         source = StoredSource(self.store, run_id, self.resumes)
         try:
             first = source.newer()
