@@ -293,3 +293,25 @@ def test_a_browser_session_keeps_a_few_event_streams_open_not_any_number(
     finally:
         for stream in streams:
             stream.connection.close()  # type: ignore[attr-defined]
+
+
+def test_the_page_fetched_as_an_image_or_a_frame_opens_no_session(client: Client) -> None:
+    # Another site's <img src="http://127.0.0.1:PORT/"> sends no cookie (SameSite=Strict)
+    # but passes the Host check: each load was a new browser session, pushing out unused ones.
+    assert client.get()["browsers"] == 1
+    for dest in ("image", "iframe", "script", "empty"):
+        status, data = client.request("GET", "/", headers={"Sec-Fetch-Dest": dest, "Cookie": ""})
+        assert (status, data) == (
+            403,
+            {"error": f"the studio's page opens as a page, not as {dest!r}"},
+        )
+    assert client.get()["browsers"] == 1
+    connection = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=5)
+    try:  # a page a person opens (a link, the address bar) is one
+        connection.request("GET", "/", headers={"Sec-Fetch-Dest": "document"})
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200 and response.getheader("Set-Cookie")
+    finally:
+        connection.close()
+    assert client.get()["browsers"] == 2

@@ -47,7 +47,9 @@ seconds is dropped.
 The server listens on 127.0.0.1 by default: whoever reaches it can run the agent and its
 tools. There it answers only requests whose Host header names that address (or `localhost`)
 with its port, so a web page cannot reach it through a DNS name of its own (DNS rebinding),
-and it refuses commands whose Origin is another site. Bound to any other address it needs a
+and it refuses commands whose Origin is another site, and the page fetched as anything but a
+page (an image or a frame another site embeds: `Sec-Fetch-Dest`), which would open a browser
+session at each load. Bound to any other address it needs a
 token (`token=`; the CLI makes one and prints it): every request, the page, its files, the
 API and the event stream, must carry it, as `Authorization: Bearer TOKEN`, as `?token=TOKEN`
 (the URL printed at start), or in the cookie the page's answer sets from it; any other is
@@ -422,7 +424,19 @@ class StudioHandler(BaseHTTPRequestHandler):
         self._send_state(browser, done)
 
     def _page(self) -> None:
-        """The page; a browser without a known session cookie gets a new session."""
+        """The page; a browser without a known session cookie gets a new session.
+
+        Raises:
+            HTTPProblem: 403, the browser fetches the page as something other than a page
+                (an image, a script, a frame: what another site can make it do unasked,
+                each load a new session that pushes out one unused, the live run's
+                driver who stepped away included).
+        """
+        dest = self.headers.get("Sec-Fetch-Dest")
+        if dest is not None and dest != "document":
+            raise HTTPProblem(
+                HTTPStatus.FORBIDDEN, f"the studio's page opens as a page, not as {shown(dest)}"
+            )
         browsers = self.server.browsers
         with browsers.use(cookie(self.headers, self.server.cookie_name)) as found:
             if found is not None:  # a reload: the same session
