@@ -4,7 +4,9 @@
 A Temporal tool call of an agent with tool sources needs the tools its run listed, which
 its header holds. Prints, from one run on this machine, for stored runs of 10, 200 and 1000
 records: `await store.load(run_id)` (every record, event, call and decision read, every
-signature checked) against `await store.aheader(run_id)` (the header alone, checked alike),
+signature checked) against `await store.aheader(run_id)` (the header alone, checked alike)
+and `await store.arevision(run_id)` (what a follower polls, reading the run only when it
+changed),
 each the best of several repeats of a batch of reads, in microseconds per read, and their
 ratio; then how each grows from the 10-record run to the 1000-record one (the header's
 should stay near 1).
@@ -75,7 +77,7 @@ async def per_read(
 
 async def measure(store: RunStore, repeat: int) -> None:
     print(f"best of {repeat} batches, in us per read:")
-    print(f"  {'records':>8}{'load':>12}{'aheader':>10}{'load / aheader':>17}")
+    print(f"  {'records':>8}{'load':>12}{'aheader':>10}{'arevision':>11}{'load / aheader':>17}")
     figures: list[tuple[float, float]] = []
     for records in RECORDS:
         run_id = f"header-{records}-{time.time_ns()}"
@@ -86,7 +88,11 @@ async def measure(store: RunStore, repeat: int) -> None:
         reads = max(5, 2000 // records)  # batches of about the same length at each size
         load = await per_read(store.load, run_id, reads, repeat)
         header = await per_read(store.aheader, run_id, 200, repeat)
-        print(f"  {records:>8}{load * 1e6:>12.1f}{header * 1e6:>10.1f}{load / header:>16.1f}x")
+        revision = await per_read(store.arevision, run_id, 200, repeat)  # a follower's poll
+        print(
+            f"  {records:>8}{load * 1e6:>12.1f}{header * 1e6:>10.1f}{revision * 1e6:>11.1f}"
+            f"{load / header:>16.1f}x"
+        )
         figures.append((load, header))
     (load_first, header_first), (load_last, header_last) = figures[0], figures[-1]
     print(

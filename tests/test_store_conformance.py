@@ -616,6 +616,51 @@ async def test_following_a_run_sees_the_events_written_later(store: RunStore) ->
     assert await asyncio.wait_for(seen_async, 10) == [TurnStarted(0), *end]
 
 
+async def test_revision_changes_with_every_write_a_follower_sees(store: RunStore) -> None:
+    writer = await create(store)
+    marks = [store.revision("r1")]
+    assert store.revision("r1") == marks[-1] == await store.arevision("r1")  # nothing written
+    await store.add_effects("r1", writer.lease, (EffectRecord(1, TurnStarted(0)),))
+    marks.append(store.revision("r1"))  # an event stored after a record already there
+    await writer.append(suspended(), status="suspended")
+    marks.append(store.revision("r1"))
+    await store.release("r1", writer.lease, "suspended")
+    marks.append(store.revision("r1"))
+    assert len(set(marks)) == len(marks), marks
+    with pytest.raises(RunNotFound, match="no run 'r9'"):
+        store.revision("r9")
+    with pytest.raises(RunNotFound, match="no run 'r9'"):
+        await store.arevision("r9")
+
+
+async def test_following_reads_the_run_again_only_when_its_revision_changed(
+    store: RunStore,
+) -> None:
+    writer = await create(store, effects=(EffectRecord(0, RunStarted("teller", "r1")),))
+    reads: list[str] = []
+    events = store.events("r1", follow=True)
+    get = events._get
+    events._get = lambda run_id: (reads.append(run_id), get(run_id))[1]  # type: ignore[method-assign]
+    events._aget = None  # the sync read, counted, for `async for` too
+    seen: list[Any] = []
+
+    async def follow() -> None:
+        async for event in events:
+            seen.append(event)
+
+    following = asyncio.create_task(follow())
+    for _ in range(100):  # until the follower has read the run and waits for more
+        await asyncio.sleep(0.02)
+        if len(seen) == 2:
+            break
+    await asyncio.sleep(0.5)  # ten polls and more, with nothing written: no read
+    assert (len(reads), seen) == (1, [RunStarted("teller", "r1"), TurnStarted(0)])
+    await writer.append(done(2), status="completed")
+    await asyncio.wait_for(following, 10)
+    assert len(reads) == 2
+    assert seen[-1] == RunCompleted(FinalOutput("Sent.", None, USAGE), USAGE)
+
+
 def test_a_session_keeps_items_across_runs(store: RunStore) -> None:
     session = store.session("s1")
     assert session.items() == ()

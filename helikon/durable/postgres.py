@@ -64,7 +64,7 @@ from helikon.durable.records import (
     StoreError,
 )
 from helikon.durable.signing import KEY_VARIABLE, resolve_key
-from helikon.durable.views import EventStream, Session, pending_of
+from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 T = TypeVar("T")
 Cursor = psycopg.AsyncCursor[Any]
@@ -574,6 +574,29 @@ class PostgresRunStore:
         """
         return self._wait(self._header(run_id))
 
+    async def arevision(self, run_id: str) -> Revision:
+        """`revision`, awaited."""
+        return await self._await(self._revision(run_id))
+
+    def revision(self, run_id: str) -> Revision:
+        """What changes whenever the run's records, its effects' events or its row do (a
+        record appended, an event stored, a lease taken, the run ended): a follower reads
+        the run again, checked, only when it changed. It is not checked itself: a forged
+        one can only make a follower read again, or later.
+
+        Raises:
+            RunNotFound: no such run.
+        """
+        return self._wait(self._revision(run_id))
+
+    async def _revision(self, run_id: str) -> Revision:
+        async with self._transaction(read_only=True) as cur:
+            await cur.execute(sql.REVISION, (run_id, run_id))
+            row = await cur.fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+        return tuple(row)
+
     async def _header(self, run_id: str) -> RunHeader:
         async with self._transaction(read_only=True) as cur:
             return (await self._run_row(cur, run_id))[1]
@@ -625,7 +648,15 @@ class PostgresRunStore:
     def events(self, run_id: str, after: int = 0, *, follow: bool = False) -> EventStream:
         """The run's events after the first `after` (`for` or `async for` them); with
         `follow`, wait for more until the run ends or suspends. Deltas are not stored."""
-        return EventStream(self.get, run_id, after, follow, aget=self.load)
+        return EventStream(
+            self.get,
+            run_id,
+            after,
+            follow,
+            aget=self.load,
+            revision=self.revision,
+            arevision=self.arevision,
+        )
 
     aevents = events
 

@@ -189,6 +189,10 @@ RUN_LIST = f"SELECT {INFO} FROM runs"
 RUN_ORDER = " ORDER BY updated_at DESC, run_id"
 RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq"
 EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n"
+REVISION = """
+SELECT head_seq, updated_at, (SELECT MAX(n) FROM effects WHERE run_id = %s)
+FROM runs WHERE run_id = %s
+"""
 CALLS = """
 SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s
 ORDER BY seq, call_id

@@ -43,7 +43,7 @@ from helikon.durable.records import (
     StoreError,
 )
 from helikon.durable.signing import resolve_key
-from helikon.durable.views import EventStream, Session, pending_of
+from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
 ENDED = ("completed", "failed")
@@ -423,6 +423,24 @@ class SqliteRunStore:
     async def aheader(self, run_id: str) -> RunHeader:
         return self.header(run_id)
 
+    async def arevision(self, run_id: str) -> Revision:
+        return self.revision(run_id)
+
+    def revision(self, run_id: str) -> Revision:
+        """What changes whenever the run's records, its effects' events or its row do (a
+        record appended, an event stored, a lease taken, the run ended): a follower reads
+        the run again, checked, only when it changed. It is not checked itself: a forged
+        one can only make a follower read again, or later.
+
+        Raises:
+            RunNotFound: no such run.
+        """
+        with self._lock, self._reading():
+            row = self._db.execute(sql.REVISION, (run_id, run_id)).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+        return tuple(row)
+
     def header(self, run_id: str) -> RunHeader:
         """The run's header alone, its signature checked as `get` checks it: a read that
         does not grow with the run (`get` reads and checks every record).
@@ -488,7 +506,7 @@ class SqliteRunStore:
     def events(self, run_id: str, after: int = 0, *, follow: bool = False) -> EventStream:
         """The run's events after the first `after` (`for` or `async for` them); with
         `follow`, wait for more until the run ends or suspends. Deltas are not stored."""
-        return EventStream(self.get, run_id, after, follow)
+        return EventStream(self.get, run_id, after, follow, revision=self.revision)
 
     aevents = events
 

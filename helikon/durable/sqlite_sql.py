@@ -186,6 +186,10 @@ SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 429
 ORDER BY id
 """
 EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n"
+REVISION = """
+SELECT head_seq, updated_at, (SELECT MAX(n) FROM effects WHERE run_id = ?)
+FROM runs WHERE run_id = ?
+"""
 CALLS = """
 SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ?
 ORDER BY seq, call_id

@@ -8,7 +8,8 @@ written with it: the starts of the calls it asks for, the last result of the bat
 it; the record of a run that ended releases the lease); and reads (`get`, `header`,
 `runs`, `pending`, `events`, `session`) with async twins, so async applications never
 block. `get` reads a whole run, checking every record; `header` reads its header alone,
-checked alike, for a caller that needs no more (a read that does not grow with the run).
+checked alike, for a caller that needs no more (a read that does not grow with the run);
+`revision` tells a follower whether anything changed since it last read the run.
 The same conformance suite runs against every backend (`tests/test_store_conformance.py`).
 """
 
@@ -32,7 +33,7 @@ from helikon.durable.records import (
     StoreError,
 )
 from helikon.durable.sqlite import SqliteRunStore
-from helikon.durable.views import EventStream, Session
+from helikon.durable.views import EventStream, Revision, Session
 
 
 @runtime_checkable
@@ -77,6 +78,8 @@ class RunStore(Protocol):
     def get(self, run_id: str) -> StoredRun: ...
     def header(self, run_id: str) -> RunHeader: ...
     async def aheader(self, run_id: str) -> RunHeader: ...
+    def revision(self, run_id: str) -> Revision: ...
+    async def arevision(self, run_id: str) -> Revision: ...
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]: ...

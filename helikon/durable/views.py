@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.events import TERMINAL_EVENTS, AgentEvent
@@ -20,6 +20,10 @@ from helikon.durable.records import StoredRun
 
 FOLLOW_POLL = 0.05
 """Seconds between looks at the store while following a run that is still going."""
+
+Revision = tuple[Any, ...]
+"""What `store.revision(run_id)` answers: the same while nothing a reader of the run sees
+has changed, so a follower reads the whole run again only when it differs."""
 
 
 def pending_of(stored: StoredRun) -> tuple[ApprovalRequest, ...]:
@@ -49,8 +53,11 @@ class EventStream:
     """A stored run's events after the first `after`, to iterate with `for` or `async for`.
 
     With `follow`, it waits for events still to come until the run's stream has ended (a
-    terminal event), looking at the store every `FOLLOW_POLL` seconds. `async for` reads
-    through `aget` when the store has one (a store whose reads are IO of their own).
+    terminal event), looking at the store every `FOLLOW_POLL` seconds: at the run's
+    `revision` when the store gives one (a read that does not grow with the run), reading
+    the run again only when that changed. The revision is read before the run, so a write
+    that lands in between is read again, never missed. `async for` reads through `aget` and
+    `arevision` when the store has them (a store whose reads are IO of their own).
     """
 
     def __init__(
@@ -61,9 +68,13 @@ class EventStream:
         follow: bool,
         *,
         aget: Callable[[str], Awaitable[StoredRun]] | None = None,
+        revision: Callable[[str], Revision] | None = None,
+        arevision: Callable[[str], Awaitable[Revision]] | None = None,
     ) -> None:
         self._get = get
         self._aget = aget
+        self._revision = revision
+        self._arevision = arevision
         self.run_id = run_id
         self.after = after
         self.follow = follow
@@ -77,16 +88,22 @@ class EventStream:
     def __iter__(self) -> Iterator[AgentEvent]:
         seen = self.after
         while True:
+            mark = self._revision(self.run_id) if self._revision is not None else None
             fresh, ended = self._batch(self._get(self.run_id), seen)
             yield from fresh
             seen += len(fresh)
             if ended or not self.follow:
                 return
             time.sleep(FOLLOW_POLL)
+            while mark is not None and self._revision is not None:
+                if self._revision(self.run_id) != mark:
+                    break
+                time.sleep(FOLLOW_POLL)
 
     async def __aiter__(self) -> AsyncIterator[AgentEvent]:
         seen = self.after
         while True:
+            mark = await self._amark()
             if self._aget is None:  # a store whose reads block: off the event loop
                 stored = await asyncio.to_thread(self._get, self.run_id)
             else:
@@ -98,6 +115,15 @@ class EventStream:
             if ended or not self.follow:
                 return
             await asyncio.sleep(FOLLOW_POLL)
+            while mark is not None and await self._amark() == mark:
+                await asyncio.sleep(FOLLOW_POLL)
+
+    async def _amark(self) -> Revision | None:
+        if self._arevision is not None:
+            return await self._arevision(self.run_id)
+        if self._revision is not None:
+            return await asyncio.to_thread(self._revision, self.run_id)
+        return None
 
 
 class SessionStore(Protocol):

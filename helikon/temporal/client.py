@@ -98,7 +98,8 @@ async def events(
 ) -> AsyncIterator[AgentEvent]:
     """The run's events from the store after the first `after`, following it until the next
     terminal event (a suspension too: decide it, then follow again after the events seen);
-    waits up to `wait` seconds for the run to appear in the store.
+    waits up to `wait` seconds for the run to appear in the store. While it waits it reads
+    the run's `store.revision` every `poll` seconds, and the whole run only once that changed.
 
     A handoff target's events follow the `AgentUpdated` that starts it, all but its
     terminal one, as a local run streams them (they are stored in the target's own run;
@@ -109,7 +110,8 @@ async def events(
     """
     deadline = time.monotonic() + wait
     while True:
-        try:
+        try:  # the revision first: a write landing before the read is read again, not missed
+            mark = await store.arevision(run_id)
             stored = await store.load(run_id)
         except RunNotFound:
             if time.monotonic() > deadline:
@@ -126,6 +128,8 @@ async def events(
                     if nested.type not in TERMINAL_EVENTS:
                         yield nested
         await asyncio.sleep(poll)
+        while await store.arevision(run_id) == mark:  # the run is read again once it changed
+            await asyncio.sleep(poll)
 
 
 def _own_events(stored: StoredRun) -> list[tuple[AgentEvent, str | None]]:
