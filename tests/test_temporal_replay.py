@@ -15,10 +15,23 @@ from temporal_agents import payments_agent, station_agent, weather_agent
 from temporal_histories import CASES, HISTORIES, task_queue
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, WorkflowReplayResult
 
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.worker import sandbox_runner, workflows
+
+
+async def replayed(
+    history: WorkflowHistory, case: str, registry: AgentRegistry
+) -> WorkflowReplayResult:
+    """The `Replayer`'s result for `history`, with `registry`'s agents on the task queue
+    the history of `case` was recorded on."""
+    register(task_queue(case), registry)
+    try:
+        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        return await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        unregister(task_queue(case), registry)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -26,12 +39,7 @@ async def test_a_recorded_history_replays(case: str) -> None:
     make, _ = CASES[case]
     registry = AgentRegistry([make()])
     history = WorkflowHistory.from_json(case, (HISTORIES / f"{case}.json").read_text())
-    register(task_queue(case), registry)
-    try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    finally:
-        unregister(task_queue(case), registry)
+    result = await replayed(history, case, registry)
     assert result.replay_failure is None, result.replay_failure
 
 
@@ -40,12 +48,7 @@ async def test_a_history_that_no_longer_matches_fails_replay() -> None:
     (its tool needs approval, so the run waits where the recorded one ran the tool)."""
     registry = AgentRegistry([weather_agent(needs_approval=True)])
     history = WorkflowHistory.from_json("tools", (HISTORIES / "tools.json").read_text())
-    register(task_queue("tools"), registry)
-    try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    finally:
-        unregister(task_queue("tools"), registry)
+    result = await replayed(history, "tools", registry)
     assert result.replay_failure is not None
 
 
@@ -56,12 +59,7 @@ async def test_a_run_with_mcp_tools_replays_with_no_server() -> None:
     (server,) = agent.mcp_servers
     registry = AgentRegistry([agent])
     history = WorkflowHistory.from_json("mcp", (HISTORIES / "mcp.json").read_text())
-    register(task_queue("mcp"), registry)
-    try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    finally:
-        unregister(task_queue("mcp"), registry)
+    result = await replayed(history, "mcp", registry)
     assert result.replay_failure is None, result.replay_failure
     assert server.listed is None and not server.connected
 
@@ -84,12 +82,7 @@ async def test_an_mcp_history_replayed_with_other_tools_fails() -> None:
     agent = replace(station_agent(), tools=[add])
     registry = AgentRegistry([agent])
     history = WorkflowHistory.from_json("mcp", (HISTORIES / "mcp.json").read_text())
-    register(task_queue("mcp"), registry)
-    try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    finally:
-        unregister(task_queue("mcp"), registry)
+    result = await replayed(history, "mcp", registry)
     assert result.replay_failure is not None
 
 
@@ -111,10 +104,5 @@ async def test_a_cancelled_run_recorded_before_the_canceled_patch_replays(case: 
     text = (HISTORIES / f"{case}_before_patch.json").read_text()
     history = WorkflowHistory.from_json(case, text)
     assert history.events[-1].event_type == last
-    register(task_queue(case), registry)
-    try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    finally:
-        unregister(task_queue(case), registry)
+    result = await replayed(history, case, registry)
     assert result.replay_failure is None, result.replay_failure
