@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from test_debug_repl import Terminal, _env, blocks, debug, send
-from tmux_support import TMUX, terminal
+from tmux_support import needs_tmux, terminal
 
 from helikon import Agent, RunCompleted, RunFailed, ToolCall, tool
 from helikon.cli.loading import load_module
@@ -361,9 +361,7 @@ def test_the_prompt_names_the_nested_run_and_leaving_cancels_it() -> None:
     assert debugger.next_input.kind == "cancel"
 
 
-@pytest.mark.skipif(
-    TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
-)
+@needs_tmux
 def test_step_in_live_under_a_terminal(tmp_path: Path) -> None:
     command = f"{sys.executable} -m helikon debug {TRIAGE_FILE} --offline"
     with terminal(command, tmp_path, ROOT, _env(), width=200) as shell:

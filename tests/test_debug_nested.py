@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_debug_repl import REFUND, ROOT, _env, blocks, debug, record_triage
-from tmux_support import TMUX, terminal
+from tmux_support import needs_tmux, terminal
 
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.trace import read_trace
@@ -99,9 +99,7 @@ def test_step_in_and_out_through_a_pipe(triage: Path) -> None:
     assert "#3 ApplyingHandoff → Done" in steps[10][1]
 
 
-@pytest.mark.skipif(
-    TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
-)
+@needs_tmux
 def test_step_in_and_out_under_a_terminal(triage: Path, tmp_path: Path) -> None:
     command = f"{sys.executable} -m helikon debug --trace {triage}"
     with terminal(command, tmp_path, ROOT, _env(), width=160) as shell:

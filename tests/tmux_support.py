@@ -1,6 +1,7 @@
 """A command driven in a real terminal: Debian's tmux, a private server per test.
 
-`TMUX` is None where tmux is missing (scripts/test.sh installs it); tests skip then.
+`TMUX` is None where tmux is missing (scripts/test.sh installs it); tests marked
+`needs_tmux` skip then.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(
+    TMUX is None, reason="the terminal test needs Debian's tmux (apt-get install tmux)"
+)
 
 
 class Tmux:
