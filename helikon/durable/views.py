@@ -88,16 +88,14 @@ class EventStream:
     def __iter__(self) -> Iterator[AgentEvent]:
         seen = self.after
         while True:
-            mark = self._revision(self.run_id) if self._revision is not None else None
+            mark = self._mark()
             fresh, ended = self._batch(self._get(self.run_id), seen)
             yield from fresh
             seen += len(fresh)
             if ended or not self.follow:
                 return
             time.sleep(FOLLOW_POLL)
-            while mark is not None and self._revision is not None:
-                if self._revision(self.run_id) != mark:
-                    break
+            while mark is not None and self._mark() == mark:
                 time.sleep(FOLLOW_POLL)
 
     async def __aiter__(self) -> AsyncIterator[AgentEvent]:
@@ -117,6 +115,9 @@ class EventStream:
             await asyncio.sleep(FOLLOW_POLL)
             while mark is not None and await self._amark() == mark:
                 await asyncio.sleep(FOLLOW_POLL)
+
+    def _mark(self) -> Revision | None:
+        return self._revision(self.run_id) if self._revision is not None else None
 
     async def _amark(self) -> Revision | None:
         if self._arevision is not None:

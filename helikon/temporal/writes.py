@@ -116,9 +116,9 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written
     steps, effects = _new_only(stored, steps, effects)
     state = stored.records[-1].state_after
     held = state.phase in TERMINAL_PHASES and stored.info.lease_owner is not None
-    records = list(stored.records)
     if not steps and not effects and not held:  # held: it ended at its first step
         return Written(stored.header, stored.records)
+    records = list(stored.records)
     lease = await store.claim(run_id, owner_of(run_id), LEASE_TTL, force=True)
     head_mac = stored.head_mac
     for step in steps:
