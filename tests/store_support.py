@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from helikon.durable import RunStore, StoreError, open_store, postgres_sql, sqlite_sql
+from helikon.durable import (
+    RunStore,
+    SqliteRunStore,
+    StoreError,
+    open_store,
+    postgres_sql,
+    sqlite_sql,
+)
 
 KEY = b"conformance-suite-key-0123456789"
 
@@ -32,6 +39,8 @@ class Backend:
     name: str
     url: str
     schema_version: str  # the schema version this helikon migrates the backend's databases to
+    disk_full: str  # how a store names the database's error for a full disk
+    commit_refused: str  # and for the COMMIT `fail_commits` makes fail
 
     def __init__(self) -> None:
         self.opened: list[RunStore] = []
@@ -44,6 +53,20 @@ class Backend:
     def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    def fill_disk(self, store: RunStore) -> None:
+        """Make `store`'s writes that need more space fail as on a full disk."""
+        raise NotImplementedError
+
+    def free_disk(self, store: RunStore) -> None:
+        raise NotImplementedError
+
+    def fail_commits(self, store: RunStore) -> None:
+        """Make `store`'s COMMIT of a new record fail (the statements before it succeed)."""
+        raise NotImplementedError
+
+    def allow_commits(self, store: RunStore) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:
         for store in self.opened:
             store.close()
@@ -52,6 +75,7 @@ class Backend:
 class SqliteBackend(Backend):
     name = "sqlite"
     schema_version = str(sqlite_sql.SCHEMA_VERSION)
+    disk_full, commit_refused = "SQLITE_FULL", "SQLITE_AUTH"
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -69,10 +93,46 @@ class SqliteBackend(Backend):
         finally:
             db.close()
 
+    # SQLite's limits hold per connection: these set them on the store's own.
+
+    def fill_disk(self, store: RunStore) -> None:
+        db = _connection(store)
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        db.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL for a page more
+
+    def free_disk(self, store: RunStore) -> None:
+        _connection(store).execute("PRAGMA max_page_count = 4294967294")
+
+    def fail_commits(self, store: RunStore) -> None:
+        _connection(store).set_authorizer(_deny_commit)  # SQLITE_AUTH at COMMIT
+
+    def allow_commits(self, store: RunStore) -> None:
+        _connection(store).set_authorizer(None)
+
+
+def _connection(store: RunStore) -> sqlite3.Connection:
+    assert isinstance(store, SqliteRunStore)
+    return store._db
+
+
+def _deny_commit(action: int, what: str | None, *_: Any) -> int:
+    if action == sqlite3.SQLITE_TRANSACTION and what == "COMMIT":
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+DISK_FULL = """
+    CREATE OR REPLACE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        RAISE EXCEPTION USING ERRCODE = 'disk_full',
+            MESSAGE = 'could not extend file "base/16384/16385": No space left on device';
+    END $$"""
+FULL_TABLES = ("records", "effects", "calls", "decisions", "sessions", "charts")
+
 
 class PostgresBackend(Backend):
     name = "postgres"
     schema_version = str(postgres_sql.SCHEMA_VERSION)
+    disk_full = commit_refused = "DiskFull"
 
     def __init__(self, database_url: str) -> None:
         super().__init__()
@@ -92,6 +152,32 @@ class PostgresBackend(Backend):
         with self.psycopg.connect(self.url, autocommit=True) as db:
             cur = db.execute(query.replace("?", "%s").encode(), args)
             return cur.fetchall() if cur.description else []
+
+    # SQLSTATE 53100 (disk_full), raised by triggers as PostgreSQL raises it for a write
+    # that needs a page more: every insert, and a call's result.
+
+    def fill_disk(self, store: RunStore) -> None:
+        self.sql(DISK_FULL)
+        for table in FULL_TABLES:
+            what = "INSERT OR UPDATE" if table == "calls" else "INSERT"
+            self.sql(
+                f"CREATE TRIGGER full_{table} BEFORE {what} ON {table} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION disk_full()"
+            )
+
+    def free_disk(self, store: RunStore) -> None:
+        for table in FULL_TABLES:
+            self.sql(f"DROP TRIGGER full_{table} ON {table}")
+
+    def fail_commits(self, store: RunStore) -> None:
+        self.sql(DISK_FULL)
+        self.sql(
+            "CREATE CONSTRAINT TRIGGER full_at_commit AFTER INSERT ON records DEFERRABLE "
+            "INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION disk_full()"
+        )
+
+    def allow_commits(self, store: RunStore) -> None:
+        self.sql("DROP TRIGGER full_at_commit ON records")
 
     def close(self) -> None:
         super().close()

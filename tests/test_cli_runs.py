@@ -65,6 +65,34 @@ EXAMPLE_INPUT = "Wait for me."
 '''
 
 
+# A chart whose tool fills its run's store (SQLite's page limit, on the store's connection)
+# and pays by writing a line to PAID: the record that takes its result finds the disk full.
+FULL_CHART = '''
+from helikon import Agent, ToolCall, ToolContext, tool
+
+
+@tool
+def pay(to: str, context: ToolContext) -> str:
+    """Pay someone."""
+    with open(PAID, "a") as file:
+        file.write(f"paid {to}\\n")
+    db = context.run.store._db
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    return "receipt " * 2500
+
+
+def agent(model):
+    return Agent(name="payer", model=model, tools=[pay])
+
+
+def script():
+    return [[ToolCall("p1", "pay", '{"to": "ann"}')], "Paid."]
+
+
+EXAMPLE_INPUT = "Pay ann."
+'''
+
+
 @pytest.fixture(autouse=True)
 def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
@@ -475,6 +503,29 @@ def test_debug_and_studio_read_an_exported_run(
 
     session = replay_session(str(trace), None)
     session.close()
+
+
+def test_a_run_whose_store_fills_up_is_one_line_exit_2_and_resumes_once_there_is_room(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    paid = tmp_path / "paid.log"
+    chart = tmp_path / "full.py"
+    chart.write_text(FULL_CHART.replace("PAID", repr(str(paid))))
+
+    done = helikon("run", str(chart), "--offline", "--store", url(db), "--run-id", "f1")
+
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    line = error_line(done.stderr)
+    assert "database or disk is full (SQLITE_FULL)" in line
+    assert f"helikon runs resume f1 --chart {chart} --force --store {url(db)}" in line
+    assert "failed: StoreFailed(" in done.stdout
+    assert stored(db, "f1").info.status == "running"
+
+    code, out, err = runs(capsys, db, "resume", "f1", "--chart", str(chart), "--offline", "--force")
+    assert (code, err) == (0, "")  # a new connection: the page limit is gone
+    assert "interrupted" in out and "Paid." in out
+    assert paid.read_text() == "paid ann\n"  # in flight at the failure: not run again
+    assert stored(db, "f1").info.status == "completed"
 
 
 # ---------------------------------------------------------------- as a subprocess

@@ -359,6 +359,50 @@ async def test_the_record_of_a_run_still_going_keeps_its_lease(store: RunStore) 
     assert store.get("r1").info.lease_owner == "a"
 
 
+# ---------------------------------------------------------------- a database that fails
+
+BIG = (EffectRecord(1, MessageOutput(AssistantMessage("word " * 4000))),)
+"""Effects that need more space than a store has free (20 kB: pages more on SQLite)."""
+
+
+def assert_failed_with_its_cause(error: StoreError, code: str) -> None:
+    """One line, naming the database's own reason and code, with its error as the cause."""
+    assert "\n" not in str(error) and f"({code})" in str(error), str(error)
+    assert error.__cause__ is not None
+
+
+async def test_a_full_disk_fails_a_write_as_a_store_error_and_loses_nothing(
+    store: RunStore, backend: Backend
+) -> None:
+    writer = await create(store)
+    head = writer.head
+    backend.fill_disk(store)
+    with pytest.raises(StoreError, match=r"full|No space") as failed:
+        await writer.append(suspended(), BIG, "suspended")
+    assert_failed_with_its_cause(failed.value, backend.disk_full)
+    stored = store.get("r1")
+    assert (stored.records, stored.effects, stored.head_mac) == ((started(),), (), head)
+    backend.free_disk(store)
+    await writer.append(suspended(), BIG, "suspended")  # the same write, once there is room
+    assert store.get("r1").records == (started(), suspended())
+
+
+async def test_a_commit_that_fails_is_rolled_back_and_the_store_goes_on(
+    store: RunStore, backend: Backend
+) -> None:
+    writer = await create(store)
+    head = writer.head
+    backend.fail_commits(store)
+    with pytest.raises(StoreError) as failed:
+        await writer.append(suspended(), BIG, "suspended")
+    assert_failed_with_its_cause(failed.value, backend.commit_refused)
+    backend.allow_commits(store)
+    stored = store.get("r1")
+    assert (stored.records, stored.effects, stored.head_mac) == ((started(),), (), head)
+    await writer.append(suspended(), BIG, "suspended")
+    assert store.get("r1").records == (started(), suspended())
+
+
 # ---------------------------------------------------------------- reading, checked
 
 

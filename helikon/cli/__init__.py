@@ -1,7 +1,8 @@
 """The `helikon` command line: one module per command group, put together here.
 
 Errors are one clear line on stderr and exit status 2, never a traceback; a run that failed
-exits 1, and so does `validate` of a chart that does not compile (it lists the problems).
+exits 1 (2, with that line, when its run store failed it), and so does `validate` of a chart
+that does not compile (it lists the problems).
 """
 
 from __future__ import annotations

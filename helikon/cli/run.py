@@ -17,6 +17,7 @@ from helikon.cli.loading import CHARTS, LoadError, load_module
 from helikon.cli.runs import (
     add_store_argument,
     resume_hint,
+    stopped_by_its_store,
     store_errors,
     store_url,
     with_store,
@@ -87,6 +88,7 @@ async def run_agent(module: Any, args: argparse.Namespace) -> int:
         if store is not None:
             store.close()
     if store is not None:
+        stopped_by_its_store(run.run_id, last, args)
         printer.line(_kept(run.run_id, store, last, args))
     return 1 if last is not None and last.type == "run_failed" else 0
 

@@ -12,7 +12,8 @@ relative to the current directory). Nothing is ever imported because a store row
 `resume` and `recover` run the agent of the chart given on the command line, and the store
 checks it is the run's agent, chart and tool set. Store rows are hostile input: every name,
 text and argument printed goes through `safe_text`. A store that does not check out, a run
-that is not there, a run another driver holds: one line, exit status 2.
+that is not there, a run another driver holds, a run its store failed (`StoreFailed`): one
+line, exit status 2.
 """
 
 from __future__ import annotations
@@ -470,9 +471,29 @@ async def resume_run(
         close = getattr(agent.model, "aclose", None)  # a real model's HTTP clients
         if close is not None:
             await close()
+    stopped_by_its_store(run_id, last, args)
     if last is not None and last.type == "run_suspended":
         printer.line(resume_hint(run_id, args))
     return 1 if last is not None and last.type == "run_failed" else 0
+
+
+def stopped_by_its_store(run_id: str, last: Any, args: argparse.Namespace) -> None:
+    """A run that failed because its store failed a write (`StoreFailed`) stopped on the
+    store's error, not its own: one line, exit status 2, saying how to go on.
+
+    Raises:
+        UsageError: the run's last event is such a `RunFailed`.
+    """
+    if last is None or last.type != "run_failed" or last.error.kind != "store_failed":
+        return
+    error = last.error
+    if error.reason == "LeaseLost":  # another driver has it: nothing to resume here
+        raise UsageError(error.message)
+    command = f"helikon runs resume {shlex.quote(run_id)} --chart {shlex.quote(args.chart)}"
+    raise UsageError(
+        f"{error.message}; run {run_id} is kept at its last step: once the store takes "
+        f"writes again, resume it with {command} --force{with_store(args)}"
+    )
 
 
 def resume_hint(run_id: str, args: argparse.Namespace) -> str:

@@ -163,7 +163,7 @@ class PostgresRunStore:
                 self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open the run store {self._where}: {exc}") from exc
+            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
         async with connection:
             kept = await self._migrate(connection, keyless)
         pool: Pool = AsyncConnectionPool(
@@ -178,7 +178,7 @@ class PostgresRunStore:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
         except psycopg.Error as exc:
             await pool.close()
-            raise StoreError(f"cannot open the run store {self._where}: {exc}") from exc
+            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
         self._pools.append(pool)
         if kept is None:
             return resolve_key(key, None)  # given, or $HELIKON_STORE_KEY
@@ -217,7 +217,7 @@ class PostgresRunStore:
                 assert stored is not None
                 return str(stored[0])
         except psycopg.Error as exc:
-            raise StoreError(f"cannot migrate the run store {self._where}: {exc}") from exc
+            raise StoreError(f"cannot migrate the run store {self._where}: {_reason(exc)}") from exc
 
     def _version(self, text: str) -> int:
         try:
@@ -242,7 +242,7 @@ class PostgresRunStore:
                     await cur.execute(sql.READ_ONLY)
                 yield cur
         except psycopg.Error as exc:
-            raise StoreError(f"the run store {self._where} failed: {exc}") from exc
+            raise StoreError(f"the run store {self._where} failed: {_reason(exc)}") from exc
 
     # ------------------------------------------------------------ driving a run
 
@@ -780,6 +780,13 @@ def _shut_down(
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
+
+
+def _reason(exc: psycopg.Error) -> str:
+    """psycopg's error in one line: the server's message and its kind (`DiskFull`), without
+    the lines of detail and context that follow it."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{first} ({type(exc).__name__})"
 
 
 def _without_password(url: str) -> str:

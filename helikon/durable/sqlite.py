@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -592,9 +592,13 @@ class SqliteRunStore:
 
 class _Transaction:
     """`with store._write() as db`: the store's lock and one write transaction, taken at
-    once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises. A class, not
-    a `@contextmanager` generator: every record and result goes through one, and the
-    generator's machinery costs several calls more on each side."""
+    once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises. SQLite's
+    errors come out as `StoreError` naming SQLite's reason (a full disk, a busy file), with
+    the error as its cause: a failed `COMMIT` is rolled back, and a statement that failed
+    may have rolled the transaction back itself, so it is rolled back only while it is
+    open (else "cannot rollback" would hide the reason). A class, not a `@contextmanager`
+    generator: every record and result goes through one, and the generator's machinery
+    costs several calls more on each side."""
 
     __slots__ = ("_store",)
 
@@ -606,20 +610,50 @@ class _Transaction:
         store._lock.acquire()
         try:
             store._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
+        except BaseException as exc:
             store._lock.release()
-            raise StoreError(f"the run store {store.path} is busy: {exc}") from None
-        except BaseException:
-            store._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise _failed(store.path, exc) from exc
             raise
         return store._db
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: object, _: object) -> None:
         store = self._store
         try:
-            store._db.execute("COMMIT" if kind is None else "ROLLBACK")
+            if kind is None:
+                _commit(store._db)
+            else:
+                _roll_back(store._db)
+        except sqlite3.Error as exc:
+            raise _failed(store.path, exc) from exc
         finally:
             store._lock.release()
+        if isinstance(error, sqlite3.Error):
+            raise _failed(store.path, error) from error
+
+
+def _commit(db: sqlite3.Connection) -> None:
+    """COMMIT; one that fails (a full disk) is rolled back, and raises."""
+    try:
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        _roll_back(db)
+        raise
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    """ROLLBACK the transaction, if a failed statement did not end it already; a rollback
+    that fails too is left to the error being raised (it says why the write failed)."""
+    if db.in_transaction:
+        with suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _failed(path: str, exc: sqlite3.Error) -> StoreError:
+    """A write's SQLite error as the store's, in one line: SQLite's reason and code."""
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else "cannot write"
+    return StoreError(f"the run store {path} {what}: {exc} ({name})")
 
 
 def _check_seq(run_id: str, seq: int) -> None:

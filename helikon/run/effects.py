@@ -317,13 +317,23 @@ class RunEffects:
         except FatalToolError as exc:
             error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
             return Fail(error, tuple(finished), sum(spent, ZERO_USAGE))
-        except StoreError as exc:
-            return Fail(store_failed(exc), tuple(finished), sum(spent, ZERO_USAGE))
+        except (StoreError, BaseExceptionGroup) as exc:  # a group: calls refused at once
+            refused = store_error_in(exc)
+            if refused is None:
+                raise
+            return Fail(self._refused(refused), tuple(finished), sum(spent, ZERO_USAGE))
         except Stopped:  # calls that finished keep their results and what they spent
             return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
         by_id = {**known, **{result.call_id: result for result in ran}}
         results = tuple(by_id[call.call_id] for call in action.calls)
         return ToolResults(results, sum(spent, ZERO_USAGE))
+
+    def _refused(self, exc: StoreError) -> StoreFailed:
+        """The run's error when its store failed a write of an effect's: the run fails
+        without writing more, so the store keeps it at its last committed step, to resume."""
+        if self.journal is not None:
+            self.journal.lost = exc
+        return store_failed(exc)
 
     def _settled_before(self, seq: int, calls: Sequence[ToolCall]) -> dict[str, ToolResult]:
         """Results a resumed batch already has: calls that finished before the crash, and
@@ -362,7 +372,7 @@ class RunEffects:
             try:
                 await journal.call_started(seq, call)
             except StoreError as exc:
-                return Fail(store_failed(exc))
+                return Fail(self._refused(exc))
         context = EffectContext.of(self.run_id, seq, name, action.args)
         try:
             output = await self._wait(registered(context))
@@ -378,7 +388,7 @@ class RunEffects:
             try:
                 await journal.call_finished(seq, call, ToolResult(call.call_id, text))
             except StoreError as exc:
-                return Fail(store_failed(exc))
+                return Fail(self._refused(exc))
         return EffectResult(name, value)
 
     def _effect_before(
@@ -448,6 +458,18 @@ class RunEffects:
 def store_failed(exc: StoreError) -> StoreFailed:
     """The run's error when its store refused a write (a lost lease, a disk error)."""
     return StoreFailed(type(exc).__name__, str(exc))
+
+
+def store_error_in(exc: BaseException) -> StoreError | None:
+    """The store error a failed tool batch raised: itself, or the first in its task group's
+    exception group (calls that fail in one pass, as two finding the lease lost, raise one);
+    None when the batch failed otherwise."""
+    found: BaseException | None = exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = exc.subgroup(StoreError)
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+    return found if isinstance(found, StoreError) else None
 
 
 def delta_event(chunk: Any) -> AgentEvent | None:

@@ -57,6 +57,7 @@ from helikon.durable.records import (
     RunHeader,
     RunStatus,
     StoredRun,
+    StoreError,
     step_record,
 )
 from helikon.durable.store import RunStore
@@ -265,6 +266,8 @@ class Journal:
     ) -> None:
         """Commit one transition (and the effects before it, a held result, and the rows of
         the calls in `starts`, which its effect starts at once) before its effect starts."""
+        if isinstance(self.lost, StoreError):  # the store failed: nothing more is written
+            raise self.lost
         record = step_record(seq, inp, match, outcome)
         record = redacted(record, self.redact)
         effects, self._effects = self._effects, []
