@@ -51,6 +51,7 @@ from helikon.durable import (
 from helikon.durable.views import events_of, pending_of, spent_of
 from helikon.export.console import EventPrinter, safe_text
 from helikon.models.scripted import ScriptedModel
+from helikon.run.journal import FORKING, copier_gone, forking_refusal
 from helikon.run.snapshot import ApprovalMismatch, SnapshotMismatch
 
 DEFAULT_STORE = "sqlite:///.helikon/runs.db"
@@ -427,16 +428,26 @@ def command_delete(args: argparse.Namespace) -> int:
             for run in store.runs(include_nested=True)
             if run.run_id == args.run_id and run.lease_owner is not None and not lease_expired(run)
         ]
-        if held and not args.force:
-            raise UsageError(
-                f"run {args.run_id!r} is driven by {held[0].lease_owner} until "
-                f"{when(held[0].lease_expires_at)} (its lease): delete it after that, or "
-                "with --force"
-            )
+        if held and not args.force and not copier_gone(held[0].lease_owner):
+            raise UsageError(_delete_refusal(held[0]))
         gone = store.delete(args.run_id)
     nested = f" and {gone - 1} nested run{'s' if gone > 2 else ''}" if gone > 1 else ""
     print(f"deleted run {safe_text(args.run_id)}{nested}")
     return 0
+
+
+def _delete_refusal(run: RunInfo) -> str:
+    """Why `runs delete` (without --force) leaves `run`, whose lease a live owner holds."""
+    owner, run_id = safe_text(str(run.lease_owner)), safe_text(repr(run.run_id))
+    if owner.startswith(FORKING):  # a fork's copy never expires: its process must end
+        return (
+            f"run {run_id} is a fork still being copied by process {owner[len(FORKING) :]}: "
+            "delete it once that process has ended, or with --force if it died"
+        )
+    return (
+        f"run {run_id} is driven by {owner} until {when(run.lease_expires_at)} (its lease): "
+        "delete it after that, or with --force"
+    )
 
 
 def command_prune(args: argparse.Namespace) -> int:
@@ -455,6 +466,9 @@ def command_resume(args: argparse.Namespace) -> int:
     module = _chart_module(args.chart)
     with store_errors():
         stored = store.get(args.run_id)
+    refusal = forking_refusal(args.run_id, stored.info.lease_owner)
+    if refusal is not None:  # before its approvals: an unfinished fork is never resumed
+        raise UsageError(refusal)
     pending = pending_of(stored)
     decisions = decide(pending, args.approve)
     if decisions is None:
