@@ -10,7 +10,9 @@ a real PostgreSQL (`store`).
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +29,7 @@ from helikon.debug.debugger import DebuggerError
 from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunLeased, RunStore, open_store, stored_trace
+from helikon.run.journal import copier_gone
 
 ONCE = "transfer 10 to ann\n"
 
@@ -284,3 +287,21 @@ async def test_a_fork_whose_copying_process_died_is_deleted_as_its_refusal_says(
     await fork_stored(store, "r1", 4, fork_id="f1")
     assert await resumed(store, "f1", log) == "Sent."
     assert log.read_text() == ONCE
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        None,
+        "host:1:ab",  # a driver's lease, not a copy's
+        f"fork:{socket.gethostname()}:{os.getpid()}:ab",  # this process: alive
+        f"fork:elsewhere-{socket.gethostname()}:999999:ab",  # another host: never known
+        f"fork:{socket.gethostname()}:0:ab",  # 0 names a process group
+        f"fork:{socket.gethostname()}:-1:ab",
+        f"fork:{socket.gethostname()}:\u00b2:ab",  # a digit int() refuses
+        f"fork:{socket.gethostname()}:{10**30}:ab",
+        f"fork:{socket.gethostname()}",
+    ],
+)
+def test_a_copier_is_gone_only_when_its_pid_on_this_host_is(owner: str | None) -> None:
+    assert copier_gone(owner) is False

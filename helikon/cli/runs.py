@@ -542,8 +542,8 @@ def command_recover(args: argparse.Namespace) -> int:
         stopped = [r for r in store.runs("suspended") if r.agent == name and r.lease_owner]
     now = time.time()
     orphans = [r for r in running if lease_expired(r, now)]
-    orphans += [r for r in stopped if lease_expired(r, now) and _decided(store, r.run_id)]
     held = len(running) - len(orphans)
+    orphans += [r for r in stopped if lease_expired(r, now) and _decided(store, r.run_id)]
     note = f" ({held} still leased by a live owner)" if held else ""
     if not orphans:
         print(f"nothing to recover: no running run of {safe_text(name)} lost its owner{note}")

@@ -87,7 +87,9 @@ def copier_gone(owner: str | None) -> bool:
         return False
     host, _, rest = owner[len(FORKING) :].partition(":")
     pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) <= 0:
+    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()):
+        return False
+    if not 0 < int(pid) < 2**31:  # row text: not a pid os.kill takes (0 is a group)
         return False
     try:
         os.kill(int(pid), 0)  # signal 0: is there such a process (of any user)?
