@@ -13,6 +13,11 @@ ready, and resumes the run in a new process, until the run completes. At the end
 - every row of the store checks out (signatures, the record chain).
 
 `pytest tests/test_kill9.py --trials N` runs more trials (each is killed up to 5 times).
+
+A resume killed right after its approval decision was committed, before the record it leads
+to (`tests/kill9_decide.py`, on SQLite and PostgreSQL), leaves the decision spent and the run
+suspended: the call is no longer pending, `runs show` says so, and `runs resume` (whatever
+it is told to decide) or `runs recover` goes on with the recorded decision.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_support import KEY, Backend
 
+from helikon.cli import main
 from helikon.core.items import ToolCall, ToolResult
-from helikon.durable import SqliteRunStore
+from helikon.durable import SqliteRunStore, StoredRun, open_store
+from helikon.durable.views import pending_of
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "kill9_driver.py"
@@ -146,3 +154,74 @@ def check_effects(folder: Path, run_id: str, calls: Any) -> None:
         if call.call_id == "a" and call.finished:
             interrupted = call.result.content.startswith("error: interrupted")
             assert ran or interrupted, f"note of step {call.seq} has a result but never ran"
+
+
+# ---------------------------------------------------------------- killed after a decision
+
+DECIDE_DRIVER = HERE / "kill9_decide.py"
+PAYMENTS = str(HERE.parent / "charts" / "approval_gated.py")
+
+
+def helikon(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """`helikon ARGV` in this process; what it printed (it must succeed)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, ""), err
+    return out
+
+
+def killed_after_deciding(url: str) -> StoredRun:
+    """A suspended payment run `r1`, then a `runs resume --approve all` killed with SIGKILL
+    right after its decision was committed; the run as the store holds it then."""
+    argv = ["runs", "resume", "r1", "--chart", PAYMENTS, "--approve", "all", "--offline"]
+    killed = subprocess.run(
+        [sys.executable, str(DECIDE_DRIVER), *argv, "--store", url],
+        capture_output=True,
+        text=True,
+        cwd=HERE.parent,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    store = open_store(url)
+    try:
+        return store.get("r1")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("going_on", ["resume", "recover"])
+def test_a_resume_killed_right_after_spending_its_decision_goes_on_with_it(
+    backend: Backend,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    going_on: str,
+) -> None:
+    monkeypatch.setenv("HELIKON_STORE_KEY", KEY.decode())  # the processes share the key
+    store = ("--store", backend.url)
+    helikon(capsys, "run", PAYMENTS, "--offline", "--run-id", "r1", *store)
+
+    stuck = killed_after_deciding(backend.url)
+
+    assert (stuck.info.status, stuck.records[-1].state_after.phase) == (
+        "suspended",
+        "NeedsApproval",
+    )
+    ((seq, decision),) = stuck.decisions
+    assert (seq, decision.call_id, decision.approved) == (stuck.info.seq, "call_transfer", True)
+    assert pending_of(stuck) == ()  # spent: no longer pending
+    shown = helikon(capsys, "runs", "show", "r1", *store)
+    assert "pending approvals" not in shown
+    assert "decided, not applied yet (1)" in shown
+    assert "  call_transfer  transfer(" in shown and "  approved" in shown
+    if going_on == "resume":  # --approve none: the recorded approval stands, spent once
+        argv = ["runs", "resume", "r1", "--chart", PAYMENTS, "--approve", "none", "--force"]
+        resumed = helikon(capsys, *argv, "--offline", *store)
+        assert "going on with call call_transfer approved" in resumed
+    else:  # the dead owner's lease has expired
+        backend.sql("UPDATE runs SET lease_expires = 1 WHERE run_id = 'r1'")
+        resumed = helikon(capsys, "runs", "recover", "--chart", PAYMENTS, "--offline", *store)
+        assert resumed.startswith("recovering 1 run of payments\n")  # none held by another
+    assert "executed: moved 500.00 EUR from checking to savings" in resumed
+    done = backend.open().get("r1")
+    assert done.info.status == "completed"
+    assert done.decisions == stuck.decisions  # the one decision, applied once

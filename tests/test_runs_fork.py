@@ -10,10 +10,16 @@ a real PostgreSQL (`store`).
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from store_drivers import resume_approved, teller
+from store_support import KEY, Backend
 from test_durable_as_trace import tool_agent
 
 from helikon.cli import main
@@ -23,6 +29,7 @@ from helikon.debug.debugger import DebuggerError
 from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunLeased, RunStore, open_store, stored_trace
+from helikon.run.journal import copier_gone
 
 ONCE = "transfer 10 to ann\n"
 
@@ -187,7 +194,10 @@ class Crash(BaseException):
 
 
 async def test_a_fork_cut_short_is_never_resumed_and_can_be_deleted(
-    store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: RunStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A crash amid the copy leaves a fork holding part of the prefix: resuming it would
     perform effects the original performed. Its lease is the copy's, which never expires:
@@ -211,12 +221,87 @@ async def test_a_fork_cut_short_is_never_resumed_and_can_be_deleted(
     assert cut.info.lease_owner is not None and cut.info.lease_owner.startswith("fork:")
     assert (cut.info.lease_expires_at or 0) > cut.info.updated_at + 365 * 24 * 3600
     for force in (False, True):
-        with pytest.raises(RunLeased, match="a fork whose copy has not finished"):
+        with pytest.raises(RunLeased, match="a fork whose copy has not finished") as refused:
             teller(log).resume("f1", store=store, force=force)
+        assert "is not known to be gone" in str(refused.value)  # it is this process
+        assert "helikon runs delete f1 --force) and fork again" in str(refused.value)
     assert store.get("f1").records == cut.records  # the refusal wrote nothing
 
-    assert store.delete("f1") == 1
+    monkeypatch.setenv("HELIKON_STORE_KEY", KEY.decode())
+    assert main(["runs", "delete", "f1", "--store", store.url]) == 2
+    assert "still being copied by process" in capsys.readouterr().err
+    assert main(["runs", "delete", "f1", "--force", "--store", store.url]) == 0
     await fork_stored(store, "r1", 4, fork_id="f1")
     assert store.get("f1").info.lease_owner is None
     assert await resumed(store, "f1", log) == "Sent."
     assert log.read_text() == ONCE, "a tool before the fork point ran again"
+
+
+FORK_THEN_DIE = """
+import asyncio, os, signal, sys
+from helikon.debug.stored_fork import fork_stored
+from helikon.durable import open_store
+
+store = open_store(sys.argv[1])
+append = store.append
+
+
+async def dying(*args, **kwargs):
+    await append(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)  # the copy's first append is its last
+
+
+store.append = dying
+asyncio.run(fork_stored(store, "r1", 4, fork_id="f1"))
+"""
+
+
+async def test_a_fork_whose_copying_process_died_is_deleted_as_its_refusal_says(
+    backend: Backend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The copy's lease never expires, but it names the copying process (host and pid):
+    once that process is gone, the refusal to resume names `runs delete`, and it works."""
+    monkeypatch.setenv("HELIKON_STORE_KEY", KEY.decode())  # the processes share the key
+    log = tmp_path / "transfers.log"
+    await finished_run(backend.open(), log)
+    forking = [sys.executable, "-c", FORK_THEN_DIE, backend.url]
+    died = subprocess.run(forking, capture_output=True, text=True, timeout=120)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    store = backend.open()
+    assert len(store.get("f1").records) == 2
+
+    with pytest.raises(RunLeased) as refused:
+        teller(log).resume("f1", store=store, force=True)
+    message = str(refused.value)
+    assert message.endswith("is gone: delete it (helikon runs delete f1) and fork again")
+    assert "force" not in message and "never resumed" in message
+    chart = str(Path(__file__).resolve().parent.parent / "charts" / "approval_gated.py")
+    argv = ["runs", "resume", "f1", "--chart", chart, "--offline", "--store", backend.url]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"helikon: {message}\n"  # the same one thing
+    assert main(["runs", "delete", "f1", "--store", backend.url]) == 0
+    assert capsys.readouterr().out == "deleted run f1\n"
+    await fork_stored(store, "r1", 4, fork_id="f1")
+    assert await resumed(store, "f1", log) == "Sent."
+    assert log.read_text() == ONCE
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        None,
+        "host:1:ab",  # a driver's lease, not a copy's
+        f"fork:{socket.gethostname()}:{os.getpid()}:ab",  # this process: alive
+        f"fork:elsewhere-{socket.gethostname()}:999999:ab",  # another host: never known
+        f"fork:{socket.gethostname()}:0:ab",  # 0 names a process group
+        f"fork:{socket.gethostname()}:-1:ab",
+        f"fork:{socket.gethostname()}:\u00b2:ab",  # a digit int() refuses
+        f"fork:{socket.gethostname()}:{10**30}:ab",
+        f"fork:{socket.gethostname()}",
+    ],
+)
+def test_a_copier_is_gone_only_when_its_pid_on_this_host_is(owner: str | None) -> None:
+    assert copier_gone(owner) is False

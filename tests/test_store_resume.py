@@ -19,7 +19,16 @@ from pydantic import BaseModel
 from store_drivers import TRANSFER, remembering, resume_approved, teller
 from store_support import KEY, Backend, run_in_thread
 
-from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, compile_chart, tool
+from helikon import (
+    Agent,
+    ApprovalMismatch,
+    RunConfig,
+    ScriptedModel,
+    SnapshotMismatch,
+    ToolCall,
+    compile_chart,
+    tool,
+)
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.chart.dsl import AgentLoopChart
 from helikon.core.codec import dumps
@@ -451,3 +460,23 @@ async def test_a_run_killed_while_an_approved_call_ran_resumes_with_it_interrupt
     assert [(r.call_id, r.content.split(":")[:2]) for r in results] == [
         ("p1", ["error", " interrupted"])
     ]
+
+
+async def test_decisions_spent_by_a_resume_that_stopped_are_applied_by_the_next(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A resume spent its decision and died before the step it leads to: the call is no
+    longer pending (the decision is spent once), and the next resume goes on with it."""
+    log = tmp_path / "transfers.log"
+    await suspended(backend, log)
+    store = backend.open()
+    (request,) = store.pending("r1")
+    await store.decide("r1", request.seq, [request.approve()])  # then the process died
+
+    assert store.pending("r1") == ()
+    assert await store.apending("r1") == ()
+    with pytest.raises(ApprovalMismatch, match=r"already decided.*go on with the recorded"):
+        teller(log).resume("r1", [request.reject()], store=store)
+    result = await teller(log).resume("r1", store=store).collect()
+    assert result.final_output == "Sent."
+    assert log.read_text() == "transfer 10 to ann\n"  # approved, as recorded, once

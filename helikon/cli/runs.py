@@ -36,13 +36,23 @@ from helikon.cli.agents import approval_handler, chart_context, model_for
 from helikon.cli.loading import LoadError, call, load_module, module_label
 from helikon.cli.usage import UsageError, encoded, write_output
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.state import NeedsApproval
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.fork import calls_answer, decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import Edit, fork_stored
-from helikon.durable import RunInfo, RunLeased, RunStore, StoreError, export_trace, open_store
-from helikon.durable.views import events_of, pending_of
+from helikon.durable import (
+    RunInfo,
+    RunLeased,
+    RunStore,
+    StoredRun,
+    StoreError,
+    export_trace,
+    open_store,
+)
+from helikon.durable.views import events_of, pending_of, spent_of
 from helikon.export.console import EventPrinter, safe_text
 from helikon.models.scripted import ScriptedModel
+from helikon.run.journal import FORKING, copier_gone, forking_refusal
 from helikon.run.snapshot import ApprovalMismatch, SnapshotMismatch
 
 DEFAULT_STORE = "sqlite:///.helikon/runs.db"
@@ -265,6 +275,7 @@ def command_show(args: argparse.Namespace) -> int:
     for line in _relations(stored.header.parent_run_id, info, nested):
         print(line)
     _show_pending(pending_of(stored), args, info.lease_owner)
+    _show_spent(stored, args)
     events = events_of(stored)
     shown = events[-args.events :] if args.events > 0 else []
     print(f"last events ({len(shown)} of {len(events)}):")
@@ -323,6 +334,27 @@ def _show_pending(
         name, arguments = safe_text(tool_call.name), safe_text(tool_call.arguments)
         print(f"  {safe_text(tool_call.call_id)}  {name}({arguments})")
         print(f"    arguments hash {safe_text(request.arguments_hash)}")
+
+
+def _show_spent(stored: StoredRun, args: argparse.Namespace) -> None:
+    """The decisions a resume spent at this suspension before it stopped (killed before its
+    next step): not pending any more, applied by the next resume."""
+    spent = spent_of(stored)
+    if not spent:
+        return
+    print(
+        f"decided, not applied yet ({len(spent)}): the resume that spent them stopped; "
+        f"helikon runs resume {shlex.quote(safe_text(args.run_id))} --chart CHART goes on "
+        f"with them{with_store(args)}"
+    )
+    state = stored.records[-1].state_after
+    assert isinstance(state, NeedsApproval)  # spent_of found decisions: the run waits
+    calls = {request.call.call_id: request.call for request in state.pending}
+    for decision in spent:  # the store took each only for a call of this suspension
+        found = calls[decision.call_id]
+        called = f"{safe_text(found.name)}({safe_text(found.arguments)})"
+        verdict = "approved" if decision.approved else "rejected"
+        print(f"  {safe_text(decision.call_id)}  {called}  {verdict}")
 
 
 def command_export(args: argparse.Namespace) -> int:
@@ -397,16 +429,26 @@ def command_delete(args: argparse.Namespace) -> int:
             for run in store.runs(include_nested=True)
             if run.run_id == args.run_id and run.lease_owner is not None and not lease_expired(run)
         ]
-        if held and not args.force:
-            raise UsageError(
-                f"run {args.run_id!r} is driven by {held[0].lease_owner} until "
-                f"{when(held[0].lease_expires_at)} (its lease): delete it after that, or "
-                "with --force"
-            )
+        if held and not args.force and not copier_gone(held[0].lease_owner):
+            raise UsageError(_delete_refusal(held[0]))
         gone = store.delete(args.run_id)
     nested = f" and {gone - 1} nested run{'s' if gone > 2 else ''}" if gone > 1 else ""
     print(f"deleted run {safe_text(args.run_id)}{nested}")
     return 0
+
+
+def _delete_refusal(run: RunInfo) -> str:
+    """Why `runs delete` (without --force) leaves `run`, whose lease a live owner holds."""
+    owner, run_id = safe_text(str(run.lease_owner)), safe_text(repr(run.run_id))
+    if owner.startswith(FORKING):  # a fork's copy never expires: its process must end
+        return (
+            f"run {run_id} is a fork still being copied by process {owner[len(FORKING) :]}: "
+            "delete it once that process has ended, or with --force if it died"
+        )
+    return (
+        f"run {run_id} is driven by {owner} until {when(run.lease_expires_at)} (its lease): "
+        "delete it after that, or with --force"
+    )
 
 
 def command_prune(args: argparse.Namespace) -> int:
@@ -424,12 +466,22 @@ def command_resume(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
     module = _chart_module(args.chart)
     with store_errors():
-        pending = pending_of(store.get(args.run_id))
+        stored = store.get(args.run_id)
+    refusal = forking_refusal(args.run_id, stored.info.lease_owner)
+    if refusal is not None:  # before its approvals: an unfinished fork is never resumed
+        raise UsageError(refusal)
+    pending = pending_of(stored)
     decisions = decide(pending, args.approve)
     if decisions is None:
         _show_pending(pending, args)
         print(f"run {safe_text(args.run_id)} is left suspended (no terminal to ask on)")
         return 0
+    for spent in spent_of(stored):
+        verdict = "approved" if spent.approved else "rejected"
+        print(
+            f"going on with call {safe_text(spent.call_id)} {verdict}: decided by a resume "
+            "that stopped before its next step"
+        )
     return asyncio.run(resume_run(store, module, args, args.run_id, decisions, args.force))
 
 
@@ -508,9 +560,11 @@ def command_recover(args: argparse.Namespace) -> int:
     name = _agent(module, args).name
     with store_errors():
         running = [r for r in store.runs("running") if r.agent == name]
+        stopped = [r for r in store.runs("suspended") if r.agent == name and r.lease_owner]
     now = time.time()
     orphans = [r for r in running if lease_expired(r, now)]
     held = len(running) - len(orphans)
+    orphans += [r for r in stopped if lease_expired(r, now) and _decided(store, r.run_id)]
     note = f" ({held} still leased by a live owner)" if held else ""
     if not orphans:
         print(f"nothing to recover: no running run of {safe_text(name)} lost its owner{note}")
@@ -518,6 +572,15 @@ def command_recover(args: argparse.Namespace) -> int:
     plural = "s" if len(orphans) > 1 else ""
     print(f"recovering {len(orphans)} run{plural} of {safe_text(name)}{note}")
     return asyncio.run(_recover_each(store, module, args, orphans))
+
+
+def _decided(store: RunStore, run_id: str) -> bool:
+    """Whether suspended run `run_id` holds decisions a resume spent before its owner died
+    (it goes on with them); one that cannot be read is resumed to say why."""
+    try:
+        return bool(spent_of(store.get(run_id)))
+    except StoreError:
+        return True
 
 
 async def _recover_each(

@@ -21,7 +21,9 @@ The copy takes several transactions, under a lease whose owner begins with `FORK
 which never expires, let go only when the whole copy is written (nested runs first). A crash
 midway leaves a fork holding part of the prefix, whose resume would perform effects the
 original performed: `Run.from_stored` refuses a run so leased, even with `force`, and
-`runs recover` never takes it (its lease does not expire); it is deleted, not resumed.
+`runs recover` never takes it (its lease does not expire); it is deleted, not resumed. The
+lease's owner is the copying process's `owner_id` (host and pid): once that process is gone
+from this host (`copier_gone`), `helikon runs delete` takes the fork without `--force`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from helikon.core.approvals import ApprovalRequest
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.events import TERMINAL_EVENTS, AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import NeedsApproval
@@ -27,14 +27,36 @@ has changed, so a follower reads the whole run again only when it differs."""
 
 
 def pending_of(stored: StoredRun) -> tuple[ApprovalRequest, ...]:
-    """The requests a stored run waits on, stamped with its run id and suspension seq."""
+    """The requests a stored run waits on, stamped with its run id and suspension seq: the
+    calls of its suspension no decision was spent on (`spent_of`)."""
     if not stored.records:
         return ()
     state = stored.records[-1].state_after
     if not isinstance(state, NeedsApproval):
         return ()
     seq = stored.records[-1].seq
-    return tuple(request.bound(stored.header.run_id, seq) for request in state.pending)
+    decided = {decision.call_id for decision in spent_of(stored)}
+    return tuple(
+        request.bound(stored.header.run_id, seq)
+        for request in state.pending
+        if request.call.call_id not in decided
+    )
+
+
+def spent_of(stored: StoredRun) -> tuple[ApprovalDecision, ...]:
+    """The decisions spent at the suspension a stored run waits at, not applied yet: a
+    resume spends its decisions, then commits the step they lead to, so a crash in between
+    leaves them here; the next resume applies them (they are spent once, never asked again)."""
+    state = stored.records[-1].state_after if stored.records else None
+    if not isinstance(state, NeedsApproval):
+        return ()
+    head = stored.records[-1].seq
+    waiting = {request.call.call_id for request in state.pending}
+    return tuple(
+        decision
+        for seq, decision in stored.decisions
+        if seq == head and decision.call_id in waiting
+    )
 
 
 def events_of(stored: StoredRun) -> list[AgentEvent]:

@@ -73,22 +73,50 @@ def owner_id() -> str:
 
 
 FORKING = "fork:"
-"""How the owner of a fork's lease begins while the fork is being copied (`fork_stored`)."""
+"""How the owner of a fork's lease begins while the fork is being copied (`fork_stored`):
+`fork:HOST:PID:RANDOM`, the copying process's `owner_id`."""
 FORKING_SECONDS = 10 * 365 * 24 * 3600.0
 """A fork's lease while it is copied: it never expires, so a copy cut short by a crash is
 never taken for a run whose driver died (`runs recover`, `force=True`); it is deleted."""
 
 
+def copier_gone(owner: str | None) -> bool:
+    """Whether `owner` is a fork's lease (`FORKING`) whose copying process is known to be
+    gone: it ran on this host and no process has its pid now. A copier on another host is
+    never known gone (its lease does not expire either): whoever knows it died says so."""
+    if owner is None or not owner.startswith(FORKING):
+        return False
+    host, _, rest = owner[len(FORKING) :].partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()):
+        return False
+    if not 0 < int(pid) < 2**31:  # row text: not a pid os.kill takes (0 is a group)
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: is there such a process (of any user)?
+    except ProcessLookupError:
+        return True
+    except OSError:  # there is, another user's: not gone
+        return False
+    return False
+
+
 def forking_refusal(run_id: str, owner: str | None) -> str | None:
     """Why run `run_id`, whose lease `owner` holds, cannot be resumed: its fork's copy has
-    not finished (the copy is cut short, or still going); None for any other owner."""
+    not finished (the copy was cut short, or is still going); None for any other owner."""
     if owner is None or not owner.startswith(FORKING):
         return None
+    copier = owner[len(FORKING) :]
+    refusal = f"run {run_id!r} is a fork whose copy has not finished, so it is never resumed"
+    if copier_gone(owner):
+        return (
+            f"{refusal}; the process that copied it ({copier}) is gone: delete it "
+            f"(helikon runs delete {run_id}) and fork again"
+        )
     return (
-        f"run {run_id!r} is a fork whose copy has not finished (its lease is held by the "
-        f"copying process {owner[len(FORKING) :]}): it is never resumed, even with "
-        f"force=True; if that process died, delete it (helikon runs delete {run_id}) and "
-        "fork again"
+        f"{refusal}; the process copying it ({copier}) is not known to be gone: resume "
+        f"the fork once the copy is done, or, if that process died, delete it (helikon "
+        f"runs delete {run_id} --force) and fork again"
     )
 
 

@@ -25,7 +25,7 @@ from helikon.core.state import (
     NeedsApproval,
 )
 from helikon.durable.records import FORMAT_VERSION, StoredRun
-from helikon.durable.views import pending_of
+from helikon.durable.views import pending_of, spent_of
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot, SnapshotMismatch, check_derivable
 
 
@@ -89,7 +89,7 @@ def fold(stored: StoredRun, ctx: TransitionCtx, decisions: Sequence[ApprovalDeci
     as_snapshot = RunSnapshot(run, stored.header.agent, "", head.seq, 0, state, conversation)
     # The store's chain is keyed and checked; a batch approved in it may run on.
     check_derivable(as_snapshot, ctx, signed=True, approved=approved_in_batch(stored))
-    spent = tuple(decision for seq, decision in stored.decisions if seq == head.seq)
+    spent = spent_of(stored)  # a resume that spent them stopped before its next step
     if decisions:
         if not isinstance(state, NeedsApproval):
             raise ApprovalMismatch(
@@ -102,7 +102,8 @@ def fold(stored: StoredRun, ctx: TransitionCtx, decisions: Sequence[ApprovalDeci
         if twice or not {d.call_id for d in decisions} <= pending:
             raise ApprovalMismatch(
                 f"call {sorted(twice)[0]!r} of run {run!r} was already decided at suspension "
-                f"{head.seq}: a decision is spent once"
+                f"{head.seq}: a decision is spent once (resume without one for it to go on "
+                "with the recorded decision)"
                 if twice
                 else f"a decision names a call run {run!r} is not waiting on"
             )
