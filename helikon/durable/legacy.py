@@ -8,7 +8,7 @@ and reading it is refused as any broken chain is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ def rechain_run(
     key: bytes,
     run_id: str,
     head: tuple[int, str, str],
-    found: tuple[list[Any], list[Any], list[Any], list[Any]],
+    found: Sequence[list[Any]],
 ) -> Rechained | None:
     """A run's rows of format 1 (`found`: its records, effects, calls, decisions, as
     format 1 read them) as links of one chain, or None when they do not check out."""
@@ -91,7 +91,14 @@ def rechain_session(
     for n, data, _ in found:
         digests.append((chain.add("item", n, data)[1], n))
     head = SessionHead(numbers[0], start, chain.n, chain.digest)
-    return digests, (session_id, head.first, head.base, head.n, head.digest, session_sig(key, session_id, head))
+    return digests, (
+        session_id,
+        head.first,
+        head.base,
+        head.n,
+        head.digest,
+        session_sig(key, session_id, head),
+    )
 
 
 def _check_head(key: bytes, run_id: str, seq: int, mac: str, signature: str) -> None:
@@ -185,4 +192,3 @@ def read_session(
             )
         items.append(_loads(Item, data, f"session {session_id!r}: item {n}"))
     return tuple(items)
-

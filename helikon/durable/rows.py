@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 from hmac import compare_digest
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -19,6 +18,8 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps, encoded, loads
 from helikon.core.items import Item, ToolResult
 from helikon.core.table import ChartData
+from helikon.core.values import value
+from helikon.durable.chain import Chain, Link, genesis, verify
 from helikon.durable.records import (
     CallRecord,
     EffectRecord,
@@ -27,8 +28,6 @@ from helikon.durable.records import (
     StoreCorrupt,
     StoreError,
 )
-from helikon.core.values import value
-from helikon.durable.chain import Chain, Link, genesis, verify
 from helikon.durable.signing import matches, sign
 
 
@@ -37,13 +36,16 @@ def header_row(key: bytes, header: RunHeader) -> tuple[str, str]:
     return data, sign(key, "header", header.run_id, data)
 
 
+_Text = TypeVar("_Text", str, str | None)
+
+
 def record_row(chain: Chain, record: StepRecord) -> tuple[str, str, int]:
     """(the record's JSON, its digest, its link), chained after `chain`'s head."""
     data = record_json(record)
     return _linked(data, chain.add("record", record.seq, data))
 
 
-def _linked(data: Any, link: tuple[int, str]) -> Any:
+def _linked(data: _Text, link: tuple[int, str]) -> tuple[_Text, str, int]:
     """(a row's text, its digest, its link number): the order of their columns."""
     return data, link[1], link[0]
 
@@ -194,7 +196,12 @@ def _call_links(rows: list[CallRow]) -> list[Link]:
 
 def _decision_links(rows: list[DecisionRow]) -> list[Link]:
     return [
-        Link(at, f"the decision on call {call_id!r} at step {seq}", ("decision", seq, call_id, data), mac)  # noqa: E501
+        Link(
+            at,
+            f"the decision on call {call_id!r} at step {seq}",
+            ("decision", seq, call_id, data),
+            mac,
+        )
         for seq, call_id, data, mac, at in rows
     ]
 

@@ -25,6 +25,7 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
 from helikon.durable import legacy, rows
 from helikon.durable import sqlite_sql as sql
+from helikon.durable.chain import Chain, genesis
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -42,7 +43,6 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
-from helikon.durable.chain import Chain, genesis
 from helikon.durable.rows import RunHead
 from helikon.durable.signing import resolve_key
 from helikon.durable.views import EventStream, Revision, Session, pending_of
@@ -203,7 +203,10 @@ class SqliteRunStore:
                 raise RunExists(f"a run {header.run_id!r} is already in the store") from None
             db.executemany(
                 sql.INSERT_EFFECT,
-                [(header.run_id, n, e.after_seq, *row) for (n, e), row in zip(enumerate(effects, start=1), events, strict=True)],
+                [
+                    (header.run_id, n, e.after_seq, *row)
+                    for (n, e), row in zip(enumerate(effects, start=1), events, strict=True)
+                ],
             )
             args = (header.run_id, record.seq, record_data, record_mac, record_link)
             db.execute(sql.INSERT_RECORD, args)
@@ -322,8 +325,8 @@ class SqliteRunStore:
                 args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
                 written = db.execute(sql.START_CALL, args).rowcount
             else:
-                args = (result, mac, link, run_id, call.seq, call.call_id)
-                written = db.execute(sql.FINISH_CALL, args).rowcount
+                finished = (result, mac, link, run_id, call.seq, call.call_id)
+                written = db.execute(sql.FINISH_CALL, finished).rowcount
             if not written:
                 chain.drop()
 
@@ -397,10 +400,6 @@ class SqliteRunStore:
         with self._write() as db:
             db.execute(sql.RELEASE, (status, time.time(), run_id, lease.owner, lease.epoch))
 
-    def _check_lease(self, db: sqlite3.Connection, run_id: str, lease: Lease) -> None:
-        if db.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch)).fetchone() is None:
-            raise self._lost(run_id, lease)
-
     def _lost(self, run_id: str, lease: Lease) -> LeaseLost:
         row = self._db.execute(
             "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?", (run_id,)
@@ -433,7 +432,10 @@ class SqliteRunStore:
             row, header = self._run_row(run_id)
             head = RunHead(row[7], row[8], row[19], row[20])
             rows.check_head(self._key, run_id, head, row[17])
-            found = [self._db.execute(query, (row[18] if query is sql.RECORDS else run_id,)).fetchall() for query in _PARTS]
+            found = [
+                self._db.execute(query, (row[18] if query is sql.RECORDS else run_id,)).fetchall()
+                for query in _PARTS
+            ]
             chart = self._db.execute(sql.CHART, (header.chart_digest,)).fetchone()
         records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
         return StoredRun(
@@ -677,9 +679,7 @@ class _Transaction:
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
 
 
-def _session_head(
-    db: sqlite3.Connection, session_id: str
-) -> tuple[rows.SessionHead, str] | None:
+def _session_head(db: sqlite3.Connection, session_id: str) -> tuple[rows.SessionHead, str] | None:
     row = db.execute(sql.SESSION_HEAD, (session_id,)).fetchone()
     return None if row is None else (rows.SessionHead(*row[:4]), row[4])
 

@@ -217,8 +217,8 @@ SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq
 FROM runs
 """
 RECORDS = """
-SELECT seq, data, mac, link FROM records WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295
-ORDER BY id
+SELECT seq, data, mac, link FROM records
+WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY id
 """
 EFFECTS = "SELECT n, after_seq, data, mac, link FROM effects WHERE run_id = ? ORDER BY n"
 REVISION = """
@@ -264,7 +264,6 @@ OLD_RUNS = """
 SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL
 AND (lease_owner IS NULL OR lease_expires < ?)
 """
-HEAD = "SELECT head_seq FROM runs WHERE run_id = ?"
 OLD_SESSIONS = """
 SELECT session_id, MAX(n) FROM sessions WHERE created_at < ? GROUP BY session_id
 """
