@@ -473,7 +473,10 @@ TAMPERING = {
         "UPDATE records SET mac = (SELECT head_mac FROM runs) WHERE seq = 1",
         "link 2 of 7 (record 1) does not chain",
     ),
-    "a removed record": ("DELETE FROM records WHERE seq = 1", "link 2 of 7, after event 1, is missing"),
+    "a removed record": (
+        "DELETE FROM records WHERE seq = 1",
+        "link 2 of 7, after event 1, is missing",
+    ),
     "the last record removed": (
         "DELETE FROM records WHERE seq = 2",
         "link 3 of 7, after record 1, is missing",
