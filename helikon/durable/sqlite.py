@@ -685,7 +685,8 @@ def _session_head(db: sqlite3.Connection, session_id: str) -> tuple[rows.Session
 
 
 def _rechain(db: sqlite3.Connection, key: bytes) -> None:
-    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`)."""
+    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
+    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
     for run_id, run_key, *head in db.execute(sql.V3_RUNS).fetchall():
         reads = zip(sql.V3_READS, (run_key, run_id, run_id, run_id), strict=True)
         found = tuple(db.execute(query, (arg,)).fetchall() for query, arg in reads)
@@ -701,6 +702,8 @@ def _rechain(db: sqlite3.Connection, key: bytes) -> None:
         if chained is not None:
             db.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
             db.execute(sql.SESSION_SET_HEAD, chained[1])
+    for guard in sql.GUARDS:
+        db.execute(guard)
 
 
 _CHAINS = (sql.CHAIN_EFFECT, sql.CHAIN_CALL, sql.CHAIN_DECISION)

@@ -142,6 +142,26 @@ MIGRATIONS: tuple[str, ...] = (
 CHAINED_AT = 4
 """The schema version whose migration chains the rows written before it."""
 
+GUARD = "helikon_schema_4_refuses_writers_of_schema_3"
+"""A helikon of schema 3 still running when another migrated the file writes rows without
+links: these triggers refuse its writes, naming both versions. (It cannot be told
+otherwise: it checks the version when it opens the store, not at each write.)"""
+GUARDS = tuple(
+    f"CREATE TRIGGER {name} BEFORE {event} WHEN {when} BEGIN SELECT RAISE(ABORT, '{GUARD}'); END"
+    for name, event, when in (
+        ("runs_need_a_chain", "INSERT ON runs", "NEW.chain_n = 0"),
+        ("records_need_a_link", "INSERT ON records", "NEW.link IS NULL"),
+        ("effects_need_a_link", "INSERT ON effects", "NEW.link IS NULL"),
+        ("calls_need_a_link", "INSERT ON calls", "NEW.link IS NULL"),
+        (
+            "results_need_a_link",
+            "UPDATE OF result ON calls",
+            "NEW.result IS NOT NULL AND NEW.result_link IS NULL",
+        ),
+        ("decisions_need_a_link", "INSERT ON decisions", "NEW.link IS NULL"),
+    )
+)
+
 CREATE_RUN = """
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
