@@ -32,27 +32,38 @@ from durable_runs import (
 )
 
 from helikon.durable import SqliteRunStore
+from helikon.durable import sqlite_sql as sql
 
 
 class NullConnection:
     """Stands in for a store's `sqlite3.Connection`: every statement succeeds and touches
     nothing, so a run through it costs helikon's journaling alone (records built, encoded
-    to JSON and signed). Counts the transactions begun."""
+    to JSON, chained and signed). It keeps the one run's head as the store writes it, to
+    give it back when the store reads it. Counts the transactions begun."""
 
     rowcount = 1
 
     def __init__(self) -> None:
         self.transactions = 0
+        self.head: tuple[Any, ...] = ()  # head seq, head record's digest, links, last digest
 
     def execute(self, statement: str, *args: Any) -> NullConnection:
         self.transactions += statement == "BEGIN IMMEDIATE"
+        row = args[0] if args else ()
+        if statement is sql.CREATE_RUN:
+            self.head = (row[7], row[8], row[17], row[18])
+        elif statement is sql.ADVANCE:
+            self.head = (row[0], row[1], row[3], row[4])
+        elif statement is sql.SET_CHAIN:
+            self.head = (*self.head[:2], row[0], row[1])
+        self.row = self.head if statement in (sql.HOLDS, sql.CHAIN) else (1,)
         return self
 
     def executemany(self, statement: str, *args: Any) -> NullConnection:
         return self
 
-    def fetchone(self) -> tuple[int]:
-        return (1,)
+    def fetchone(self) -> tuple[Any, ...]:
+        return self.row
 
     def close(self) -> None:
         pass

@@ -397,8 +397,8 @@ def test_an_edited_record_is_refused(capsys: pytest.CaptureFixture[str], db: Pat
     for argv in (["show", "r1"], ["export", "r1"], ["resume", "r1", "--chart", PAYMENTS]):
         line = fails(capsys, "runs", *argv, "--store", url(db))
         assert line == (
-            "helikon: run 'r1': record 2 does not match its signature: the record was edited, "
-            "or one before it"
+            "helikon: run 'r1': link 3 of 8 (record 2) does not chain: that row or one before "
+            "it was edited, moved or swapped"
         )
 
 

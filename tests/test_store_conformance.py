@@ -502,31 +502,95 @@ async def test_a_hostile_header_row_is_refused_by_header_as_by_get(
 
 
 FORGED_DECISION = dumps(approve())
+NEXT_LINK = "(SELECT chain_n + 1 FROM runs WHERE run_id = 'r1')"
+SWAP_EVENTS = "UPDATE effects SET {0} = -1 WHERE n = 1; UPDATE effects SET {0} = 1 WHERE n = 2; "
+SWAP_EVENTS += "UPDATE effects SET {0} = 2 WHERE {0} = -1"
+# The rows of the run, in the order they were written (its chain): record 1 and event 1
+# (create), record 2 (append), event 2 (add_effects), the call's start, its result, the
+# decision: links 1 to 7.
 TAMPERING = {
-    "an edited record": "UPDATE records SET data = replace(data, 'pay ann 10', 'pay eve 99')",
-    "an edited record, its chain rebuilt": (
-        "UPDATE records SET mac = (SELECT head_mac FROM runs) WHERE seq = 1"
+    "an edited record": (
+        "UPDATE records SET data = replace(data, 'pay ann 10', 'pay eve 99')",
+        "link 2 of 7 (record 1) does not chain",
     ),
-    "a removed record": "DELETE FROM records WHERE seq = 1",
-    "the last record removed": "DELETE FROM records WHERE seq = 2",
+    "an edited record, its digest made the head's": (
+        "UPDATE records SET mac = (SELECT head_mac FROM runs) WHERE seq = 1",
+        "link 2 of 7 (record 1) does not chain",
+    ),
+    "a removed record": (
+        "DELETE FROM records WHERE seq = 1",
+        "link 2 of 7, after event 1, is missing",
+    ),
+    "the last record removed": (
+        "DELETE FROM records WHERE seq = 2",
+        "link 3 of 7, after record 1, is missing",
+    ),
     "a record added": (
-        "INSERT INTO records (run_id, seq, data, mac) SELECT run_id, 3, data, mac FROM records "
-        "WHERE seq = 2"
+        "INSERT INTO records (run_id, seq, data, mac, link) "
+        f"SELECT run_id, 3, data, mac, {NEXT_LINK} FROM records WHERE seq = 2",
+        "record 3 is not in its chain (link 8, head at link 7): an added row",
     ),
-    "an edited header": "UPDATE runs SET header = replace(header, 'teller', 'robber')",
-    "a moved head": "UPDATE runs SET head_seq = 1",
-    "an edited event": "UPDATE effects SET data = replace(data, 'teller', 'robber')",
-    "an edited call result": "UPDATE calls SET result = replace(result, 'sent', 'kept')",
+    "an edited header": (
+        "UPDATE runs SET header = replace(header, 'teller', 'robber')",
+        "its header does not match its signature",
+    ),
+    "a moved head": ("UPDATE runs SET head_seq = 1", "its head (record 1, link 7) does not match"),
+    "the chain's head moved back": (
+        "UPDATE runs SET chain_n = chain_n - 1",
+        "its head (record 2, link 6) does not match",
+    ),
+    "an edited event": (
+        "UPDATE effects SET data = replace(data, 'teller', 'robber')",
+        "link 1 of 7 (event 1) does not chain",
+    ),
+    "the event the run started with removed": (
+        "DELETE FROM effects WHERE n = 1",
+        "link 1 of 7, after its start, is missing (a row was removed)",
+    ),
+    "an event added at a link taken": (
+        "INSERT INTO effects (run_id, n, after_seq, data, mac, link) "
+        "SELECT run_id, 3, after_seq, data, mac, link FROM effects WHERE n = 2",
+        "two rows claim link 4 (event 3): an added row",
+    ),
+    "two events reordered": (SWAP_EVENTS.format("n"), "link 1 of 7 (event 2) does not chain"),
+    "two events' links swapped": (
+        SWAP_EVENTS.format("link"),
+        "link 1 of 7 (event 2) does not chain",
+    ),
+    "an edited call result": (
+        "UPDATE calls SET result = replace(result, 'sent', 'kept')",
+        "link 6 of 7 (the result of call 't1' of step 2) does not chain",
+    ),
+    "a finished call removed": (
+        "DELETE FROM calls",
+        "link 5 of 7, after event 2, is missing (a row was removed)",
+    ),
+    "a call's result removed": (
+        "UPDATE calls SET result = NULL, result_link = NULL",
+        "link 5 of 7 (call 't1' of step 2) does not chain",
+    ),
     "a forged decision": (
-        "INSERT INTO decisions (run_id, seq, call_id, data, mac) "
-        f"VALUES ('r1', 2, 't1', '{FORGED_DECISION}', '{'0' * 64}')"
+        "INSERT INTO decisions (run_id, seq, call_id, data, mac, link) "
+        f"VALUES ('r1', 2, 't1', '{FORGED_DECISION}', '{'0' * 64}', {NEXT_LINK})",
+        "the decision on call 't1' at step 2 is not in its chain (link 7, head at link 6)",
     ),
-    "a decision moved to another suspension": "UPDATE decisions SET seq = 4",
+    "a decision removed": (
+        "DELETE FROM decisions",
+        "link 7 of 7, after the result of call 't1' of step 2, is missing",
+    ),
+    "a decision moved to another suspension": (
+        "UPDATE decisions SET seq = 4",
+        "link 7 of 7 (the decision on call 't1' at step 4) does not chain",
+    ),
     "the last record removed and the head moved back to the one before": (
         "DELETE FROM records WHERE seq = 2; "
-        "UPDATE runs SET head_seq = 1, head_mac = (SELECT mac FROM records WHERE seq = 1)"
+        "UPDATE runs SET head_seq = 1, head_mac = (SELECT mac FROM records WHERE seq = 1)",
+        "its head (record 1, link 7) does not match its signature",
     ),
-    "an edited chart": "UPDATE charts SET data = replace(data, 'CallingModel', 'CallingMole')",
+    "an edited chart": (
+        "UPDATE charts SET data = replace(data, 'CallingModel', 'CallingMole')",
+        "(edited)",
+    ),
 }
 
 
@@ -539,9 +603,11 @@ async def test_a_tampered_row_is_refused(store: RunStore, backend: Backend, tamp
     if "forged" not in tampering:
         await store.decide("r1", 2, [approve()])
     store.get("r1")  # checks out before
-    backend.sql(TAMPERING[tampering])
-    with pytest.raises(StoreCorrupt, match="'r1'"):
+    statement, named = TAMPERING[tampering]
+    backend.sql(statement)
+    with pytest.raises(StoreCorrupt, match="'r1'") as refused:
         store.get("r1")
+    assert named in str(refused.value)
     with pytest.raises(StoreCorrupt):
         await store.load("r1")
     with pytest.raises(StoreCorrupt):
@@ -800,8 +866,12 @@ async def test_a_database_at_schema_version_0_is_migrated(backend: Backend) -> N
 async def test_a_database_of_a_newer_schema_is_refused(backend: Backend) -> None:
     await suspended_run(backend.open())
     backend.sql("UPDATE meta SET value = '99' WHERE key = 'schema'")
-    with pytest.raises(StoreCorrupt, match="schema version 99"):
+    with pytest.raises(StoreCorrupt) as refused:
         backend.open()
+    assert (
+        f"has schema version 99, newer than this helikon knows ({backend.schema_version}): "
+        "upgrade helikon to open it"
+    ) in str(refused.value)  # both versions named (helikon of format 1 says it alike)
 
 
 def test_stores_opened_at_once_on_a_new_database_migrate_it_once(backend: Backend) -> None:
@@ -857,11 +927,53 @@ async def test_of_many_spends_of_one_decision_exactly_one_succeeds(backend: Back
     ]  # fmt: skip
 
 
-async def test_an_edited_session_item_is_refused(store: RunStore, backend: Backend) -> None:
-    store.session("s").add([UserMessage("remember the milk")], "r1")
-    backend.sql("UPDATE sessions SET item = replace(item, 'milk', 'gold')")
-    with pytest.raises(StoreCorrupt, match="session 's': item 1 does not match its signature"):
+SWAP_ITEMS = "UPDATE sessions SET n = -1 WHERE n = 1 AND session_id = 's'; "
+SWAP_ITEMS += "UPDATE sessions SET n = 1 WHERE n = 2 AND session_id = 's'; "
+SWAP_ITEMS += "UPDATE sessions SET n = 2 WHERE n = -1"
+SESSION_TAMPERING = {
+    "an edited item": (
+        "UPDATE sessions SET item = replace(item, 'milk', 'gold')",
+        "link 2 of 3 (item 2) does not chain",
+    ),
+    "an item removed (a question without its answer)": (
+        "DELETE FROM sessions WHERE n = 3",
+        "link 3 of 3, after item 2, is missing (a row was removed)",
+    ),
+    "the first item removed": (
+        "DELETE FROM sessions WHERE n = 1 AND session_id = 's'",
+        "link 1 of 3, after its start, is missing",
+    ),
+    "an item added": (
+        "INSERT INTO sessions (session_id, n, item, mac, run_id, created_at) "
+        "SELECT session_id, 4, item, mac, run_id, created_at FROM sessions WHERE n = 3",
+        "item 4 is not in its chain (link 4, head at link 3): an added row",
+    ),
+    "two items swapped": (SWAP_ITEMS, "link 1 of 3 (item 1) does not chain"),
+    "the head moved back": (
+        "UPDATE session_heads SET n = 2 WHERE session_id = 's'",
+        "its head (item 2) does not match its signature",
+    ),
+    "the items and the head of another session": (
+        "UPDATE sessions SET session_id = 's' WHERE session_id = 'other'; "
+        "DELETE FROM session_heads WHERE session_id = 's'; "
+        "UPDATE session_heads SET session_id = 's' WHERE session_id = 'other'",
+        "does not match its signature",
+    ),
+}
+
+
+@pytest.mark.parametrize("tampering", SESSION_TAMPERING, ids=list(SESSION_TAMPERING))
+def test_a_tampered_session_is_refused(store: RunStore, backend: Backend, tampering: str) -> None:
+    store.session("s").add([UserMessage("what do I need?")], "r1")
+    store.session("s").add([AssistantMessage("remember the milk"), UserMessage("and?")], "r2")
+    store.session("other").add([UserMessage("elsewhere")], "r3")
+    if "another session" in tampering:
+        backend.sql("DELETE FROM sessions WHERE session_id = 's'")
+    statement, named = SESSION_TAMPERING[tampering]
+    backend.sql(statement)
+    with pytest.raises(StoreCorrupt, match="session 's'") as refused:
         store.session("s").items()
+    assert named in str(refused.value)
 
 
 async def test_prune_keeps_a_run_a_live_driver_holds(store: RunStore, backend: Backend) -> None:

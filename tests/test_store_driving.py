@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,14 @@ from store_support import KEY, Backend, race, run_in_thread
 
 from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, tool
 from helikon.core.approvals import ApprovalRequest
-from helikon.durable import CallRecord, DecisionSpent, Lease, RunLeased, RunStore
+from helikon.durable import (
+    CallRecord,
+    DecisionSpent,
+    Lease,
+    RunLeased,
+    RunStore,
+    StoreCorrupt,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = ApprovalRequest.for_call(TRANSFER)
@@ -150,8 +158,8 @@ class CrashAtSecondCall:
         raise Crash
 
 
-async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) -> None:
-    ran: list[str] = []
+def paying(ran: list[str]) -> Callable[[], Agent]:
+    """An agent paying ann, then bob, one call at a time (`pay` is not idempotent)."""
 
     @tool
     async def pay(to: str) -> str:
@@ -164,13 +172,24 @@ async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) ->
         config = RunConfig(parallel_tool_call_limit=1)
         return Agent("payer", ScriptedModel([calls, "Paid."]), tools=[pay], config=config)
 
+    return payer
+
+
+def crash_at_second_call(backend: Backend, payer: Callable[[], Agent]) -> None:
+    """Run "r1" until its driver dies as bob's call starts: ann's call finished."""
+
     def crash() -> None:
         with pytest.raises(Crash):
-            asyncio.run(
-                payer().run("pay", store=CrashAtSecondCall(backend.open()), run_id="r1").collect()
-            )
+            store = CrashAtSecondCall(backend.open())
+            asyncio.run(payer().run("pay", store=store, run_id="r1").collect())
 
     run_in_thread(crash).join(30)
+
+
+async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) -> None:
+    ran: list[str] = []
+    payer = paying(ran)
+    crash_at_second_call(backend, payer)
     assert ran == ["ann"]
     first = payer().resume("r1", store=backend.open(), force=True)  # its owner is dead
     stale = payer().resume("r1", store=backend.open())  # reads the same head
@@ -179,6 +198,20 @@ async def test_a_driver_that_read_a_stale_head_runs_nothing(backend: Backend) ->
     with pytest.raises(SnapshotMismatch, match="moved on"):  # claimed, then refused
         await stale.collect()
     assert ran == ["ann", "bob"]
+
+
+async def test_a_finished_call_whose_row_was_removed_is_refused_not_paid_again(
+    backend: Backend,
+) -> None:
+    """Removing a finished call's row needs no key: resuming would pay ann twice. The
+    run's chain misses a link, so the run is refused before anything runs."""
+    ran: list[str] = []
+    payer = paying(ran)
+    crash_at_second_call(backend, payer)
+    backend.sql("DELETE FROM calls WHERE call_id = 'p1'")
+    with pytest.raises(StoreCorrupt, match=r"run 'r1': link \d of \d, after record 2, is missing"):
+        await payer().resume("r1", store=backend.open(), force=True).collect()
+    assert ran == ["ann"]
 
 
 class Recording:

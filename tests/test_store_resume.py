@@ -50,12 +50,16 @@ FORGED = dumps(ApprovalDecision("t1", REQUEST.arguments_hash, True, "", "r1", 2)
 TAMPERED = {
     "an edited record": (
         "UPDATE records SET data = replace(data, 'pay ann 10', 'pay eve 99')",
-        "record 1 does not match its signature",
+        "(record 1) does not chain",
     ),
     "a forged approval row": (
-        "INSERT INTO decisions (run_id, seq, call_id, data, mac) "
-        f"VALUES ('r1', 2, 't1', '{FORGED}', '{'0' * 64}')",
-        "decision for call 't1' at step 2 does not match its signature (a forged approval)",
+        "INSERT INTO decisions (run_id, seq, call_id, data, mac, link) "
+        f"SELECT 'r1', 2, 't1', '{FORGED}', '{'0' * 64}', chain_n + 1 FROM runs",
+        "the decision on call 't1' at step 2 is not in its chain",
+    ),
+    "the event the run started with removed": (
+        "DELETE FROM effects WHERE n = 1",
+        "link 1 of 4, after its start, is missing (a row was removed)",
     ),
     "a wrong chart digest in the header": (
         'UPDATE runs SET header = replace(header, \'"chart_digest":"\', \'"chart_digest":"0\')',
@@ -67,7 +71,7 @@ TAMPERED = {
     ),
     "the last record removed": (
         "DELETE FROM records WHERE seq = 2",
-        "its head is record 2",
+        "after record 1, is missing (a row was removed)",
     ),
 }
 

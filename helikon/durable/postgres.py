@@ -44,8 +44,9 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
+from helikon.durable import legacy, rows
 from helikon.durable import postgres_sql as sql
-from helikon.durable import rows
+from helikon.durable.chain import Chain, genesis
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -63,6 +64,7 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
+from helikon.durable.rows import RunHead
 from helikon.durable.signing import KEY_VARIABLE, resolve_key
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
@@ -165,7 +167,7 @@ class PostgresRunStore:
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
         async with connection:
-            kept = await self._migrate(connection, keyless)
+            found = await self._migrate(connection, key, keyless)
         pool: Pool = AsyncConnectionPool(
             self._url,
             min_size=min_size,
@@ -180,18 +182,14 @@ class PostgresRunStore:
             await pool.close()
             raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
         self._pools.append(pool)
-        if kept is None:
-            return resolve_key(key, None)  # given, or $HELIKON_STORE_KEY
-        try:
-            return bytes.fromhex(kept)
-        except ValueError:
-            raise StoreCorrupt(
-                f"the run store {self._where} keeps a key that is not 64 hex digits"
-            ) from None
+        return found
 
-    async def _migrate(self, connection: psycopg.AsyncConnection[Any], keyless: bool) -> str | None:
+    async def _migrate(
+        self, connection: psycopg.AsyncConnection[Any], key: bytes | str | None, keyless: bool
+    ) -> bytes:
         """Bring the schema to `SCHEMA_VERSION` in one transaction, under an advisory lock
-        (a second worker waits, then finds it done); the key kept in `meta` when `keyless`."""
+        (a second worker waits, then finds it done); the store's key (kept in `meta` when
+        `keyless`), which chaining the rows of an earlier format needs."""
         try:
             async with connection.transaction(), connection.cursor() as cur:
                 await cur.execute(sql.LOCK_SCHEMA, (sql.MIGRATION_LOCK,))
@@ -205,19 +203,29 @@ class PostgresRunStore:
                         f"than this helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon "
                         "to open it"
                     )
+                found = await self._kept_key(cur) if keyless else resolve_key(key, None)
                 for step in range(version, sql.SCHEMA_VERSION):
                     await cur.execute(sql.MIGRATIONS[step].encode())
+                    if step + 1 == sql.CHAINED_AT:
+                        await _rechain(cur, found)
                 if version < sql.SCHEMA_VERSION:
                     await cur.execute(sql.SET_SCHEMA, (str(sql.SCHEMA_VERSION),))
-                if not keyless:
-                    return None
-                await cur.execute(sql.PUT_KEY, (secrets.token_bytes(32).hex(),))
-                await cur.execute(sql.KEY)
-                stored = await cur.fetchone()
-                assert stored is not None
-                return str(stored[0])
+                return found
         except psycopg.Error as exc:
             raise StoreError(f"cannot migrate the run store {self._where}: {_reason(exc)}") from exc
+
+    async def _kept_key(self, cur: Cursor) -> bytes:
+        """The key kept in `meta`, made on first use."""
+        await cur.execute(sql.PUT_KEY, (secrets.token_bytes(32).hex(),))
+        await cur.execute(sql.KEY)
+        stored = await cur.fetchone()
+        assert stored is not None
+        try:
+            return bytes.fromhex(str(stored[0]))
+        except ValueError:
+            raise StoreCorrupt(
+                f"the run store {self._where} keeps a key that is not 64 hex digits"
+            ) from None
 
     def _version(self, text: str) -> int:
         try:
@@ -275,8 +283,10 @@ class PostgresRunStore:
     ) -> tuple[Lease, str]:
         rows.check_run_id(header.run_id)
         data, mac = rows.header_row(self._key, header)
-        record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
-        head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
+        chain = Chain(0, genesis("run", header.run_id))
+        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        record_data, record_mac, record_link = rows.record_row(chain, record)
+        head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         async with self._transaction() as cur:
             await cur.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
             await cur.execute(
@@ -296,16 +306,20 @@ class PostgresRunStore:
                     ttl,
                     header.forked_from,
                     header.forked_at,
-                    head,
+                    rows.head_sig(self._key, header.run_id, head),
+                    head.n,
+                    head.digest,
                 ),
             )
             row = await cur.fetchone()
             if row is None:
                 raise RunExists(f"a run {header.run_id!r} is already in the store")
-            await self._insert_effects(cur, header.run_id, effects)
-            await cur.execute(
-                sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac)
+            numbered = zip(enumerate(effects, start=1), events, strict=True)
+            await cur.executemany(
+                sql.INSERT_EFFECT, [(header.run_id, n, e.after_seq, *r) for (n, e), r in numbered]
             )
+            args = (header.run_id, record.seq, record_data, record_mac, record_link)
+            await cur.execute(sql.INSERT_RECORD, args)
         return Lease(owner, 1, row[0]), record_mac
 
     async def claim(self, run_id: str, owner: str, ttl: float, *, force: bool = False) -> Lease:
@@ -382,28 +396,54 @@ class PostgresRunStore:
         status: RunStatus,
         calls: Sequence[CallRecord],
     ) -> str:
-        data, mac = rows.record_row(self._key, run_id, record, previous_mac)
-        signature = rows.head_sig(self._key, run_id, record.seq, mac)
-        head = (record.seq, mac, signature, status, record.state_after.phase)
         where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
+            before, chain = await self._chain(cur, run_id, lease)
+            if (before.seq, before.mac) != (record.seq - 1, previous_mac):
+                raise await self._lost(cur, run_id, lease)
+            await self._insert_effects(cur, run_id, effects, chain)
+            data, mac, link = rows.record_row(chain, record)
+            await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
+            await self._write_calls(cur, run_id, calls, chain)
+            new = RunHead(record.seq, mac, chain.n, chain.digest)
+            signed = (new.seq, mac, rows.head_sig(self._key, run_id, new), new.n, new.digest)
             ended = status in ("completed", "failed")  # its last record lets go of the lease
-            await cur.execute(sql.ADVANCE, (*head, rows.turns_of(record), ended, ended, *where))
+            changes = (*signed, status, record.state_after.phase, rows.turns_of(record))
+            await cur.execute(sql.ADVANCE, (*changes, ended, ended, *where))
             if not cur.rowcount:
                 raise await self._lost(cur, run_id, lease)
-            await self._insert_effects(cur, run_id, effects)
-            await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
-            await self._write_calls(cur, run_id, calls)
         return mac
 
-    async def _write_calls(self, cur: Cursor, run_id: str, calls: Sequence[CallRecord]) -> None:
+    async def _chain(self, cur: Cursor, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
+        """The run's head and its chain to extend, locked, if `lease` still holds."""
+        await cur.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch))
+        row = await cur.fetchone()
+        if row is None:
+            raise await self._lost(cur, run_id, lease)
+        return RunHead(*row), Chain(row[2], row[3])
+
+    async def _seal(self, cur: Cursor, run_id: str, head: RunHead, chain: Chain) -> None:
+        """Sign the run's head anew when this transaction added links to its chain."""
+        if chain.n != head.n:
+            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
+            signature = rows.head_sig(self._key, run_id, head)
+            await cur.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
+
+    async def _write_calls(
+        self, cur: Cursor, run_id: str, calls: Sequence[CallRecord], chain: Chain
+    ) -> None:
+        """Start or finish `calls`, each written a link of `chain` (none when the row was
+        there: a call starts once, its first result wins)."""
         for call in calls:
-            result, mac = rows.call_row(self._key, run_id, call)
+            result, mac, link = rows.call_row(chain, call)
             if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac)
+                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
                 await cur.execute(sql.START_CALL, args)
             else:
-                await cur.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+                finished = (result, mac, link, run_id, call.seq, call.call_id)
+                await cur.execute(sql.FINISH_CALL, finished)
+            if not cur.rowcount:
+                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         """Write effects that no record follows yet (when a run stops).
@@ -418,11 +458,12 @@ class PostgresRunStore:
         self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]
     ) -> None:
         async with self._transaction() as cur:
-            await self._check_lease(cur, run_id, lease, sql.HOLDS_EXCLUSIVE)
-            await self._insert_effects(cur, run_id, effects)
+            head, chain = await self._chain(cur, run_id, lease)
+            await self._insert_effects(cur, run_id, effects, chain)
+            await self._seal(cur, run_id, head, chain)
 
     async def _insert_effects(
-        self, cur: Cursor, run_id: str, effects: Sequence[EffectRecord]
+        self, cur: Cursor, run_id: str, effects: Sequence[EffectRecord], chain: Chain
     ) -> None:
         if not effects:
             return
@@ -437,7 +478,7 @@ class PostgresRunStore:
                     run_id,
                     n + i,
                     effect.after_seq,
-                    *rows.effect_row(self._key, run_id, n + i, effect),
+                    *rows.effect_row(chain, n + i, effect),
                 )
                 for i, effect in enumerate(effects)
             ],
@@ -453,8 +494,9 @@ class PostgresRunStore:
 
     async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         async with self._transaction() as cur:
-            await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await self._write_calls(cur, run_id, (replace(call, result=None),))
+            head, chain = await self._chain(cur, run_id, lease)
+            await self._write_calls(cur, run_id, (replace(call, result=None),), chain)
+            await self._seal(cur, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins.
@@ -466,8 +508,9 @@ class PostgresRunStore:
 
     async def _finish_call(self, run_id: str, lease: Lease, calls: Sequence[CallRecord]) -> None:
         async with self._transaction() as cur:
-            await self._check_lease(cur, run_id, lease, sql.HOLDS)
-            await self._write_calls(cur, run_id, calls)
+            head, chain = await self._chain(cur, run_id, lease)
+            await self._write_calls(cur, run_id, calls, chain)
+            await self._seal(cur, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once (all
@@ -480,23 +523,26 @@ class PostgresRunStore:
 
     async def _decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         async with self._transaction() as cur:
-            await cur.execute(sql.HEAD, (run_id,))
-            head = await cur.fetchone()
-            if head is None:
+            await cur.execute(sql.CHAIN, (run_id,))
+            row = await cur.fetchone()
+            if row is None:
                 raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
-            if head[0] != seq:
+            head, chain = RunHead(*row), Chain(row[2], row[3])
+            if head.seq != seq:
                 raise StoreError(
-                    f"run {run_id!r} is at step {head[0]}, not at suspension {seq}: "
+                    f"run {run_id!r} is at step {head.seq}, not at suspension {seq}: "
                     "decisions for that suspension cannot be spent"
                 )
             for decision in decisions:
-                data, mac = rows.decision_row(self._key, run_id, seq, decision)
-                await cur.execute(sql.INSERT_DECISION, (run_id, seq, decision.call_id, data, mac))
+                data, mac, link = rows.decision_row(chain, seq, decision)
+                args = (run_id, seq, decision.call_id, data, mac, link)
+                await cur.execute(sql.INSERT_DECISION, args)
                 if await cur.fetchone() is None:
                     raise DecisionSpent(
                         f"call {decision.call_id!r} of run {run_id!r} was already decided at "
                         f"suspension {seq}: a decision is spent once"
                     )
+            await self._seal(cur, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         """Give the lease up, leaving the run `status` (nothing, when the lease is gone)."""
@@ -505,11 +551,6 @@ class PostgresRunStore:
     async def _release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         async with self._transaction() as cur:
             await cur.execute(sql.RELEASE, (status, run_id, lease.owner, lease.epoch))
-
-    async def _check_lease(self, cur: Cursor, run_id: str, lease: Lease, query: str) -> None:
-        await cur.execute(query, (run_id, lease.owner, lease.epoch))
-        if await cur.fetchone() is None:
-            raise await self._lost(cur, run_id, lease)
 
     async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
         await cur.execute(sql.HOLDER, (run_id,))
@@ -543,19 +584,20 @@ class PostgresRunStore:
     async def _get(self, run_id: str) -> StoredRun:
         async with self._transaction(read_only=True) as cur:
             row, header = await self._run_row(cur, run_id)
-            info, (head_mac, signature) = RunInfo(*row[:13]), row[15:]
-            rows.check_head(self._key, run_id, info.seq, head_mac, signature)
+            info, (head_mac, signature, n, last) = RunInfo(*row[:13]), row[15:19]
+            head = RunHead(info.seq, head_mac, n, last)
+            rows.check_head(self._key, run_id, head, signature)
             found = [await self._all(cur, query, run_id) for query in _PARTS]
             await cur.execute(sql.CHART, (header.chart_digest,))
             chart = await cur.fetchone()
-        records, effects, calls, decisions = found
+        records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
         return StoredRun(
             header,
             info,
-            rows.read_records(self._key, run_id, records, info.seq, head_mac),
-            rows.read_effects(self._key, run_id, effects),
-            rows.read_calls(self._key, run_id, calls),
-            rows.read_decisions(self._key, run_id, decisions),
+            records,
+            effects,
+            calls,
+            decisions,
             rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
             head_mac,
         )
@@ -673,9 +715,10 @@ class PostgresRunStore:
         return self._wait(self._session_items(session_id))
 
     async def _session_items(self, session_id: str) -> tuple[Item, ...]:
-        async with self._transaction() as cur:
+        async with self._transaction(read_only=True) as cur:
+            head = await _session_head(cur, session_id)
             found = await self._all(cur, sql.SESSION_ITEMS, session_id)
-        return rows.read_session(self._key, session_id, found)
+        return rows.read_session(self._key, session_id, head, found)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if items:
@@ -684,18 +727,31 @@ class PostgresRunStore:
     async def _add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         async with self._transaction() as cur:
             await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-            await cur.execute(sql.SESSION_NEXT, (session_id,))
-            row = await cur.fetchone()
-            assert row is not None
-            n = int(row[0])
+            kept = await _session_head(cur, session_id)
+            head = kept[0] if kept else rows.SessionHead.empty(session_id)
+            chain = Chain(head.n, head.digest)
             added = []
-            for i, item in enumerate(items):
-                data, mac = rows.session_row(self._key, session_id, n + i, item)
-                added.append((session_id, n + i, data, mac, run_id))
+            for item in items:
+                data, mac, n = rows.session_row(chain, item)
+                added.append((session_id, n, data, mac, run_id))
             await cur.executemany(sql.SESSION_ADD, added)
+            await self._set_session_head(
+                cur, session_id, replace(head, n=chain.n, digest=chain.digest)
+            )
+
+    async def _set_session_head(self, cur: Cursor, session_id: str, head: rows.SessionHead) -> None:
+        signature = rows.session_sig(self._key, session_id, head)
+        fields = (head.first, head.base, head.n, head.digest)
+        await cur.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
 
     def clear_session(self, session_id: str) -> None:
-        self._wait(self._execute(sql.SESSION_CLEAR, session_id))
+        self._wait(self._clear_session(session_id))
+
+    async def _clear_session(self, session_id: str) -> None:
+        async with self._transaction() as cur:
+            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
+            for statement in sql.SESSION_CLEAR:
+                await cur.execute(statement, (session_id,))
 
     async def _execute(self, query: str, *args: Any) -> None:
         async with self._transaction() as cur:
@@ -737,8 +793,21 @@ class PostgresRunStore:
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:
-                await cur.execute(sql.OLD_SESSIONS, (sessions,))
+                for session_id, upto in await self._all(cur, sql.OLD_SESSIONS, sessions):
+                    await self._prune_session(cur, session_id, upto)
         return len(gone)
+
+    async def _prune_session(self, cur: Cursor, session_id: str, upto: int) -> None:
+        """Delete a session's items up to `upto`; its chain then starts after them."""
+        await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
+        kept = await _session_head(cur, session_id)
+        base = await self._all(cur, sql.SESSION_ITEM, session_id, upto)
+        await cur.execute(sql.SESSION_PRUNE, (session_id, upto))
+        head = rows.pruned_session(self._key, session_id, kept, upto, base[0][0] if base else "")
+        if head is None:
+            await cur.execute(sql.SESSION_CLEAR[1], (session_id,))
+        elif kept is not None and head != kept[0]:
+            await self._set_session_head(cur, session_id, head)
 
     def put_chart(self, digest: str, data: str) -> None:
         self._wait(self._execute(sql.PUT_CHART, digest, data))
@@ -753,6 +822,33 @@ class PostgresRunStore:
 
 
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
+
+
+async def _session_head(cur: Cursor, session_id: str) -> tuple[rows.SessionHead, str] | None:
+    await cur.execute(sql.SESSION_HEAD, (session_id,))
+    row = await cur.fetchone()
+    return None if row is None else (rows.SessionHead(*row[:4]), row[4])
+
+
+async def _rechain(cur: Cursor, key: bytes) -> None:
+    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
+    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
+    await cur.execute(sql.V1_RUNS)
+    for run_id, *head in await cur.fetchall():
+        found = [await PostgresRunStore._all(cur, query, run_id) for query in sql.V1_READS]
+        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
+        if done is not None:
+            for query, links in zip(sql.CHAINS, done.parts(), strict=True):
+                await cur.executemany(query, [(*row, run_id) for row in links])
+            await cur.execute(sql.CHAIN_RUN, (*done.head, run_id))
+    await cur.execute(sql.V1_SESSIONS)
+    for (session_id,) in await cur.fetchall():
+        items = await PostgresRunStore._all(cur, sql.SESSION_ITEMS, session_id)
+        chained = legacy.rechain_session(key, session_id, items)
+        if chained is not None:
+            await cur.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
+            await cur.execute(sql.SESSION_SET_HEAD, chained[1])
+    await cur.execute(sql.GUARDS.encode())
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

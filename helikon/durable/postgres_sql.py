@@ -13,7 +13,7 @@ unqualified, in the first schema of the connection's `search_path`.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 NOW = "extract(epoch FROM now())::float8"
 """The store's clock: the database server's time at the start of the transaction."""
@@ -103,7 +103,44 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, n)
     );
     """,
+    # 1 -> 2: one hash chain per run over every row it owns, one per session over its items
+    # (`helikon.durable.chain`): each row gets its link number, and its `mac` holds its
+    # link's digest; the run's row keeps the chain's head. The rows written before are
+    # chained by `helikon.durable.legacy.rechain` in the same transaction, then `GUARDS`.
+    """
+    ALTER TABLE runs ADD COLUMN chain_n BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN chain_digest TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN link BIGINT;
+    ALTER TABLE effects ADD COLUMN link BIGINT;
+    ALTER TABLE calls ADD COLUMN link BIGINT;
+    ALTER TABLE calls ADD COLUMN result_link BIGINT;
+    ALTER TABLE decisions ADD COLUMN link BIGINT;
+    CREATE TABLE session_heads (
+        session_id TEXT PRIMARY KEY,
+        first BIGINT NOT NULL,
+        base TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        digest TEXT NOT NULL,
+        sig TEXT NOT NULL
+    );
+    """,
 )
+CHAINED_AT = 2
+"""The schema version whose migration chains the rows written before it."""
+
+GUARD = "helikon_schema_2_refuses_writers_of_schema_1"
+"""A helikon of schema 1 still running when another migrated the database writes rows
+without links: these constraints refuse its writes, naming both versions. (It cannot be
+told otherwise: it checks the version when it opens the store, not at each write.)
+NOT VALID: rows a migration left unchained (they did not check out) are not checked."""
+GUARDS = f"""
+ALTER TABLE runs ADD CONSTRAINT {GUARD} CHECK (chain_n > 0) NOT VALID;
+ALTER TABLE records ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
+ALTER TABLE effects ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
+ALTER TABLE calls ADD CONSTRAINT {GUARD}
+    CHECK (link IS NOT NULL AND (result IS NULL OR result_link IS NOT NULL)) NOT VALID;
+ALTER TABLE decisions ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
+"""
 
 # ---------------------------------------------------------------- driving a run
 
@@ -112,9 +149,10 @@ PUT_CHART = "INSERT INTO charts (digest, data) VALUES (%s, %s) ON CONFLICT (dige
 CREATE_RUN = f"""
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
-                  created_at, updated_at, forked_from, forked_at, head_sig)
+                  created_at, updated_at, forked_from, forked_at, head_sig, chain_n,
+                  chain_digest)
 VALUES (%s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s, 1, {NOW} + %s, {NOW}, {NOW},
-        %s, %s, %s)
+        %s, %s, %s, %s, %s)
 ON CONFLICT (run_id) DO NOTHING
 RETURNING lease_expires
 """
@@ -136,7 +174,8 @@ RETURNING lease_expires
 
 # The compare and swap: the caller's lease, and the head one before the new record.
 ADVANCE = f"""
-UPDATE runs SET head_seq = %s, head_mac = %s, head_sig = %s, status = %s, phase = %s,
+UPDATE runs SET head_seq = %s, head_mac = %s, head_sig = %s, chain_n = %s, chain_digest = %s,
+                status = %s, phase = %s,
                 turns = GREATEST(turns, %s), updated_at = {NOW},
                 lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END,
                 lease_expires = CASE WHEN %s THEN NULL ELSE lease_expires END
@@ -144,14 +183,16 @@ WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s AND head_seq = %s
 AND head_mac = %s
 """
 
-# A claim waits for these locks: a write under the lease commits before the lease moves.
-# FOR SHARE lets calls of one batch write at once; FOR UPDATE orders the effects.
+# A claim waits for this lock: a write under the lease commits before the lease moves. It
+# is FOR UPDATE: every write extends the run's one chain, so the writes of a run take turns.
 HOLDS = """
-SELECT 1 FROM runs WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR SHARE
+SELECT head_seq, head_mac, chain_n, chain_digest FROM runs
+WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR UPDATE
 """
-HOLDS_EXCLUSIVE = """
-SELECT 1 FROM runs WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR UPDATE
+CHAIN = """
+SELECT head_seq, head_mac, chain_n, chain_digest FROM runs WHERE run_id = %s FOR UPDATE
 """
+SET_CHAIN = "UPDATE runs SET chain_n = %s, chain_digest = %s, head_sig = %s WHERE run_id = %s"
 HOLDER = "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = %s"
 
 RELEASE = f"""
@@ -159,20 +200,24 @@ UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = %s, updated_a
 WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s
 """
 
-INSERT_RECORD = "INSERT INTO records (run_id, seq, data, mac) VALUES (%s, %s, %s, %s)"
+INSERT_RECORD = """
+INSERT INTO records (run_id, seq, data, mac, link) VALUES (%s, %s, %s, %s, %s)
+"""
 NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = %s"
-INSERT_EFFECT = "INSERT INTO effects (run_id, n, after_seq, data, mac) VALUES (%s, %s, %s, %s, %s)"
+INSERT_EFFECT = """
+INSERT INTO effects (run_id, n, after_seq, data, mac, link) VALUES (%s, %s, %s, %s, %s, %s)
+"""
 START_CALL = """
-INSERT INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac)
-VALUES (%s, %s, %s, %s, %s, NULL, %s)
+INSERT INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac, link)
+VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)
 ON CONFLICT (run_id, seq, call_id) DO NOTHING
 """
 FINISH_CALL = """
-UPDATE calls SET result = %s, mac = %s
+UPDATE calls SET result = %s, mac = %s, result_link = %s
 WHERE run_id = %s AND seq = %s AND call_id = %s AND result IS NULL
 """
 INSERT_DECISION = """
-INSERT INTO decisions (run_id, seq, call_id, data, mac) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO decisions (run_id, seq, call_id, data, mac, link) VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (run_id, seq, call_id) DO NOTHING
 RETURNING 1
 """
@@ -183,22 +228,24 @@ RETURNING 1
 INFO = """run_id, agent, phase, head_seq, status, turns, updated_at, created_at, parent_run_id,
        lease_owner, lease_expires, forked_from, forked_at"""
 READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-RUN_ROW = f"SELECT {INFO}, header, header_mac, head_mac, head_sig FROM runs WHERE run_id = %s"
-HEAD = "SELECT head_seq FROM runs WHERE run_id = %s FOR SHARE"
+RUN_ROW = f"""
+SELECT {INFO}, header, header_mac, head_mac, head_sig, chain_n, chain_digest FROM runs
+WHERE run_id = %s
+"""
 RUN_LIST = f"SELECT {INFO} FROM runs"
 RUN_ORDER = " ORDER BY updated_at DESC, run_id"
-RECORDS = "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq"
-EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n"
+RECORDS = "SELECT seq, data, mac, link FROM records WHERE run_id = %s ORDER BY seq"
+EFFECTS = "SELECT n, after_seq, data, mac, link FROM effects WHERE run_id = %s ORDER BY n"
 REVISION = """
 SELECT head_seq, updated_at, (SELECT MAX(n) FROM effects WHERE run_id = %s)
 FROM runs WHERE run_id = %s
 """
 CALLS = """
-SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s
-ORDER BY seq, call_id
+SELECT seq, call_id, tool, arguments_hash, result, mac, link, result_link FROM calls
+WHERE run_id = %s ORDER BY seq, call_id
 """
 DECISIONS = """
-SELECT seq, call_id, data, mac FROM decisions WHERE run_id = %s ORDER BY seq, call_id
+SELECT seq, call_id, data, mac, link FROM decisions WHERE run_id = %s ORDER BY seq, call_id
 """
 CHART = "SELECT data FROM charts WHERE digest = %s"
 
@@ -206,12 +253,21 @@ CHART = "SELECT data FROM charts WHERE digest = %s"
 
 SESSION_LOCK_TAKE = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
 SESSION_ITEMS = "SELECT n, item, mac FROM sessions WHERE session_id = %s ORDER BY n"
-SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = %s"
+SESSION_HEAD = "SELECT first, base, n, digest, sig FROM session_heads WHERE session_id = %s"
+SESSION_SET_HEAD = """
+INSERT INTO session_heads (session_id, first, base, n, digest, sig)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (session_id) DO UPDATE SET first = excluded.first, base = excluded.base,
+    n = excluded.n, digest = excluded.digest, sig = excluded.sig
+"""
 SESSION_ADD = f"""
 INSERT INTO sessions (session_id, n, item, mac, run_id, created_at)
 VALUES (%s, %s, %s, %s, %s, {NOW})
 """
-SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = %s"
+SESSION_CLEAR = (
+    "DELETE FROM sessions WHERE session_id = %s",
+    "DELETE FROM session_heads WHERE session_id = %s",
+)
 
 # ---------------------------------------------------------------- retention
 
@@ -238,4 +294,32 @@ DELETE_RUNS = tuple(
     f"DELETE FROM {table} WHERE run_id = ANY(%s)"
     for table in ("records", "effects", "calls", "decisions", "runs")
 )
-OLD_SESSIONS = f"DELETE FROM sessions WHERE created_at < {NOW} - %s"
+OLD_SESSIONS = f"""
+SELECT session_id, MAX(n) FROM sessions WHERE created_at < {NOW} - %s GROUP BY session_id
+"""
+SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = %s AND n = %s"
+SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = %s AND n <= %s"
+
+# ---------------------------------------------------------------- chaining (schema 1 -> 2)
+# The rows of format 1 as it read them, and the links and digests they get.
+
+V1_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_id"
+V1_READS = (
+    "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq",
+    "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n",
+    "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s "
+    "ORDER BY seq, call_id",
+    "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = %s ORDER BY seq, call_id",
+)
+CHAINS = (
+    "UPDATE records SET link = %s, mac = %s WHERE seq = %s AND run_id = %s",
+    "UPDATE effects SET link = %s, mac = %s WHERE n = %s AND run_id = %s",
+    "UPDATE calls SET link = %s, result_link = %s, mac = %s WHERE seq = %s AND call_id = %s "
+    "AND run_id = %s",
+    "UPDATE decisions SET link = %s, mac = %s WHERE seq = %s AND call_id = %s AND run_id = %s",
+)
+CHAIN_RUN = """
+UPDATE runs SET head_mac = %s, chain_n = %s, chain_digest = %s, head_sig = %s WHERE run_id = %s
+"""
+V1_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+CHAIN_ITEM = "UPDATE sessions SET mac = %s WHERE n = %s AND session_id = %s"

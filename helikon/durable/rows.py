@@ -8,8 +8,8 @@ a row means, and whether it can be believed, is decided here, once for all of th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from hmac import compare_digest
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -18,6 +18,8 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps, encoded, loads
 from helikon.core.items import Item, ToolResult
 from helikon.core.table import ChartData
+from helikon.core.values import value
+from helikon.durable.chain import Chain, Link, genesis, verify
 from helikon.durable.records import (
     CallRecord,
     EffectRecord,
@@ -34,10 +36,18 @@ def header_row(key: bytes, header: RunHeader) -> tuple[str, str]:
     return data, sign(key, "header", header.run_id, data)
 
 
-def record_row(key: bytes, run_id: str, record: StepRecord, previous: str) -> tuple[str, str]:
-    """(the record's JSON, its signature), chained to the `previous` record's signature."""
+_Text = TypeVar("_Text", str, str | None)
+
+
+def record_row(chain: Chain, record: StepRecord) -> tuple[str, str, int]:
+    """(the record's JSON, its digest, its link), chained after `chain`'s head."""
     data = record_json(record)
-    return data, sign(key, "record", run_id, record.seq, previous, data)
+    return _linked(data, chain.add("record", record.seq, data))
+
+
+def _linked(data: _Text, link: tuple[int, str]) -> tuple[_Text, str, int]:
+    """(a row's text, its digest, its link number): the order of their columns."""
+    return data, link[1], link[0]
 
 
 _CHECKED = tuple[tuple[str, bool], ...]
@@ -69,22 +79,23 @@ def record_json(record: StepRecord) -> str:
     return b"".join(parts).decode()
 
 
-def effect_row(key: bytes, run_id: str, n: int, effect: EffectRecord) -> tuple[str, str]:
+def effect_row(chain: Chain, n: int, effect: EffectRecord) -> tuple[str, str, int]:
     data = dumps(effect)
-    return data, sign(key, "effect", run_id, n, effect.after_seq, data)
+    return _linked(data, chain.add("event", n, effect.after_seq, data))
 
 
-def call_row(key: bytes, run_id: str, call: CallRecord) -> tuple[str | None, str]:
-    result = None if call.result is None else dumps(call.result)
-    mac = sign(
-        key, "call", run_id, call.seq, call.call_id, call.tool, call.arguments_hash, result or ""
-    )
-    return result, mac
+def call_row(chain: Chain, call: CallRecord) -> tuple[str | None, str, int]:
+    """A call's start (no result) or its result, as the next link of `chain`."""
+    if call.result is None:
+        parts = ("call", call.seq, call.call_id, call.tool, call.arguments_hash)
+        return _linked(None, chain.add(*parts))
+    result = dumps(call.result)
+    return _linked(result, chain.add("result", call.seq, call.call_id, result))
 
 
-def decision_row(key: bytes, run_id: str, seq: int, decision: ApprovalDecision) -> tuple[str, str]:
+def decision_row(chain: Chain, seq: int, decision: ApprovalDecision) -> tuple[str, str, int]:
     data = dumps(decision)
-    return data, sign(key, "decision", run_id, seq, decision.call_id, data)
+    return _linked(data, chain.add("decision", seq, decision.call_id, data))
 
 
 def _load(kind: Any, data: str, what: str) -> Any:
@@ -107,74 +118,121 @@ def read_header(key: bytes, run_id: str, data: str, mac: str) -> RunHeader:
     return header
 
 
-def read_records(
-    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str]], head_seq: int, head_mac: str
-) -> tuple[StepRecord, ...]:
-    """The run's records, each signature and each link of the chain checked, ending at the
-    run's head.
+RecordRow = tuple[int, str, str, int | None]
+"""seq, data, digest, link"""
+EffectRow = tuple[int, int, str, str, int | None]
+"""n, after_seq, data, digest, link"""
+CallRow = tuple[int, str, str, str, str | None, str, int | None, int | None]
+"""seq, call_id, tool, arguments_hash, result, digest (of its last link), link, result_link"""
+DecisionRow = tuple[int, str, str, str, int | None]
+"""seq, call_id, data, digest, link"""
+
+
+@value
+class RunHead:
+    """A run's head as its row keeps it: its last record (seq, digest), and its chain's
+    last link (number, digest)."""
+
+    seq: int
+    mac: str
+    n: int
+    digest: str
+
+
+def read_rows(
+    run_id: str,
+    head: RunHead,
+    records: list[RecordRow],
+    effects: list[EffectRow],
+    calls: list[CallRow],
+    decisions: list[DecisionRow],
+) -> tuple[
+    tuple[StepRecord, ...],
+    tuple[EffectRecord, ...],
+    tuple[CallRecord, ...],
+    tuple[tuple[int, ApprovalDecision], ...],
+]:
+    """(records, effects, calls, decisions) of a run, each row checked as a link of the
+    run's chain, the chain checked to end at the run's head (whose signature the caller
+    checked).
 
     Raises:
-        StoreCorrupt: a record was edited, removed, reordered or added, naming the seq.
+        StoreCorrupt: a row was edited, removed, added, reordered or swapped, naming it.
     """
+    links = [*_record_links(records), *_effect_links(effects), *_call_links(calls)]
+    links += _decision_links(decisions)
+    verify(f"run {run_id!r}", genesis("run", run_id), 1, links, head.n, head.digest)
+    where = f"run {run_id!r}"
+    return (
+        _records(run_id, records, head),
+        tuple(_load(EffectRecord, row[2], f"{where}: event {row[0]}") for row in effects),
+        tuple(_call(row) for row in calls),
+        _decisions(run_id, decisions),
+    )
+
+
+def _record_links(rows: list[RecordRow]) -> list[Link]:
+    return [Link(at, f"record {seq}", ("record", seq, data), mac) for seq, data, mac, at in rows]
+
+
+def _effect_links(rows: list[EffectRow]) -> list[Link]:
+    return [
+        Link(at, f"event {n}", ("event", n, after, data), mac) for n, after, data, mac, at in rows
+    ]
+
+
+def _call_links(rows: list[CallRow]) -> list[Link]:
+    """A call is two links, its start and its result; its row keeps the last one's digest."""
+    links: list[Link] = []
+    for seq, call_id, tool, arguments_hash, result, mac, at, result_at in rows:
+        what = f"call {call_id!r} of step {seq}"
+        started = None if result is not None else mac
+        links.append(Link(at, what, ("call", seq, call_id, tool, arguments_hash), started))
+        if result is not None or result_at is not None:
+            parts = ("result", seq, call_id, result or "")
+            links.append(Link(result_at, f"the result of {what}", parts, mac))
+    return links
+
+
+def _decision_links(rows: list[DecisionRow]) -> list[Link]:
+    return [
+        Link(
+            at,
+            f"the decision on call {call_id!r} at step {seq}",
+            ("decision", seq, call_id, data),
+            mac,
+        )
+        for seq, call_id, data, mac, at in rows
+    ]
+
+
+def _call(row: CallRow) -> CallRecord:
+    seq, call_id, tool, arguments_hash, result = row[:5]
+    found = None if result is None else _load(ToolResult, result, f"call {call_id!r}")
+    return CallRecord(seq, call_id, tool, arguments_hash, found)
+
+
+def _records(run_id: str, rows: list[RecordRow], head: RunHead) -> tuple[StepRecord, ...]:
+    """The records of a run whose chain checked out, one per seq, ending at its head."""
     records: list[StepRecord] = []
-    previous = ""
-    for expected, (seq, data, mac) in enumerate(rows, start=1):
+    for expected, (seq, data, _, _) in enumerate(rows, start=1):
         if seq != expected:
             raise StoreCorrupt(f"run {run_id!r}: record {expected} is missing (found {seq})")
-        if not matches(mac, key, "record", run_id, seq, previous, data):
-            raise StoreCorrupt(
-                f"run {run_id!r}: record {seq} does not match its signature: the record was "
-                "edited, or one before it"
-            )
         record: StepRecord = _load(StepRecord, data, f"run {run_id!r}: record {seq}")
         if record.seq != seq:
             raise StoreCorrupt(f"run {run_id!r}: record {seq} says it is record {record.seq}")
         records.append(record)
-        previous = mac
-    if len(records) != head_seq or previous != head_mac:
+    if len(records) != head.seq or (rows and rows[-1][2] != head.mac):
         raise StoreCorrupt(
-            f"run {run_id!r}: its head is record {head_seq}, but the store holds "
-            f"{len(records)} records that chain to another head"
+            f"run {run_id!r}: its head is record {head.seq}, but the store holds "
+            f"{len(records)} records that end at another one"
         )
     return tuple(records)
 
 
-def read_effects(
-    key: bytes, run_id: str, rows: Iterable[tuple[int, int, str, str]]
-) -> tuple[EffectRecord, ...]:
-    effects: list[EffectRecord] = []
-    for n, after_seq, data, mac in rows:
-        if not matches(mac, key, "effect", run_id, n, after_seq, data):
-            raise StoreCorrupt(f"run {run_id!r}: event {n} does not match its signature")
-        effects.append(_load(EffectRecord, data, f"run {run_id!r}: event {n}"))
-    return tuple(effects)
-
-
-def read_calls(
-    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str, str, str | None, str]]
-) -> tuple[CallRecord, ...]:
-    calls: list[CallRecord] = []
-    for seq, call_id, tool, arguments_hash, result, mac in rows:
-        parts = ("call", run_id, seq, call_id, tool, arguments_hash, result or "")
-        if not matches(mac, key, *parts):
-            raise StoreCorrupt(
-                f"run {run_id!r}: call {call_id!r} of step {seq} does not match its signature"
-            )
-        value = None if result is None else _load(ToolResult, result, f"call {call_id!r}")
-        calls.append(CallRecord(seq, call_id, tool, arguments_hash, value))
-    return tuple(calls)
-
-
-def read_decisions(
-    key: bytes, run_id: str, rows: Iterable[tuple[int, str, str, str]]
-) -> tuple[tuple[int, ApprovalDecision], ...]:
+def _decisions(run_id: str, rows: list[DecisionRow]) -> tuple[tuple[int, ApprovalDecision], ...]:
     decisions: list[tuple[int, ApprovalDecision]] = []
-    for seq, call_id, data, mac in rows:
-        if not matches(mac, key, "decision", run_id, seq, call_id, data):
-            raise StoreCorrupt(
-                f"run {run_id!r}: the decision for call {call_id!r} at step {seq} does not "
-                "match its signature (a forged approval)"
-            )
+    for seq, call_id, data, _, _ in rows:
         decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {call_id!r}")
         if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
             raise StoreCorrupt(f"run {run_id!r}: the decision for call {call_id!r} is misfiled")
@@ -192,36 +250,67 @@ def dumps_json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
-def head_sig(key: bytes, run_id: str, seq: int, mac: str) -> str:
-    """The signature of a run's head: which record is its last, so removing the last
-    records and moving the head back to an earlier one is refused too."""
-    return sign(key, "head", run_id, seq, mac)
+def head_sig(key: bytes, run_id: str, head: RunHead) -> str:
+    """The signature of a run's head, made once a transaction: its last record and its
+    chain's last link, so a row removed or added anywhere, or the head moved back, is
+    refused."""
+    return sign(key, "head", run_id, head.seq, head.mac, head.n, head.digest)
 
 
-def check_head(key: bytes, run_id: str, seq: int, mac: str, signature: str) -> None:
-    if not matches(signature, key, "head", run_id, seq, mac):
+def check_head(key: bytes, run_id: str, head: RunHead, signature: str) -> None:
+    if not matches(signature, key, "head", run_id, head.seq, head.mac, head.n, head.digest):
         raise StoreCorrupt(
-            f"run {run_id!r}: its head (record {seq}) does not match its signature: records "
-            "were removed, or the head was moved"
+            f"run {run_id!r}: its head (record {head.seq}, link {head.n}) does not match its "
+            "signature: the head was moved or edited, or the store's key is not the one it "
+            "was written with"
         )
 
 
-def session_row(key: bytes, session_id: str, n: int, item: Item) -> tuple[str, str]:
+@value
+class SessionHead:
+    """A session's chain: items `first` to `n`, chained from `base` (the digest of the last
+    item a prune took, or the session's genesis), ending at `digest`."""
+
+    first: int
+    base: str
+    n: int
+    digest: str
+
+    @classmethod
+    def empty(cls, session_id: str) -> SessionHead:
+        start = genesis("session", session_id)
+        return cls(1, start, 0, start)
+
+
+def session_sig(key: bytes, session_id: str, head: SessionHead) -> str:
+    return sign(key, "session", session_id, head.first, head.base, head.n, head.digest)
+
+
+def session_row(chain: Chain, item: Item) -> tuple[str, str, int]:
+    """(the item's JSON, its digest, its number), chained after `chain`'s head."""
     data = dumps(item, Item)
-    return data, sign(key, "session", session_id, n, data)
+    return _linked(data, chain.add("item", chain.n + 1, data))
 
 
 def read_session(
-    key: bytes, session_id: str, rows: Iterable[tuple[int, str, str]]
+    key: bytes,
+    session_id: str,
+    kept: tuple[SessionHead, str] | None,
+    rows: list[tuple[int, str, str]],
 ) -> tuple[Item, ...]:
-    items: list[Item] = []
-    for n, data, mac in rows:
-        if not matches(mac, key, "session", session_id, n, data):
-            raise StoreCorrupt(
-                f"session {session_id!r}: item {n} does not match its signature (edited)"
-            )
-        items.append(_load(Item, data, f"session {session_id!r}: item {n}"))
-    return tuple(items)
+    """A session's items, each a link of its chain, ending at its signed head (`kept`:
+    the head and its signature; none for a session never written or cleared).
+
+    Raises:
+        StoreCorrupt: an item was edited, removed, added, reordered or swapped.
+    """
+    owner = f"session {session_id!r}"
+    head, signature = kept or (SessionHead.empty(session_id), "")
+    if kept is not None and not compare_digest(signature, session_sig(key, session_id, head)):
+        raise StoreCorrupt(f"{owner}: its head (item {head.n}) does not match its signature")
+    links = [Link(n, f"item {n}", ("item", n, data), mac) for n, data, mac in rows]
+    verify(owner, head.base, head.first, links, head.n, head.digest)
+    return tuple(_load(Item, data, f"{owner}: item {n}") for n, data, _ in rows)
 
 
 def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
@@ -247,3 +336,17 @@ def check_run_id(run_id: str) -> None:
             f"run id {run_id[:40]!r} cannot be stored: it must be 1 to {MAX_RUN_ID} "
             "characters, without NUL"
         )
+
+
+def pruned_session(
+    key: bytes, session_id: str, kept: tuple[SessionHead, str] | None, upto: int, base: str
+) -> SessionHead | None:
+    """The head of a session once a prune deleted its items up to `upto` (`base`: the last
+    one's digest): its chain starts after them; None when no item is left. A head that
+    does not check out is kept as it is (the session stays refused)."""
+    if kept is None or upto >= kept[0].n:
+        return None
+    head, signature = kept
+    if not compare_digest(signature, session_sig(key, session_id, head)):
+        return head
+    return SessionHead(upto + 1, base, head.n, head.digest)

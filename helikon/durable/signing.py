@@ -1,9 +1,9 @@
 """Keyed signatures of what a store holds, so an edited row is refused instead of believed.
 
-Every record carries an HMAC-SHA256 over its run id, seq, the previous record's signature and
-its own JSON: a chain, so a record edited, removed or reordered breaks every signature after
-it. Calls, decisions, effects and the run's header are signed the same way (unchained). The
-key never lives in the database: it is given (`key=`), or read from $HELIKON_STORE_KEY, or,
+A run's header, and the head of its hash chain (`helikon.durable.chain`: every row it owns,
+each a link), carry an HMAC-SHA256; so does the head of a session's chain. Rows carry no
+signature of their own: the chain covers them, one hash a row and one HMAC a transaction.
+The key never lives in the database: it is given (`key=`), or read from $HELIKON_STORE_KEY, or,
 for an SQLite file, kept in a file beside it (`runs.db.key`, mode 0600, made on first use).
 A store whose key is lost cannot be resumed from, by design.
 """

@@ -23,8 +23,9 @@ from typing import Any, Literal
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
-from helikon.durable import rows
+from helikon.durable import legacy, rows
 from helikon.durable import sqlite_sql as sql
+from helikon.durable.chain import Chain, genesis
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -42,6 +43,7 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
+from helikon.durable.rows import RunHead
 from helikon.durable.signing import resolve_key
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
@@ -128,6 +130,8 @@ class SqliteRunStore:
                 for statement in sql.MIGRATIONS[step].split(";"):
                     if statement.strip():
                         db.execute(statement)
+                if step + 1 == sql.CHAINED_AT:
+                    _rechain(db, self._key)
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                 (str(sql.SCHEMA_VERSION),),
@@ -163,8 +167,10 @@ class SqliteRunStore:
         _check_seq(header.run_id, record.seq)
         now = time.time()
         data, mac = rows.header_row(self._key, header)
-        record_data, record_mac = rows.record_row(self._key, header.run_id, record, "")
-        head = rows.head_sig(self._key, header.run_id, record.seq, record_mac)
+        chain = Chain(0, genesis("run", header.run_id))
+        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        record_data, record_mac, record_link = rows.record_row(chain, record)
+        head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         with self._write() as db:
             if header.chart_digest not in self._charts:  # a chart is kept once per store
                 db.execute(sql.PUT_CHART, (header.chart_digest, chart_data))
@@ -188,13 +194,22 @@ class SqliteRunStore:
                         now,
                         header.forked_from,
                         header.forked_at,
-                        head,
+                        rows.head_sig(self._key, header.run_id, head),
+                        head.n,
+                        head.digest,
                     ),
                 )
             except sqlite3.IntegrityError:
                 raise RunExists(f"a run {header.run_id!r} is already in the store") from None
-            self._insert_effects(db, header.run_id, effects, first=1)  # a new run has none
-            db.execute(sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac))
+            db.executemany(
+                sql.INSERT_EFFECT,
+                [
+                    (header.run_id, n, e.after_seq, *row)
+                    for (n, e), row in zip(enumerate(effects, start=1), events, strict=True)
+                ],
+            )
+            args = (header.run_id, record.seq, record_data, record_mac, record_link)
+            db.execute(sql.INSERT_RECORD, args)
         self._charts.add(header.chart_digest)  # committed (charts are never deleted)
         return Lease(owner, 1, now + ttl), record_mac
 
@@ -248,18 +263,26 @@ class SqliteRunStore:
             LeaseLost: another driver took the run, or wrote this seq first.
         """
         _check_seq(run_id, record.seq)
-        data, mac = rows.record_row(self._key, run_id, record, previous_mac)
         phase = record.state_after.phase
         turns = rows.turns_of(record)
-        head = rows.head_sig(self._key, run_id, record.seq, mac)
         ended = status in ENDED
         with self._write() as db:
+            before, chain = self._chain(db, run_id, lease)
+            if (before.seq, before.mac) != (record.seq - 1, previous_mac):
+                raise self._lost(run_id, lease)
+            self._insert_effects(db, run_id, effects, chain)
+            data, mac, link = rows.record_row(chain, record)
+            db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
+            self._write_calls(db, run_id, calls, chain)
+            head = RunHead(record.seq, mac, chain.n, chain.digest)
             advanced = db.execute(
                 sql.ADVANCE,
                 (
                     record.seq,
                     mac,
-                    head,
+                    rows.head_sig(self._key, run_id, head),
+                    head.n,
+                    head.digest,
                     status,
                     phase,
                     turns,
@@ -275,51 +298,57 @@ class SqliteRunStore:
             ).rowcount
             if not advanced:
                 raise self._lost(run_id, lease)
-            self._insert_effects(db, run_id, effects)
-            db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac))
-            if calls:
-                self._write_calls(db, run_id, calls)
         return mac
 
+    def _chain(self, db: sqlite3.Connection, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
+        """The run's head and its chain to extend, if `lease` still holds."""
+        row = db.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch)).fetchone()
+        if row is None:
+            raise self._lost(run_id, lease)
+        return RunHead(*row), Chain(row[2], row[3])
+
+    def _seal(self, db: sqlite3.Connection, run_id: str, head: RunHead, chain: Chain) -> None:
+        """Sign the run's head anew when this transaction added links to its chain."""
+        if chain.n != head.n:
+            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
+            signature = rows.head_sig(self._key, run_id, head)
+            db.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
+
     def _write_calls(
-        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord]
+        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord], chain: Chain
     ) -> None:
+        """Start or finish `calls`, each written a link of `chain` (none when the row was
+        there: a call starts once, its first result wins)."""
         for call in calls:
-            result, mac = rows.call_row(self._key, run_id, call)
+            result, mac, link = rows.call_row(chain, call)
             if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac)
-                db.execute(sql.START_CALL, args)
+                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
+                written = db.execute(sql.START_CALL, args).rowcount
             else:
-                db.execute(sql.FINISH_CALL, (result, mac, run_id, call.seq, call.call_id))
+                finished = (result, mac, link, run_id, call.seq, call.call_id)
+                written = db.execute(sql.FINISH_CALL, finished).rowcount
+            if not written:
+                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         if not effects:
             return
         with self._write() as db:
-            self._check_lease(db, run_id, lease)
-            self._insert_effects(db, run_id, effects)
+            head, chain = self._chain(db, run_id, lease)
+            self._insert_effects(db, run_id, effects, chain)
+            self._seal(db, run_id, head, chain)
 
     def _insert_effects(
-        self,
-        db: sqlite3.Connection,
-        run_id: str,
-        effects: Sequence[EffectRecord],
-        first: int | None = None,
+        self, db: sqlite3.Connection, run_id: str, effects: Sequence[EffectRecord], chain: Chain
     ) -> None:
-        """Add `effects` after the run's last (numbered from `first` when it is known)."""
+        """Add `effects` after the run's last, each a link of `chain`."""
         if not effects:
             return
-        if first is None:
-            first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
+        first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
         db.executemany(
             sql.INSERT_EFFECT,
             [
-                (
-                    run_id,
-                    first + i,
-                    effect.after_seq,
-                    *rows.effect_row(self._key, run_id, first + i, effect),
-                )
+                (run_id, first + i, effect.after_seq, *rows.effect_row(chain, first + i, effect))
                 for i, effect in enumerate(effects)
             ],
         )
@@ -328,14 +357,16 @@ class SqliteRunStore:
         """Record that a call starts (a call already recorded keeps its row; a result the
         record carries is not written: that is `finish_call`'s)."""
         with self._write() as db:
-            self._check_lease(db, run_id, lease)
-            self._write_calls(db, run_id, (replace(call, result=None),))
+            head, chain = self._chain(db, run_id, lease)
+            self._write_calls(db, run_id, (replace(call, result=None),), chain)
+            self._seal(db, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins."""
         with self._write() as db:
-            self._check_lease(db, run_id, lease)
-            self._write_calls(db, run_id, calls)
+            head, chain = self._chain(db, run_id, lease)
+            self._write_calls(db, run_id, calls, chain)
+            self._seal(db, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.
@@ -344,31 +375,30 @@ class SqliteRunStore:
             StoreError (`DecisionSpent`): a call of these was decided already.
         """
         with self._write() as db:
-            head = db.execute(sql.HEAD, (run_id,)).fetchone()
-            if head is None:
+            row = db.execute(sql.CHAIN, (run_id,)).fetchone()
+            if row is None:
                 raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
-            if head[0] != seq:
+            head, chain = RunHead(*row), Chain(row[2], row[3])
+            if head.seq != seq:
                 raise StoreError(
-                    f"run {run_id!r} is at step {head[0]}, not at suspension {seq}: "
+                    f"run {run_id!r} is at step {head.seq}, not at suspension {seq}: "
                     "decisions for that suspension cannot be spent"
                 )
             for decision in decisions:
-                data, mac = rows.decision_row(self._key, run_id, seq, decision)
+                data, mac, link = rows.decision_row(chain, seq, decision)
+                args = (run_id, seq, decision.call_id, data, mac, link)
                 try:
-                    db.execute(sql.INSERT_DECISION, (run_id, seq, decision.call_id, data, mac))
+                    db.execute(sql.INSERT_DECISION, args)
                 except sqlite3.IntegrityError:
                     raise DecisionSpent(
                         f"call {decision.call_id!r} of run {run_id!r} was already decided at "
                         f"suspension {seq}: a decision is spent once"
                     ) from None
+            self._seal(db, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         with self._write() as db:
             db.execute(sql.RELEASE, (status, time.time(), run_id, lease.owner, lease.epoch))
-
-    def _check_lease(self, db: sqlite3.Connection, run_id: str, lease: Lease) -> None:
-        if db.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch)).fetchone() is None:
-            raise self._lost(run_id, lease)
 
     def _lost(self, run_id: str, lease: Lease) -> LeaseLost:
         row = self._db.execute(
@@ -400,15 +430,14 @@ class SqliteRunStore:
         """
         with self._lock, self._reading():
             row, header = self._run_row(run_id)
-            key = self._key
-            rows.check_head(key, run_id, row[7], row[8], row[17])
-            records = rows.read_records(
-                key, run_id, self._db.execute(sql.RECORDS, (row[18],)), row[7], row[8]
-            )
-            effects = rows.read_effects(key, run_id, self._db.execute(sql.EFFECTS, (run_id,)))
-            calls = rows.read_calls(key, run_id, self._db.execute(sql.CALLS, (run_id,)))
-            decisions = rows.read_decisions(key, run_id, self._db.execute(sql.DECISIONS, (run_id,)))
+            head = RunHead(row[7], row[8], row[19], row[20])
+            rows.check_head(self._key, run_id, head, row[17])
+            found = [
+                self._db.execute(query, (row[18] if query is sql.RECORDS else run_id,)).fetchall()
+                for query in _PARTS
+            ]
             chart = self._db.execute(sql.CHART, (header.chart_digest,)).fetchone()
+        records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
         return StoredRun(
             header,
             _info(row),
@@ -520,24 +549,37 @@ class SqliteRunStore:
     # ------------------------------------------------------------ sessions
 
     def session_items(self, session_id: str) -> tuple[Item, ...]:
-        found = self._read(sql.SESSION_ITEMS, (session_id,))
-        return rows.read_session(self._key, session_id, found)
+        with self._lock, self._reading():
+            head = _session_head(self._db, session_id)
+            found = self._db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
+        return rows.read_session(self._key, session_id, head, found)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if not items:
             return
         now = time.time()
         with self._write() as db:
-            n = int(db.execute(sql.SESSION_NEXT, (session_id,)).fetchone()[0])
+            head, _ = _session_head(db, session_id) or (rows.SessionHead.empty(session_id), "")
+            chain = Chain(head.n, head.digest)
             added = []
-            for i, item in enumerate(items):
-                data, mac = rows.session_row(self._key, session_id, n + i, item)
-                added.append((session_id, n + i, data, mac, run_id, now))
+            for item in items:
+                data, mac, n = rows.session_row(chain, item)
+                added.append((session_id, n, data, mac, run_id, now))
             db.executemany(sql.SESSION_ADD, added)
+            head = replace(head, n=chain.n, digest=chain.digest)
+            self._set_session_head(db, session_id, head)
+
+    def _set_session_head(
+        self, db: sqlite3.Connection, session_id: str, head: rows.SessionHead
+    ) -> None:
+        signature = rows.session_sig(self._key, session_id, head)
+        fields = (head.first, head.base, head.n, head.digest)
+        db.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
 
     def clear_session(self, session_id: str) -> None:
         with self._write() as db:
-            db.execute(sql.SESSION_CLEAR, (session_id,))
+            for statement in sql.SESSION_CLEAR:
+                db.execute(statement, (session_id,))
 
     # ------------------------------------------------------------ retention
 
@@ -575,8 +617,20 @@ class SqliteRunStore:
             now = time.time()
             old = [row[0] for row in db.execute(sql.OLD_RUNS, (cutoff, now)).fetchall()]
             gone = sum(self._delete_tree(db, run_id) for run_id in old)
-            db.execute(sql.OLD_SESSIONS, (cutoff,))
+            for session_id, upto in db.execute(sql.OLD_SESSIONS, (cutoff,)).fetchall():
+                self._prune_session(db, session_id, upto)
         return gone
+
+    def _prune_session(self, db: sqlite3.Connection, session_id: str, upto: int) -> None:
+        """Delete a session's items up to `upto`; its chain then starts after them."""
+        kept = _session_head(db, session_id)
+        base = db.execute(sql.SESSION_ITEM, (session_id, upto)).fetchone()
+        db.execute(sql.SESSION_PRUNE, (session_id, upto))
+        head = rows.pruned_session(self._key, session_id, kept, upto, base[0] if base else "")
+        if head is None:
+            db.execute(sql.SESSION_CLEAR[1], (session_id,))
+        elif kept is not None and head != kept[0]:
+            self._set_session_head(db, session_id, head)
 
     async def aprune(self, older_than: float) -> int:
         return await asyncio.to_thread(self.prune, older_than)
@@ -654,6 +708,39 @@ def _failed(path: str, exc: sqlite3.Error) -> StoreError:
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else "cannot write"
     return StoreError(f"the run store {path} {what}: {exc} ({name})")
+
+
+_PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
+
+
+def _session_head(db: sqlite3.Connection, session_id: str) -> tuple[rows.SessionHead, str] | None:
+    row = db.execute(sql.SESSION_HEAD, (session_id,)).fetchone()
+    return None if row is None else (rows.SessionHead(*row[:4]), row[4])
+
+
+def _rechain(db: sqlite3.Connection, key: bytes) -> None:
+    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
+    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
+    for run_id, run_key, *head in db.execute(sql.V3_RUNS).fetchall():
+        reads = zip(sql.V3_READS, (run_key, run_id, run_id, run_id), strict=True)
+        found = tuple(db.execute(query, (arg,)).fetchall() for query, arg in reads)
+        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
+        if done is not None:
+            db.executemany(sql.CHAIN_RECORD, [(*row, run_key) for row in done.records])
+            for query, links in zip(_CHAINS, done.parts()[1:], strict=True):
+                db.executemany(query, [(*row, run_id) for row in links])
+            db.execute(sql.CHAIN_RUN, (*done.head, run_id))
+    for (session_id,) in db.execute(sql.V3_SESSIONS).fetchall():
+        items = db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
+        chained = legacy.rechain_session(key, session_id, items)
+        if chained is not None:
+            db.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
+            db.execute(sql.SESSION_SET_HEAD, chained[1])
+    for guard in sql.GUARDS:
+        db.execute(guard)
+
+
+_CHAINS = (sql.CHAIN_EFFECT, sql.CHAIN_CALL, sql.CHAIN_DECISION)
 
 
 def _check_seq(run_id: str, seq: int) -> None:

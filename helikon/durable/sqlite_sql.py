@@ -6,7 +6,7 @@ helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is r
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_SPAN = 1 << 32
 """A run's records are keyed `run_key * RUN_SPAN + seq`: one range of one b-tree a run."""
 
@@ -117,13 +117,57 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE records;
     ALTER TABLE records_v3 RENAME TO records;
     """,
+    # 3 -> 4: one hash chain per run over every row it owns, one per session over its items
+    # (`helikon.durable.chain`): each row gets its link number, and its `mac` holds its
+    # link's digest; the run's row keeps the chain's head. The rows written before are
+    # chained by `helikon.durable.legacy.rechain` in the same transaction.
+    """
+    ALTER TABLE runs ADD COLUMN chain_n INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN chain_digest TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN link INTEGER;
+    ALTER TABLE effects ADD COLUMN link INTEGER;
+    ALTER TABLE calls ADD COLUMN link INTEGER;
+    ALTER TABLE calls ADD COLUMN result_link INTEGER;
+    ALTER TABLE decisions ADD COLUMN link INTEGER;
+    CREATE TABLE session_heads (
+        session_id TEXT PRIMARY KEY,
+        first INTEGER NOT NULL,
+        base TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        sig TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+)
+CHAINED_AT = 4
+"""The schema version whose migration chains the rows written before it."""
+
+GUARD = "helikon_schema_4_refuses_writers_of_schema_3"
+"""A helikon of schema 3 still running when another migrated the file writes rows without
+links: these triggers refuse its writes, naming both versions. (It cannot be told
+otherwise: it checks the version when it opens the store, not at each write.)"""
+GUARDS = tuple(
+    f"CREATE TRIGGER {name} BEFORE {event} WHEN {when} BEGIN SELECT RAISE(ABORT, '{GUARD}'); END"
+    for name, event, when in (
+        ("runs_need_a_chain", "INSERT ON runs", "NEW.chain_n = 0"),
+        ("records_need_a_link", "INSERT ON records", "NEW.link IS NULL"),
+        ("effects_need_a_link", "INSERT ON effects", "NEW.link IS NULL"),
+        ("calls_need_a_link", "INSERT ON calls", "NEW.link IS NULL"),
+        (
+            "results_need_a_link",
+            "UPDATE OF result ON calls",
+            "NEW.result IS NOT NULL AND NEW.result_link IS NULL",
+        ),
+        ("decisions_need_a_link", "INSERT ON decisions", "NEW.link IS NULL"),
+    )
 )
 
 CREATE_RUN = """
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
-                  created_at, updated_at, forked_from, forked_at, head_sig, run_key)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?,
+                  created_at, updated_at, forked_from, forked_at, head_sig, chain_n,
+                  chain_digest, run_key)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?,
         (SELECT COALESCE(MAX(run_key), 0) + 1 FROM runs))
 """
 
@@ -138,14 +182,20 @@ UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease
 """
 
 ADVANCE = """
-UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, status = ?, phase = ?,
+UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, chain_n = ?, chain_digest = ?,
+                status = ?, phase = ?,
                 turns = MAX(turns, ?), updated_at = ?,
                 lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END,
                 lease_expires = CASE WHEN ? THEN NULL ELSE lease_expires END
 WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ? AND head_mac = ?
 """
 
-HOLDS = "SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?"
+HOLDS = """
+SELECT head_seq, head_mac, chain_n, chain_digest FROM runs
+WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+"""
+CHAIN = "SELECT head_seq, head_mac, chain_n, chain_digest FROM runs WHERE run_id = ?"
+SET_CHAIN = "UPDATE runs SET chain_n = ?, chain_digest = ?, head_sig = ? WHERE run_id = ?"
 
 RELEASE = """
 UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = ?, updated_at = ?
@@ -153,26 +203,31 @@ WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
 """
 
 INSERT_RECORD = """
-INSERT INTO records (id, run_id, seq, data, mac)
-SELECT run_key * 4294967296 + ?2, ?1, ?2, ?3, ?4 FROM runs WHERE run_id = ?1
+INSERT INTO records (id, run_id, seq, data, mac, link)
+SELECT run_key * 4294967296 + ?2, ?1, ?2, ?3, ?4, ?5 FROM runs WHERE run_id = ?1
 """
-INSERT_EFFECT = "INSERT INTO effects (run_id, n, after_seq, data, mac) VALUES (?, ?, ?, ?, ?)"
+INSERT_EFFECT = """
+INSERT INTO effects (run_id, n, after_seq, data, mac, link) VALUES (?, ?, ?, ?, ?, ?)
+"""
 NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = ?"
 START_CALL = """
-INSERT OR IGNORE INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac)
-VALUES (?, ?, ?, ?, ?, NULL, ?)
+INSERT OR IGNORE INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac, link)
+VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
 """
 FINISH_CALL = """
-UPDATE calls SET result = ?, mac = ? WHERE run_id = ? AND seq = ? AND call_id = ?
+UPDATE calls SET result = ?, mac = ?, result_link = ?
+WHERE run_id = ? AND seq = ? AND call_id = ?
 AND result IS NULL
 """
-INSERT_DECISION = "INSERT INTO decisions (run_id, seq, call_id, data, mac) VALUES (?, ?, ?, ?, ?)"
+INSERT_DECISION = """
+INSERT INTO decisions (run_id, seq, call_id, data, mac, link) VALUES (?, ?, ?, ?, ?, ?)
+"""
 PUT_CHART = "INSERT OR IGNORE INTO charts (digest, data) VALUES (?, ?)"
 
 RUN_ROW = """
 SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
        turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at, head_sig, run_key
+       forked_at, head_sig, run_key, chain_n, chain_digest
 FROM runs WHERE run_id = ?
 """
 RUN_LIST = """
@@ -182,27 +237,36 @@ SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq
 FROM runs
 """
 RECORDS = """
-SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295
-ORDER BY id
+SELECT seq, data, mac, link FROM records
+WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY id
 """
-EFFECTS = "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n"
+EFFECTS = "SELECT n, after_seq, data, mac, link FROM effects WHERE run_id = ? ORDER BY n"
 REVISION = """
 SELECT head_seq, updated_at, (SELECT MAX(n) FROM effects WHERE run_id = ?)
 FROM runs WHERE run_id = ?
 """
 CALLS = """
-SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ?
-ORDER BY seq, call_id
+SELECT seq, call_id, tool, arguments_hash, result, mac, link, result_link FROM calls
+WHERE run_id = ? ORDER BY seq, call_id
 """
-DECISIONS = "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id"
+DECISIONS = """
+SELECT seq, call_id, data, mac, link FROM decisions WHERE run_id = ? ORDER BY seq, call_id
+"""
 CHART = "SELECT data FROM charts WHERE digest = ?"
 
 SESSION_ITEMS = "SELECT n, item, mac FROM sessions WHERE session_id = ? ORDER BY n"
-SESSION_NEXT = "SELECT COALESCE(MAX(n), 0) + 1 FROM sessions WHERE session_id = ?"
+SESSION_HEAD = "SELECT first, base, n, digest, sig FROM session_heads WHERE session_id = ?"
+SESSION_SET_HEAD = """
+INSERT OR REPLACE INTO session_heads (session_id, first, base, n, digest, sig)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
 SESSION_ADD = """
 INSERT INTO sessions (session_id, n, item, mac, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
-SESSION_CLEAR = "DELETE FROM sessions WHERE session_id = ?"
+SESSION_CLEAR = (
+    "DELETE FROM sessions WHERE session_id = ?",
+    "DELETE FROM session_heads WHERE session_id = ?",
+)
 
 DELETE_RUN = (
     """
@@ -220,5 +284,35 @@ OLD_RUNS = """
 SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL
 AND (lease_owner IS NULL OR lease_expires < ?)
 """
-HEAD = "SELECT head_seq FROM runs WHERE run_id = ?"
-OLD_SESSIONS = "DELETE FROM sessions WHERE created_at < ?"
+OLD_SESSIONS = """
+SELECT session_id, MAX(n) FROM sessions WHERE created_at < ? GROUP BY session_id
+"""
+SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = ? AND n = ?"
+SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = ? AND n <= ?"
+
+# ---------------------------------------------------------------- chaining (schema 3 -> 4)
+# The rows of format 1 as it read them, and the links and digests they get.
+
+V3_RUNS = "SELECT run_id, run_key, head_seq, head_mac, head_sig FROM runs ORDER BY run_key"
+V3_READS = (
+    "SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND "
+    "?1 * 4294967296 + 4294967295 ORDER BY id",
+    "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n",
+    "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ? "
+    "ORDER BY seq, call_id",
+    "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id",
+)
+CHAIN_RECORD = "UPDATE records SET link = ?1, mac = ?2 WHERE id = ?4 * 4294967296 + ?3"
+CHAIN_EFFECT = "UPDATE effects SET link = ?1, mac = ?2 WHERE run_id = ?4 AND n = ?3"
+CHAIN_CALL = """
+UPDATE calls SET link = ?1, result_link = ?2, mac = ?3 WHERE run_id = ?6 AND seq = ?4
+AND call_id = ?5
+"""
+CHAIN_DECISION = """
+UPDATE decisions SET link = ?1, mac = ?2 WHERE run_id = ?5 AND seq = ?3 AND call_id = ?4
+"""
+CHAIN_RUN = """
+UPDATE runs SET head_mac = ?, chain_n = ?, chain_digest = ?, head_sig = ? WHERE run_id = ?
+"""
+V3_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+CHAIN_ITEM = "UPDATE sessions SET mac = ?1 WHERE n = ?2 AND session_id = ?3"
