@@ -74,9 +74,9 @@ async def test_an_earlier_store_is_migrated_and_its_suspended_run_resumes(
 
     with SqliteRunStore(path, key=KEY) as store:
         found, indexes, records = schema_of(path)
-        assert found == str(sqlite_sql.SCHEMA_VERSION) == "3"
+        assert found == str(sqlite_sql.SCHEMA_VERSION) == "4"
         assert indexes == ["runs_by_key", "runs_by_parent", "sqlite_autoindex_meta_1",
-                           "sqlite_autoindex_runs_1"]  # fmt: skip
+                           "sqlite_autoindex_payloads_1", "sqlite_autoindex_runs_1"]  # fmt: skip
         assert "id INTEGER PRIMARY KEY" in records and "UNIQUE" not in records
         migrated = store.get("r1")  # every signature and the record chain checked
         assert (migrated.records, migrated.calls, migrated.effects, migrated.head_mac) == (

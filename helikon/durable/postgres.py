@@ -46,6 +46,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
 from helikon.durable import postgres_sql as sql
 from helikon.durable import rows
+from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -739,6 +740,22 @@ class PostgresRunStore:
             if sessions is not None:
                 await cur.execute(sql.OLD_SESSIONS, (sessions,))
         return len(gone)
+
+    async def aput_payload(self, run_id: str, data: bytes) -> str:
+        """Keep `data` for `run_id` (once: a second put of the same bytes is the first); its
+        key, the sha256 of the bytes."""
+        digest = digest_of(data)
+        await self._await(self._execute(sql.PUT_PAYLOAD, run_id, digest, data))
+        return digest
+
+    async def apayload(self, run_id: str, digest: str) -> bytes:
+        """The payload of `run_id` kept under `digest`, verified (`payloads.checked`)."""
+        return await self._await(self._payload(run_id, digest))
+
+    async def _payload(self, run_id: str, digest: str) -> bytes:
+        async with self._transaction() as cur:
+            found = await self._all(cur, sql.PAYLOAD, run_id, digest)
+        return checked(run_id, digest, found[0][0] if found else None, self._where)
 
     def put_chart(self, digest: str, data: str) -> None:
         self._wait(self._execute(sql.PUT_CHART, digest, data))

@@ -13,7 +13,7 @@ unqualified, in the first schema of the connection's `search_path`.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 NOW = "extract(epoch FROM now())::float8"
 """The store's clock: the database server's time at the start of the transaction."""
@@ -101,6 +101,16 @@ MIGRATIONS: tuple[str, ...] = (
         run_id TEXT,
         created_at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (session_id, n)
+    );
+    """,
+    # 1 -> 2: payloads a run keeps by reference (helikon.durable.payloads), keyed by their
+    # run and the sha256 of their bytes.
+    """
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run_id, digest)
     );
     """,
 )
@@ -236,6 +246,12 @@ SELECT run_id FROM tree
 """
 DELETE_RUNS = tuple(
     f"DELETE FROM {table} WHERE run_id = ANY(%s)"
-    for table in ("records", "effects", "calls", "decisions", "runs")
+    for table in ("records", "effects", "calls", "decisions", "payloads", "runs")
 )
 OLD_SESSIONS = f"DELETE FROM sessions WHERE created_at < {NOW} - %s"
+
+PUT_PAYLOAD = """
+INSERT INTO payloads (run_id, digest, data) VALUES (%s, %s, %s)
+ON CONFLICT (run_id, digest) DO NOTHING
+"""
+PAYLOAD = "SELECT data FROM payloads WHERE run_id = %s AND digest = %s"

@@ -6,7 +6,7 @@ helikon is migrated forward to `SCHEMA_VERSION`, and one of a newer version is r
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_SPAN = 1 << 32
 """A run's records are keyed `run_key * RUN_SPAN + seq`: one range of one b-tree a run."""
 
@@ -117,6 +117,16 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE records;
     ALTER TABLE records_v3 RENAME TO records;
     """,
+    # 3 -> 4: payloads a run keeps by reference (helikon.durable.payloads), keyed by their
+    # run and the sha256 of their bytes. A rowid table: its rows are large.
+    """
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (run_id, digest)
+    )
+    """,
 )
 
 CREATE_RUN = """
@@ -212,7 +222,7 @@ DELETE_RUN = (
     """,
     *(
         f"DELETE FROM {table} WHERE run_id = ?"
-        for table in ("effects", "calls", "decisions", "runs")
+        for table in ("effects", "calls", "decisions", "payloads", "runs")
     ),
 )
 CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
@@ -222,3 +232,6 @@ AND (lease_owner IS NULL OR lease_expires < ?)
 """
 HEAD = "SELECT head_seq FROM runs WHERE run_id = ?"
 OLD_SESSIONS = "DELETE FROM sessions WHERE created_at < ?"
+
+PUT_PAYLOAD = "INSERT OR IGNORE INTO payloads (run_id, digest, data) VALUES (?, ?, ?)"
+PAYLOAD = "SELECT data FROM payloads WHERE run_id = ? AND digest = ?"
