@@ -29,6 +29,7 @@ from helikon.durable.store import RunStore
 from helikon.run.spec import AgentSpec
 from helikon.temporal.activities import HelikonActivities
 from helikon.temporal.options import TemporalOptions
+from helikon.temporal.payloads import claim_check
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.workflow import HelikonWorkflow
 
@@ -93,12 +94,15 @@ def helikon_worker(
     give them unconnected (``Agent(..., mcp_servers=[MCPServer(stdio=[...])])``) and enter
     the worker; each run lists them as an activity when it starts.
 
+    Payloads of `CLAIM_THRESHOLD` bytes or more travel by reference through `store`
+    (helikon.temporal.payloads): the worker's client is given that claim check.
+
     Raises:
         ValueError: agents that share a name (see AgentRegistry).
     """
     registry = AgentRegistry(agents, options)
     return HelikonWorker(
-        client,
+        claim_check(client, store),
         task_queue,
         registry,
         HelikonActivities(registry, store, deps),

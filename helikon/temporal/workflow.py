@@ -54,6 +54,7 @@ from temporalio.exceptions import (
     CancelledError,
     ChildWorkflowError,
 )
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
@@ -104,6 +105,12 @@ with workflow.unsafe.imports_passed_through():
 CANCELED = "helikon-cancelled-run-ends-canceled"
 """The patch under which a run the workflow's cancellation ended ends its workflow Canceled
 (histories recorded before it completed such a workflow normally, and still replay so)."""
+
+
+TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
+"""The patch under which a call that is not run again, failed for a cause other than its
+worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
+(histories recorded before it said "interrupted", and still replay so)."""
 
 
 class _Stopped(Exception):
@@ -377,7 +384,7 @@ class HelikonWorkflow:
                 )
             )
         except ActivityError as exc:
-            if attempts == 1:
+            if attempts == 1 and _interrupted(exc):
                 return Fail(EffectFailed(name, EFFECT_INTERRUPTED, interrupted=True))
             return Fail(EffectFailed(name, f"failed: {_cause(exc)}"))
         self._written(run.writes)
@@ -491,7 +498,9 @@ class HelikonWorkflow:
         except ActivityError as exc:
             if _cancelled(exc):
                 raise
-            content = INTERRUPTED if attempts == 1 else f"error: the call failed: {_cause(exc)}"
+            content = f"error: the call failed: {_cause(exc)}"
+            if attempts == 1 and _interrupted(exc):
+                content = INTERRUPTED
             return ToolResult(call.call_id, content, True, "errored"), ZERO_USAGE
         if writes is not None:
             self._written(writes)
@@ -795,6 +804,16 @@ def _cancelled(exc: ActivityError | ChildWorkflowError) -> bool:
     """Whether an activity or a child workflow failed because it was cancelled (the
     workflow, or the deadline)."""
     return isinstance(exc.cause, (CancelledError, asyncio.CancelledError))
+
+
+def _interrupted(exc: ActivityError) -> bool:
+    """Whether a call run once failed because its worker was lost (it timed out, so it
+    may have run), rather than with a cause to tell (Temporal refused its result, the
+    activity raised). Before the `TRUE_CAUSE` patch every such failure was "interrupted":
+    a replay of such a history says so again."""
+    if isinstance(exc.cause, TemporalTimeout):
+        return True
+    return not workflow.patched(TRUE_CAUSE)
 
 
 def _cause(exc: BaseException) -> str:
