@@ -64,6 +64,35 @@ async def largest_payload(handle: WorkflowHandle[Any, Any]) -> int:
     return max(event.ByteSize() for event in history.events)
 
 
+async def test_the_driver_keeps_a_payload_with_its_workflows_run_and_reads_it_verified(
+    tmp_path: Path,
+) -> None:
+    from temporalio.api.common.v1 import Payload
+    from temporalio.converter import (
+        StorageDriverClaim,
+        StorageDriverRetrieveContext,
+        StorageDriverStoreContext,
+        StorageDriverWorkflowInfo,
+    )
+
+    from helikon.durable import StoreError
+    from helikon.temporal.payloads import RunStorePayloads
+
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 300_000 + b'"')
+    run = StorageDriverStoreContext(StorageDriverWorkflowInfo(namespace="default", id="r1"))
+    nobody = StorageDriverStoreContext(target=None)
+    with SqliteRunStore(tmp_path / "runs.db", key=b"k" * 32) as store:
+        driver = RunStorePayloads(store)
+        (claim,) = await driver.store(run, [payload])
+        assert claim.claim_data["run_id"] == "r1"
+        assert await driver.retrieve(StorageDriverRetrieveContext(), [claim]) == [payload]
+        with pytest.raises(StoreError, match="for no workflow"):
+            await driver.store(nobody, [payload])
+        hostile = StorageDriverClaim({"sha256": claim.claim_data["sha256"]})
+        with pytest.raises(StoreError, match="names no run"):
+            await driver.retrieve(StorageDriverRetrieveContext(), [hostile])
+
+
 async def test_a_client_keeps_the_external_storage_it_has(
     temporal_address: str, tmp_path: Path
 ) -> None:

@@ -29,7 +29,11 @@ Continue-as-new, when Temporal suggests it, carries only ids and the seq: the ne
 reads its state from the store.
 
 A custom chart's effect phase (`RunEffect`) is an activity too, `helikon_effect`, retried
-only when the effect is `idempotent`. An action this module does not know fails the
+only when the effect is `idempotent`. A call not retried that failed with a cause other
+than its worker's loss (Temporal refused its result) tells that cause rather than
+"interrupted" (`TRUE_CAUSE`). Payloads of 256 KiB or more reach the workflow whole, from
+the run store: the worker's data converter fetches them (helikon.temporal.payloads), and
+the history holds their references. An action this module does not know fails the
 workflow closed.
 
 Driver changes that alter what a workflow schedules must be guarded with
