@@ -733,7 +733,7 @@ async def test_a_payload_whose_bytes_were_changed_is_refused(
 ) -> None:
     key = await store.aput_payload("r1", b"the whole answer")
     backend.sql("UPDATE payloads SET data = ?", b"another answer")
-    with pytest.raises(StoreCorrupt, match="'r1'.*changed"):
+    with pytest.raises(StoreCorrupt, match=r"'r1'.*changed"):
         await store.apayload("r1", key)
 
 
