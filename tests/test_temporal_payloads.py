@@ -18,22 +18,22 @@ pytest.importorskip("temporalio")
 from store_support import Backend
 from temporal_agents import BULK, bulky_agent
 from temporalio.client import Client, WorkflowHandle
+from temporalio.converter import DataConverter, ExternalStorage
 
 from helikon import Agent
+from helikon.core.errors import ModelCallFailed
 from helikon.core.items import ToolResult
 from helikon.core.state import EffectResult
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.temporal import (
     CLAIM_THRESHOLD,
-    AgentRegistry,
-    HelikonWorker,
     RunOutcome,
     claim_check,
     helikon_worker,
     outcome,
     start_run,
 )
-from helikon.temporal.activities import HelikonActivities
+from helikon.temporal.payloads import RunStorePayloads
 
 WAIT = 120.0
 DELTAS = {"token_delta", "tool_call_delta", "reasoning_delta"}
@@ -76,7 +76,6 @@ async def test_the_driver_keeps_a_payload_with_its_workflows_run_and_reads_it_ve
     )
 
     from helikon.durable import StoreError
-    from helikon.temporal.payloads import RunStorePayloads
 
     payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 300_000 + b'"')
     run = StorageDriverStoreContext(StorageDriverWorkflowInfo(namespace="default", id="r1"))
@@ -169,12 +168,13 @@ async def test_a_large_effect_result_is_fed_to_the_chart_as_it_is_locally(
 async def without_claim_check(
     address: str, store: RunStore, agent: Agent, text: str = "go"
 ) -> RunOutcome:
-    """A run of `agent` to its end on a worker whose client has no claim check, so
-    Temporal refuses a payload over its limit."""
+    """A run of `agent` to its end on a worker whose client has an external storage of
+    its own that keeps nothing under 64 MiB, so Temporal refuses a payload over its limit."""
     run_id, queue = ids()
-    client = await Client.connect(address)
-    registry = AgentRegistry([agent])
-    async with HelikonWorker(client, queue, registry, HelikonActivities(registry, store)):
+    storage = ExternalStorage(drivers=[RunStorePayloads(store)], payload_size_threshold=1 << 26)
+    converter = DataConverter(external_storage=storage)
+    client = await Client.connect(address, data_converter=converter)
+    async with helikon_worker(client, queue, [agent], store):
         handle = await start_run(client, agent, text, task_queue=queue, run_id=run_id)
         return await asyncio.wait_for(outcome(handle), WAIT)
 
@@ -209,3 +209,17 @@ async def test_an_effect_result_temporal_refuses_fails_the_run_with_its_cause(
     error: Any = ended.state.error  # type: ignore[union-attr]
     assert (error.effect, error.interrupted) == ("retrieve", False)
     assert error.message.startswith("failed: ") and "PayloadsTooLarge" in error.message
+
+
+async def test_a_model_answer_temporal_refuses_fails_the_run_with_its_cause(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """Not retried (the model called again, its answer refused again): the run fails,
+    saying why."""
+    agent = bulky_agent(answer="y" * BULK, size=10)
+    with SqliteRunStore(tmp_path / "runs.db", key=b"k" * 32) as store:
+        ended = await without_claim_check(temporal_address, store, agent)
+    error: Any = ended.state.error  # type: ignore[union-attr]
+    assert isinstance(error, ModelCallFailed) and error.reason == "bad_response"
+    assert "PayloadsTooLarge" in error.message
+    assert len(agent.model.requests) == 2  # type: ignore[attr-defined]

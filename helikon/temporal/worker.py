@@ -102,7 +102,7 @@ def helikon_worker(
     """
     registry = AgentRegistry(agents, options)
     return HelikonWorker(
-        claim_check(client, store),
+        client,
         task_queue,
         registry,
         HelikonActivities(registry, store, deps),
@@ -115,7 +115,8 @@ class HelikonWorker:
     """A Temporal `Worker` with the helikon workflow and activities, the registry it serves
     registered for its task queue while it runs, and its agents' tool sources connected
     for as long (each that is an async context manager is entered before the worker polls
-    and left after it stopped)."""
+    and left after it stopped). Its client gets the claim check of the activities' store
+    (`claim_check`)."""
 
     def __init__(
         self,
@@ -132,7 +133,7 @@ class HelikonWorker:
         self.activities = activities
         self._sources: AsyncExitStack | None = None
         self.worker = Worker(
-            client,
+            claim_check(client, activities.store),
             task_queue=task_queue,
             workflows=[HelikonWorkflow],
             activities=list(activities.all()),

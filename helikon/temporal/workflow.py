@@ -31,7 +31,8 @@ reads its state from the store.
 A custom chart's effect phase (`RunEffect`) is an activity too, `helikon_effect`, retried
 only when the effect is `idempotent`. A call not retried that failed with a cause other
 than its worker's loss (Temporal refused its result) tells that cause rather than
-"interrupted" (`TRUE_CAUSE`). Payloads of 256 KiB or more reach the workflow whole, from
+"interrupted" (`TRUE_CAUSE`); a model answer Temporal refuses is not asked for again,
+and fails the run saying why. Payloads of 256 KiB or more reach the workflow whole, from
 the run store: the worker's data converter fetches them (helikon.temporal.payloads), and
 the history holds their references. An action this module does not know fails the
 workflow closed.
@@ -67,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         EffectFailed,
         GuardrailTripped,
         MaxAgentDepthExceeded,
+        ModelCallFailed,
         TimedOut,
         ToolsUnavailable,
         describe,
@@ -115,6 +117,11 @@ TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
 """The patch under which a call that is not run again, failed for a cause other than its
 worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
 (histories recorded before it said "interrupted", and still replay so)."""
+
+
+PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
+"""The type of the failure the Temporal SDK gives an activity whose answer is over
+Temporal's payload limit (`CLAIM_THRESHOLD` keeps a helikon worker's answers under it)."""
 
 
 class _Stopped(Exception):
@@ -422,9 +429,15 @@ class HelikonWorkflow:
                     return Fail(answer.error)
         call = m.ModelCall(facts.agent.name, self._take(), action.request, self.model_calls)
         self.model_calls += 1
-        answer_: m.ModelAnswer = await self._activity(
-            "helikon_model", call, m.ModelAnswer, self._options.model_timeout
-        )
+        try:
+            answer_: m.ModelAnswer = await self._activity(
+                "helikon_model", call, m.ModelAnswer, self._options.model_timeout
+            )
+        except ActivityError as exc:
+            if not _too_large(exc) or not workflow.patched(TRUE_CAUSE):
+                raise
+            cause = f"the model's answer cannot reach the workflow: {_cause(exc)}"
+            return Fail(ModelCallFailed("bad_response", cause))
         return answer_.input
 
     # ------------------------------------------------------------ tools
@@ -746,10 +759,14 @@ class HelikonWorkflow:
             return await task
 
     async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
-        """Run activity `name` on `message` (whose `writes` it writes), stoppably."""
+        """Run activity `name` on `message` (whose `writes` it writes), stoppably; retried,
+        except when Temporal refused its answer (another attempt would be refused too)."""
         data = await self._wait(
             workflow.execute_activity(
-                name, m.to_payload(message), start_to_close_timeout=timedelta(seconds=timeout)
+                name,
+                m.to_payload(message),
+                start_to_close_timeout=timedelta(seconds=timeout),
+                retry_policy=RetryPolicy(non_retryable_error_types=[PAYLOADS_TOO_LARGE]),
             )
         )
         self._written(message.writes)
@@ -818,6 +835,12 @@ def _interrupted(exc: ActivityError) -> bool:
     if isinstance(exc.cause, TemporalTimeout):
         return True
     return not workflow.patched(TRUE_CAUSE)
+
+
+def _too_large(exc: ActivityError) -> bool:
+    """Whether Temporal refused the activity's answer: over its payload limit."""
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and cause.type == PAYLOADS_TOO_LARGE
 
 
 def _cause(exc: BaseException) -> str:
