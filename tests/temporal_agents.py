@@ -246,6 +246,27 @@ def fatal_agent() -> Agent:
     return Agent(name="fatal", model=ScriptedModel(script), tools=[launch])
 
 
+BULK = 3 * 1024 * 1024
+"""Bytes of a bulky tool's result: over Temporal's 2 MB payload limit."""
+
+
+def bulky_agent(
+    ran: list[str] | None = None, *, answer: str = "Dumped.", size: int = BULK
+) -> Agent:
+    """A tool that is not idempotent returns `size` characters (each run appended to
+    `ran`), then the model answers `answer`."""
+    runs = ran if ran is not None else []
+
+    @tool
+    def dump() -> str:
+        """Dump the archive."""
+        runs.append("dump")
+        return "x" * size
+
+    script = [[ToolCall("d1", "dump", "{}")], answer]
+    return Agent(name="bulky", model=ScriptedModel(script), tools=[dump])
+
+
 async def _serve(address: str, queue: str, store_url: str, marks: str, read_only: bool) -> None:
     from temporalio.client import Client
 

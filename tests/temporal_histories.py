@@ -9,12 +9,17 @@ change: `workflow.patched`), and say so in the commit.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import sqlite3
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from temporal_agents import (
+    bulky_agent,
     manager_agent,
     payments_agent,
     station_agent,
@@ -33,6 +38,7 @@ CASES: dict[str, tuple[Callable[[], Agent], str]] = {
     "handoff": (triage_agent, "my bill?"),
     "agent_tool": (manager_agent, "where is Paris?"),
     "mcp": (station_agent, "2+3?"),  # its worker runs tests/mcp_server.py; a replay, none
+    "claim": (lambda: bulky_agent(size=300 * 1024), "go"),  # its payloads by reference
 }
 """Each case: the agent, and what the user says. Its run id and task queue are its name."""
 
@@ -66,7 +72,30 @@ async def record(address: str, cases: Sequence[str]) -> None:
                     history = await handle.fetch_history()
             HISTORIES.mkdir(exist_ok=True)
             (HISTORIES / f"{case}.json").write_text(history.to_json() + "\n")
+            keep_payloads(case, Path(folder) / f"{case}.db")
             print(f"recorded {case}: {len(history.events)} events")
+
+
+def keep_payloads(case: str, db: Path) -> None:
+    """The payloads the run kept by reference (its history holds their keys), beside its
+    history as tests/histories/<case>.payloads.json: run id, sha256 and zlib'd bytes."""
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT run_id, digest, data FROM payloads").fetchall()
+    if rows:
+        kept = [
+            [run, digest, base64.b64encode(zlib.compress(data, 9)).decode()]
+            for run, digest, data in rows
+        ]
+        (HISTORIES / f"{case}.payloads.json").write_text(json.dumps(kept, indent=1) + "\n")
+
+
+def payloads(case: str) -> list[tuple[str, bytes]]:
+    """The payloads `keep_payloads` kept for `case` (none for most): (run id, bytes)."""
+    path = HISTORIES / f"{case}.payloads.json"
+    if not path.exists():
+        return []
+    kept = json.loads(path.read_text())
+    return [(run, zlib.decompress(base64.b64decode(data))) for run, _, data in kept]
 
 
 def main() -> None:

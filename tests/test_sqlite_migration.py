@@ -50,7 +50,8 @@ async def test_an_earlier_store_is_migrated_and_its_suspended_run_resumes(
         assert names == [
             "calls_need_a_link", "decisions_need_a_link", "effects_need_a_link",
             "records_need_a_link", "results_need_a_link", "runs_by_key", "runs_by_parent",
-            "runs_need_a_chain", "sqlite_autoindex_meta_1", "sqlite_autoindex_runs_1",
+            "runs_need_a_chain", "sqlite_autoindex_meta_1", "sqlite_autoindex_payloads_1",
+            "sqlite_autoindex_runs_1",
         ]  # fmt: skip
         assert "id INTEGER PRIMARY KEY" in records and "UNIQUE" not in records
         assert "link INTEGER" in records

@@ -50,6 +50,7 @@ from helikon.durable import (
     StoreError,
     rows,
 )
+from helikon.durable.payloads import PayloadNotFound, digest_of
 from helikon.durable.signing import sign
 from helikon.durable.views import events_of
 
@@ -825,6 +826,38 @@ async def test_charts_are_kept_by_digest(store: RunStore) -> None:
     store.put_chart("other", "{}")
     store.put_chart("other", '{"ignored": true}')  # a digest names one chart: first wins
     assert store.chart("other") == "{}"
+
+
+async def test_a_payload_is_kept_by_its_run_and_the_sha256_of_its_bytes(store: RunStore) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    key = await store.aput_payload("r1", data)
+    assert key == digest_of(data)
+    assert await store.aput_payload("r1", data) == key  # the same bytes: the same row
+    assert await store.apayload("r1", key) == data
+    with pytest.raises(PayloadNotFound, match="'r2'"):
+        await store.apayload("r2", key)  # a payload belongs to its run
+
+
+async def test_a_payload_whose_bytes_were_changed_is_refused(
+    store: RunStore, backend: Backend
+) -> None:
+    key = await store.aput_payload("r1", b"the whole answer")
+    backend.sql("UPDATE payloads SET data = ?", b"another answer")
+    with pytest.raises(StoreCorrupt, match=r"'r1'.*changed"):
+        await store.apayload("r1", key)
+
+
+async def test_delete_takes_the_payloads_of_the_runs_it_deletes(store: RunStore) -> None:
+    await create(store, "r1")
+    await create(store, "r1/2:t1", parent="r1")
+    await create(store, "r2")
+    for run_id in ("r1", "r1/2:t1", "r2"):
+        key = await store.aput_payload(run_id, b"the same bytes")
+    assert store.delete("r1") == 2
+    for run_id in ("r1", "r1/2:t1"):
+        with pytest.raises(PayloadNotFound):
+            await store.apayload(run_id, key)
+    assert await store.apayload("r2", key) == b"the same bytes"  # another run's, kept
 
 
 async def test_open_store_of_the_url_opens_the_same_runs(store: RunStore, backend: Backend) -> None:

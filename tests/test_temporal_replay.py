@@ -12,25 +12,42 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporal_agents import payments_agent, station_agent, weather_agent
-from temporal_histories import CASES, HISTORIES, task_queue
+from temporal_histories import CASES, HISTORIES, payloads, task_queue
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.worker import Replayer, WorkflowReplayResult
 
+from helikon.durable import SqliteRunStore
+from helikon.temporal.payloads import CLAIM_THRESHOLD, RunStorePayloads
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.worker import sandbox_runner, workflows
 
 
 async def replayed(
-    history: WorkflowHistory, case: str, registry: AgentRegistry
+    history: WorkflowHistory, case: str, registry: AgentRegistry, *, kept: bool = True
 ) -> WorkflowReplayResult:
     """The `Replayer`'s result for `history`, with `registry`'s agents on the task queue
-    the history of `case` was recorded on."""
+    the history of `case` was recorded on, and the claim check of a store holding the
+    payloads the recorded run kept by reference (unless not `kept`)."""
     register(task_queue(case), registry)
+    store = SqliteRunStore(":memory:")
     try:
-        replayer = Replayer(workflows=list(workflows()), workflow_runner=sandbox_runner())
+        for run_id, data in payloads(case) if kept else ():
+            await store.aput_payload(run_id, data)
+        converter = DataConverter(
+            external_storage=ExternalStorage(
+                drivers=[RunStorePayloads(store)], payload_size_threshold=CLAIM_THRESHOLD
+            )
+        )
+        replayer = Replayer(
+            workflows=list(workflows()),
+            workflow_runner=sandbox_runner(),
+            data_converter=converter,
+        )
         return await replayer.replay_workflow(history, raise_on_replay_failure=False)
     finally:
+        store.close()
         unregister(task_queue(case), registry)
 
 
@@ -83,6 +100,17 @@ async def test_an_mcp_history_replayed_with_other_tools_fails() -> None:
     registry = AgentRegistry([agent])
     history = WorkflowHistory.from_json("mcp", (HISTORIES / "mcp.json").read_text())
     result = await replayed(history, "mcp", registry)
+    assert result.replay_failure is not None
+
+
+async def test_a_run_whose_payloads_went_by_reference_replays_only_with_them() -> None:
+    """The test can fail: the claim history's tool result and model input are references
+    (its largest event is small); replayed without the payloads they name, it fails."""
+    make, _ = CASES["claim"]
+    history = WorkflowHistory.from_json("claim", (HISTORIES / "claim.json").read_text())
+    assert max(event.ByteSize() for event in history.events) < CLAIM_THRESHOLD
+    assert len(payloads("claim")) >= 2
+    result = await replayed(history, "claim", AgentRegistry([make()]), kept=False)
     assert result.replay_failure is not None
 
 

@@ -47,6 +47,7 @@ from helikon.core.items import Item
 from helikon.durable import legacy, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
+from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -808,6 +809,22 @@ class PostgresRunStore:
             await cur.execute(sql.SESSION_CLEAR[1], (session_id,))
         elif kept is not None and head != kept[0]:
             await self._set_session_head(cur, session_id, head)
+
+    async def aput_payload(self, run_id: str, data: bytes) -> str:
+        """Keep `data` for `run_id` (once: a second put of the same bytes is the first); its
+        key, the sha256 of the bytes."""
+        digest = digest_of(data)
+        await self._await(self._execute(sql.PUT_PAYLOAD, run_id, digest, data))
+        return digest
+
+    async def apayload(self, run_id: str, digest: str) -> bytes:
+        """The payload of `run_id` kept under `digest`, verified (`payloads.checked`)."""
+        return await self._await(self._payload(run_id, digest))
+
+    async def _payload(self, run_id: str, digest: str) -> bytes:
+        async with self._transaction() as cur:
+            found = await self._all(cur, sql.PAYLOAD, run_id, digest)
+        return checked(run_id, digest, found[0][0] if found else None, self._where)
 
     def put_chart(self, digest: str, data: str) -> None:
         self._wait(self._execute(sql.PUT_CHART, digest, data))

@@ -107,6 +107,8 @@ MIGRATIONS: tuple[str, ...] = (
     # (`helikon.durable.chain`): each row gets its link number, and its `mac` holds its
     # link's digest; the run's row keeps the chain's head. The rows written before are
     # chained by `helikon.durable.legacy.rechain` in the same transaction, then `GUARDS`.
+    # Payloads a run keeps by reference (helikon.durable.payloads), keyed by their run and
+    # the sha256 of their bytes, get their table.
     """
     ALTER TABLE runs ADD COLUMN chain_n BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE runs ADD COLUMN chain_digest TEXT NOT NULL DEFAULT '';
@@ -122,6 +124,12 @@ MIGRATIONS: tuple[str, ...] = (
         n BIGINT NOT NULL,
         digest TEXT NOT NULL,
         sig TEXT NOT NULL
+    );
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run_id, digest)
     );
     """,
 )
@@ -292,7 +300,7 @@ SELECT run_id FROM tree
 """
 DELETE_RUNS = tuple(
     f"DELETE FROM {table} WHERE run_id = ANY(%s)"
-    for table in ("records", "effects", "calls", "decisions", "runs")
+    for table in ("records", "effects", "calls", "decisions", "payloads", "runs")
 )
 OLD_SESSIONS = f"""
 SELECT session_id, MAX(n) FROM sessions WHERE created_at < {NOW} - %s GROUP BY session_id
@@ -323,3 +331,10 @@ UPDATE runs SET head_mac = %s, chain_n = %s, chain_digest = %s, head_sig = %s WH
 """
 V1_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = %s WHERE n = %s AND session_id = %s"
+
+
+PUT_PAYLOAD = """
+INSERT INTO payloads (run_id, digest, data) VALUES (%s, %s, %s)
+ON CONFLICT (run_id, digest) DO NOTHING
+"""
+PAYLOAD = "SELECT data FROM payloads WHERE run_id = %s AND digest = %s"

@@ -26,6 +26,7 @@ from helikon.core.items import Item
 from helikon.durable import legacy, rows
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
+from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
     DecisionSpent,
@@ -634,6 +635,25 @@ class SqliteRunStore:
 
     async def aprune(self, older_than: float) -> int:
         return await asyncio.to_thread(self.prune, older_than)
+
+    async def aput_payload(self, run_id: str, data: bytes) -> str:
+        """Keep `data` for `run_id` (once: a second put of the same bytes is the first); its
+        key, the sha256 of the bytes."""
+        return await asyncio.to_thread(self.put_payload, run_id, data)
+
+    def put_payload(self, run_id: str, data: bytes) -> str:
+        digest = digest_of(data)
+        with self._write() as db:
+            db.execute(sql.PUT_PAYLOAD, (run_id, digest, data))
+        return digest
+
+    async def apayload(self, run_id: str, digest: str) -> bytes:
+        """The payload of `run_id` kept under `digest`, verified (`payloads.checked`)."""
+        return await asyncio.to_thread(self.payload, run_id, digest)
+
+    def payload(self, run_id: str, digest: str) -> bytes:
+        found = self._read(sql.PAYLOAD, (run_id, digest))
+        return checked(run_id, digest, found[0][0] if found else None, str(self.path))
 
     def put_chart(self, digest: str, data: str) -> None:
         with self._write() as db:

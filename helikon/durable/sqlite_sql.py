@@ -120,7 +120,9 @@ MIGRATIONS: tuple[str, ...] = (
     # 3 -> 4: one hash chain per run over every row it owns, one per session over its items
     # (`helikon.durable.chain`): each row gets its link number, and its `mac` holds its
     # link's digest; the run's row keeps the chain's head. The rows written before are
-    # chained by `helikon.durable.legacy.rechain` in the same transaction.
+    # chained by `helikon.durable.legacy.rechain` in the same transaction. Payloads a
+    # run keeps by reference (helikon.durable.payloads), keyed by their run and the sha256 of
+    # their bytes, get their table (a rowid table: its rows are large).
     """
     ALTER TABLE runs ADD COLUMN chain_n INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE runs ADD COLUMN chain_digest TEXT NOT NULL DEFAULT '';
@@ -137,6 +139,12 @@ MIGRATIONS: tuple[str, ...] = (
         digest TEXT NOT NULL,
         sig TEXT NOT NULL
     ) WITHOUT ROWID;
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (run_id, digest)
+    );
     """,
 )
 CHAINED_AT = 4
@@ -276,7 +284,7 @@ DELETE_RUN = (
     """,
     *(
         f"DELETE FROM {table} WHERE run_id = ?"
-        for table in ("effects", "calls", "decisions", "runs")
+        for table in ("effects", "calls", "decisions", "payloads", "runs")
     ),
 )
 CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
@@ -316,3 +324,7 @@ UPDATE runs SET head_mac = ?, chain_n = ?, chain_digest = ?, head_sig = ? WHERE 
 """
 V3_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = ?1 WHERE n = ?2 AND session_id = ?3"
+
+
+PUT_PAYLOAD = "INSERT OR IGNORE INTO payloads (run_id, digest, data) VALUES (?, ?, ?)"
+PAYLOAD = "SELECT data FROM payloads WHERE run_id = ? AND digest = ?"

@@ -10,11 +10,13 @@ from __future__ import annotations
 from helikon.temporal.client import chart_of, current, decide, events, outcome, start_run
 from helikon.temporal.messages import RunOutcome, RunRequest, Status
 from helikon.temporal.options import TemporalOptions
+from helikon.temporal.payloads import CLAIM_THRESHOLD, claim_check
 from helikon.temporal.registry import AgentRegistry, UnknownAgent
 from helikon.temporal.worker import HelikonWorker, helikon_worker, sandbox_runner
 from helikon.temporal.workflow import HelikonWorkflow
 
 __all__ = [
+    "CLAIM_THRESHOLD",
     "AgentRegistry",
     "HelikonWorker",
     "HelikonWorkflow",
@@ -24,6 +26,7 @@ __all__ = [
     "TemporalOptions",
     "UnknownAgent",
     "chart_of",
+    "claim_check",
     "current",
     "decide",
     "events",

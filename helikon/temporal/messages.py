@@ -9,7 +9,9 @@ as the type it must be and names what was wrong.
 Why payloads stay small: the workflow never holds the conversation. Each step's record rides
 on the next activity's input (`Writes`); the model activity writes them to the run store and
 reads the conversation back from it, so a model call's input is the appends since the last
-call, not the whole conversation (bench/temporal.py measures both).
+call, not the whole conversation (bench/temporal.py measures both). One payload may still
+be large (a tool's result, a model's answer): from `CLAIM_THRESHOLD` bytes it crosses the
+wire as a reference into the run store (helikon.temporal.payloads).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from helikon.durable.store import RunStore
 from helikon.run.spec import AgentSpec
 from helikon.temporal.activities import HelikonActivities
 from helikon.temporal.options import TemporalOptions
+from helikon.temporal.payloads import claim_check
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.workflow import HelikonWorkflow
 
@@ -93,6 +94,9 @@ def helikon_worker(
     give them unconnected (``Agent(..., mcp_servers=[MCPServer(stdio=[...])])``) and enter
     the worker; each run lists them as an activity when it starts.
 
+    Payloads of `CLAIM_THRESHOLD` bytes or more travel by reference through `store`
+    (helikon.temporal.payloads): the worker's client is given that claim check.
+
     Raises:
         ValueError: agents that share a name (see AgentRegistry).
     """
@@ -111,7 +115,8 @@ class HelikonWorker:
     """A Temporal `Worker` with the helikon workflow and activities, the registry it serves
     registered for its task queue while it runs, and its agents' tool sources connected
     for as long (each that is an async context manager is entered before the worker polls
-    and left after it stopped)."""
+    and left after it stopped). Its client gets the claim check of the activities' store
+    (`claim_check`)."""
 
     def __init__(
         self,
@@ -128,7 +133,7 @@ class HelikonWorker:
         self.activities = activities
         self._sources: AsyncExitStack | None = None
         self.worker = Worker(
-            client,
+            claim_check(client, activities.store),
             task_queue=task_queue,
             workflows=[HelikonWorkflow],
             activities=list(activities.all()),

@@ -29,7 +29,12 @@ Continue-as-new, when Temporal suggests it, carries only ids and the seq: the ne
 reads its state from the store.
 
 A custom chart's effect phase (`RunEffect`) is an activity too, `helikon_effect`, retried
-only when the effect is `idempotent`. An action this module does not know fails the
+only when the effect is `idempotent`. A call not retried that failed with a cause other
+than its worker's loss (Temporal refused its result) tells that cause rather than
+"interrupted" (`TRUE_CAUSE`); a model answer Temporal refuses is not asked for again,
+and fails the run saying why. Payloads of 256 KiB or more reach the workflow whole, from
+the run store: the worker's data converter fetches them (helikon.temporal.payloads), and
+the history holds their references. An action this module does not know fails the
 workflow closed.
 
 Driver changes that alter what a workflow schedules must be guarded with
@@ -54,6 +59,7 @@ from temporalio.exceptions import (
     CancelledError,
     ChildWorkflowError,
 )
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import ApprovalDecision, ApprovalRequest
@@ -62,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         EffectFailed,
         GuardrailTripped,
         MaxAgentDepthExceeded,
+        ModelCallFailed,
         TimedOut,
         ToolsUnavailable,
         describe,
@@ -104,6 +111,17 @@ with workflow.unsafe.imports_passed_through():
 CANCELED = "helikon-cancelled-run-ends-canceled"
 """The patch under which a run the workflow's cancellation ended ends its workflow Canceled
 (histories recorded before it completed such a workflow normally, and still replay so)."""
+
+
+TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
+"""The patch under which a call that is not run again, failed for a cause other than its
+worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
+(histories recorded before it said "interrupted", and still replay so)."""
+
+
+PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
+"""The type of the failure the Temporal SDK gives an activity whose answer is over
+Temporal's payload limit (`CLAIM_THRESHOLD` keeps a helikon worker's answers under it)."""
 
 
 class _Stopped(Exception):
@@ -377,7 +395,7 @@ class HelikonWorkflow:
                 )
             )
         except ActivityError as exc:
-            if attempts == 1:
+            if attempts == 1 and _interrupted(exc):
                 return Fail(EffectFailed(name, EFFECT_INTERRUPTED, interrupted=True))
             return Fail(EffectFailed(name, f"failed: {_cause(exc)}"))
         self._written(run.writes)
@@ -411,9 +429,15 @@ class HelikonWorkflow:
                     return Fail(answer.error)
         call = m.ModelCall(facts.agent.name, self._take(), action.request, self.model_calls)
         self.model_calls += 1
-        answer_: m.ModelAnswer = await self._activity(
-            "helikon_model", call, m.ModelAnswer, self._options.model_timeout
-        )
+        try:
+            answer_: m.ModelAnswer = await self._activity(
+                "helikon_model", call, m.ModelAnswer, self._options.model_timeout
+            )
+        except ActivityError as exc:
+            if not _too_large(exc) or not workflow.patched(TRUE_CAUSE):
+                raise
+            cause = f"the model's answer cannot reach the workflow: {_cause(exc)}"
+            return Fail(ModelCallFailed("bad_response", cause))
         return answer_.input
 
     # ------------------------------------------------------------ tools
@@ -491,7 +515,9 @@ class HelikonWorkflow:
         except ActivityError as exc:
             if _cancelled(exc):
                 raise
-            content = INTERRUPTED if attempts == 1 else f"error: the call failed: {_cause(exc)}"
+            content = f"error: the call failed: {_cause(exc)}"
+            if attempts == 1 and _interrupted(exc):
+                content = INTERRUPTED
             return ToolResult(call.call_id, content, True, "errored"), ZERO_USAGE
         if writes is not None:
             self._written(writes)
@@ -733,10 +759,14 @@ class HelikonWorkflow:
             return await task
 
     async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
-        """Run activity `name` on `message` (whose `writes` it writes), stoppably."""
+        """Run activity `name` on `message` (whose `writes` it writes), stoppably; retried,
+        except when Temporal refused its answer (another attempt would be refused too)."""
         data = await self._wait(
             workflow.execute_activity(
-                name, m.to_payload(message), start_to_close_timeout=timedelta(seconds=timeout)
+                name,
+                m.to_payload(message),
+                start_to_close_timeout=timedelta(seconds=timeout),
+                retry_policy=RetryPolicy(non_retryable_error_types=[PAYLOADS_TOO_LARGE]),
             )
         )
         self._written(message.writes)
@@ -795,6 +825,22 @@ def _cancelled(exc: ActivityError | ChildWorkflowError) -> bool:
     """Whether an activity or a child workflow failed because it was cancelled (the
     workflow, or the deadline)."""
     return isinstance(exc.cause, (CancelledError, asyncio.CancelledError))
+
+
+def _interrupted(exc: ActivityError) -> bool:
+    """Whether a call run once failed because its worker was lost (it timed out, so it
+    may have run), rather than with a cause to tell (Temporal refused its result, the
+    activity raised). Before the `TRUE_CAUSE` patch every such failure was "interrupted":
+    a replay of such a history says so again."""
+    if isinstance(exc.cause, TemporalTimeout):
+        return True
+    return not workflow.patched(TRUE_CAUSE)
+
+
+def _too_large(exc: ActivityError) -> bool:
+    """Whether Temporal refused the activity's answer: over its payload limit."""
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and cause.type == PAYLOADS_TOO_LARGE
 
 
 def _cause(exc: BaseException) -> str:
