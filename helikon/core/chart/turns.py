@@ -15,7 +15,8 @@ not of rows a custom chart could forget:
   turn's number (`guards.opening_turn`), whatever number the action chose.
 
 Finalizing, RepairingOutput and Compacting call the model without making a turn (they are
-bounded: see docs/semantics.md).
+bounded: see docs/semantics.md). `unbounded_cycles` finds the parts of a chart that loop
+with neither a turn nor a budget check, for `helikon validate` to warn about.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from typing import Any
 from helikon.core.chart.guards import opening_turn
 from helikon.core.table import GuardRef, Phase, Row
 
+EXEMPT = frozenset({"Finalizing", "RepairingOutput", "Compacting"})
 LIMIT = GuardRef("turn_limit_reached")
+CHECKS = frozenset({"turn_limit_reached", "budget_exhausted"})
 
 
 def turn_phases(
@@ -112,3 +115,64 @@ def numbered(action: Any) -> Any:
         return replace(outcome, next_state=replace(entered, turn=turn))
 
     return entering
+
+
+# ---------------------------------------------------------------- cycles nothing counts
+
+
+def unbounded_cycles(
+    phases: tuple[Phase, ...], rows: tuple[Row, ...], effects: Mapping[str, str]
+) -> list[tuple[str, ...]]:
+    """The strongly connected parts of the chart (its declared rows, `start` aside) that loop,
+    hold a model-calling or effect phase, and have no row that opens a turn or checks a
+    budget: each a run could go round forever. A self-loop on `approval_decisions` waits for
+    a person, so it is no loop here."""
+    turns = turn_phases(phases, rows, effects)
+    callers = turns | EXEMPT | {row.source for row in rows if row.input_kind == "model_response"}
+    edges = [row for row in rows if _loops(row)]
+    found = []
+    for part in _components([p.name for p in phases], edges):
+        inside = [row for row in edges if row.source in part and row.target in part]
+        if inside and (set(part) & (callers | set(effects))) and not _bounded(rows, part, turns):
+            found.append(part)
+    return found
+
+
+def _loops(row: Row) -> bool:
+    outside = row.input_kind == "approval_decisions" and row.source == row.target
+    return not (row.implicit or row.input_kind == "start" or outside)
+
+
+def _bounded(rows: tuple[Row, ...], part: tuple[str, ...], turns: frozenset[str]) -> bool:
+    """Some declared row of `part` opens a turn in it, or checks the turn limit or budget."""
+    for row in rows:
+        if row.implicit or row.source not in part:
+            continue
+        if (row.target in part and opens_turn(row, turns)) or {r.name for r in row.guards} & CHECKS:
+            return True
+    return False
+
+
+def _components(names: list[str], edges: list[Row]) -> list[tuple[str, ...]]:
+    """Strongly connected components, each in the chart's phase order (charts are small: a
+    phase's part is what it reaches and what reaches it)."""
+    forward: dict[str, set[str]] = {name: set() for name in names}
+    backward: dict[str, set[str]] = {name: set() for name in names}
+    for row in edges:
+        forward[row.source].add(row.target)
+        backward[row.target].add(row.source)
+    parts, left = [], list(names)
+    while left:
+        part = _reach(left[0], forward) & _reach(left[0], backward)
+        parts.append(tuple(name for name in left if name in part))
+        left = [name for name in left if name not in part]
+    return parts
+
+
+def _reach(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in edges[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
