@@ -22,6 +22,7 @@ from helikon import (
     ExecutingTools,
     Failed,
     FinalOutput,
+    MaxTurnsExceeded,
     MessageOutput,
     ModelRequest,
     ModelResponse,
@@ -142,16 +143,16 @@ def test_a_full_run_plans_then_uses_a_tool_then_answers() -> None:
         ModelResponse((AssistantMessage("They are 3%."),), usage(30)),
     )
 
-    # Planning: the model is asked for a plan, with the chart's prompt and no tools.
+    # Planning: turn 0 asks the model for a plan, with the chart's prompt and no tools.
     assert started.next_state == CustomPhase("Planning", 0, Usage())
     assert started.next_action == CallModel(ModelRequest("Planning", tools=False, prompt=PROMPT))
-    assert started.events == ()
+    assert started.events == (TurnStarted(0),)
     assert started.conversation_appends == (UserMessage("What are the rates?"),)
     assert pending_action(started.next_state, ctx) == started.next_action
 
-    # The plan is kept and turn 0 opens in CallingModel, with the ordinary turn request.
-    assert planned.next_state == CallingModel(0, usage(10))
-    assert planned.events == (MessageOutput(plan), TurnStarted(0))
+    # The plan is kept and turn 1 opens in CallingModel, with the ordinary turn request.
+    assert planned.next_state == CallingModel(1, usage(10))
+    assert planned.events == (MessageOutput(plan), TurnStarted(1))
     assert planned.conversation_appends == (plan,)
     assert planned.next_action == CallModel(ModelRequest("turn"))
     assert isinstance(planned.next_action, CallModel) and planned.next_action.request.tools
@@ -162,8 +163,8 @@ def test_a_full_run_plans_then_uses_a_tool_then_answers() -> None:
     assert asked.next_action == ExecuteTools((call,))
     assert asked.events == (ToolCallItem(call),)
 
-    assert ran.next_state == CallingModel(1, usage(10) + usage(20))
-    assert ran.events == (ToolOutputItem(ToolResult("c1", "rates: 3%")), TurnStarted(1))
+    assert ran.next_state == CallingModel(2, usage(10) + usage(20))
+    assert ran.events == (ToolOutputItem(ToolResult("c1", "rates: 3%")), TurnStarted(2))
 
     total = usage(10) + usage(20) + usage(30)
     output = FinalOutput("They are 3%.", None, total)
@@ -231,13 +232,26 @@ def test_a_spent_budget_fails_before_planning() -> None:
     assert outcome.next_state.error.kind == "budget_exceeded"
 
 
-def test_the_planning_call_is_not_a_turn() -> None:
-    ctx = TransitionCtx(table=TABLE, max_turns=2, tools={"lookup": "allow"})
+def test_the_planning_call_is_a_turn() -> None:
+    """Every model call a custom phase makes counts against max_turns: before, the plan was
+    free, so a chart could loop through a custom phase without ever reaching the limit."""
+    ctx = TransitionCtx(table=TABLE, max_turns=3, tools={"lookup": "allow"})
     call = ToolCall("c1", "lookup", "{}")
     steps = (ModelResponse((call,)), ToolResults((ToolResult("c1", "ok"),)))
     *_, second = run(ctx, Start(), ModelResponse((AssistantMessage("plan"),)), *steps)
-    # Two model calls allowed in the tool loop, and the plan used neither.
-    assert second.next_state == CallingModel(1, Usage())
+    # Three model calls allowed: the plan, then two in the tool loop.
+    assert second.next_state == CallingModel(2, Usage())
     *_, limited = run(ctx, Start(), ModelResponse((AssistantMessage("plan"),)), *steps, *steps)
     assert isinstance(limited.next_state, Failed)
     assert limited.next_state.error.kind == "max_turns_exceeded"
+
+
+def test_with_one_turn_the_plan_is_all_the_model_says() -> None:
+    ctx = TransitionCtx(table=TABLE, max_turns=1)
+    *_, planned = run(ctx, Start(), ModelResponse((AssistantMessage("plan"),), usage(7)))
+    assert planned.next_state == Failed(MaxTurnsExceeded(1), usage(7))
+    assert planned.events == (
+        MessageOutput(AssistantMessage("plan")),
+        RunFailed(MaxTurnsExceeded(1)),
+    )
+    assert planned.conversation_appends == (AssistantMessage("plan"),)

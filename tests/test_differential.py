@@ -9,7 +9,9 @@ record which action ran, then `send(event)`.
 The engine takes no transition where the table has an implicit row: a final state takes none
 (the table absorbs: same phase), and a non-final state ignores an event it has no transition for
 (`allow_event_without_transition`; the table fails closed with `reject_input`). Those cells are
-compared to the implicit rows explicitly.
+compared to the implicit rows explicitly. The compiler's turn-limit checks (implicit rows
+`[turn_limit_reached] -> Failed` before a row opening a turn) are no part of the chart class:
+where one answers, the engine takes the row the table would take without it.
 """
 
 from __future__ import annotations
@@ -116,11 +118,19 @@ def strict_engine(chart: Any) -> Any:
     return type(f"Strict{chart.__name__}", (chart,), {"catch_errors_as_events": False})
 
 
-def table_answer(table: TransitionTable, phase: str, kind: str, valuation: dict[str, bool]) -> Any:
+def table_answer(
+    table: TransitionTable, phase: str, kind: str, valuation: dict[str, bool], limits: bool = True
+) -> Any:
     for row in table.rows_for(phase, kind):
+        if not limits and is_limit_check(row):
+            continue
         if all(valuation[ref.name] is ref.expected for ref in row.guards):
             return row
     raise AssertionError(f"no row of {phase} on {kind} matches {valuation}")
+
+
+def is_limit_check(row: Any) -> bool:
+    return bool(row.implicit and row.action == "fail_max_turns")
 
 
 def engine_answer(
@@ -169,7 +179,12 @@ def check_grid(chart: Chart) -> tuple[Grid, set[int]]:
             where = f"{chart.name}: {phase} on {kind} with {valuation}"
             grid.cells += 1
             taken.add(row.index)
-            if row.implicit:
+            if is_limit_check(row):
+                grid.implicit += 1
+                declared = table_answer(table, phase, kind, valuation, limits=False)
+                assert (target, fired) == (declared.target, (declared.action,)), where
+                assert row.target == "Failed", where
+            elif row.implicit:
                 grid.implicit += 1
                 assert (target, fired) == (phase, ()), f"{where}: the engine moved: {target}"
                 if state.final:

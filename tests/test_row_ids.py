@@ -28,7 +28,10 @@ DEFAULT_DIGEST = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb
 PINNED = {
     "approval_gated": DEFAULT_DIGEST,
     "budget_assistant": DEFAULT_DIGEST,
-    "plan_act": "57e6010b5d5d8b4d4a442d03f0400eb789edd9d75854020e65935a3e292a5a54",
+    # Moved once, on purpose: its plan became a turn, so Planning's reply is checked
+    # against max_turns by an implicit row (issue 19, point 10); a run stored before counts
+    # turns otherwise, and must not resume on this table.
+    "plan_act": "3c61d7755e03921c059e00abd10b386d26bc24ff4d4e7247c6d355f0ec2a64fd",
     "retrieve_answer": "22e60df0827a5f3006fdfcb918d4f22b3bcd51e26c1112acfe727db1eae68a64",
     "triage": DEFAULT_DIGEST,
 }

@@ -4,7 +4,8 @@ Chart tests credit a target with the transitions their runs took: `driver` when 
 the driver took it, else `transition` when only a path checked over `transition` did (the
 note says why the driver cannot deliver it). Implicit rows (a terminal phase absorbing an
 input, a phase refusing one it never waits for) are covered by table tests over `transition`:
-one reached state of the phase and one input of the kind. Traces credit every transition they
+one reached state of the phase and one input of the kind. An implicit turn-limit check has a
+guard: it is a target, reached by a path like a declared row. Traces credit every transition they
 recorded on the chart; implicit rows they did not hit are not gaps.
 
 A gap is a target no run hit, a target no witness can build, a path that failed, or (for
@@ -112,7 +113,7 @@ def implicit_cases(plan: Plan) -> list[tuple[int, Any, Any]]:
     return [
         (row.index, states.get(row.source) or phase_state(row.source), stray_input(row.input_kind))
         for row in plan.table.rows
-        if row.implicit
+        if row.implicit and not row.guards
     ]
 
 
@@ -191,7 +192,7 @@ def _implicit_rows(
     return tuple(
         done.get(row.index, ImplicitCoverage(row.index, 0, "", missed))
         for row in table.rows
-        if row.implicit
+        if row.implicit and not row.guards
     )
 
 
@@ -247,7 +248,7 @@ def coverage_of_traces(
     implicit = tuple(
         ImplicitCoverage(row.index, by_row[row.index], "trace" if by_row[row.index] else "")
         for row in table.rows
-        if row.implicit
+        if row.implicit and not row.guards
     )
     return Coverage(
         subject=subject,

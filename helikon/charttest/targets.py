@@ -43,11 +43,12 @@ class Targets:
 
 
 def targets_of(table: TransitionTable) -> Targets:
-    """Every target of `table`'s declared rows, in row order."""
+    """Every target of `table`'s declared rows and turn-limit checks (the only implicit rows
+    with guards: a path reaches them like a declared row), in row order."""
     found: list[Target] = []
     for phase in table.phases:
         for compiled in table.dispatch[phase.name].values():
-            rows = [entry.row for entry in compiled if not entry.row.implicit]
+            rows = [entry.row for entry in compiled if not entry.row.implicit or entry.row.guards]
             _walk(rows, found)
     found.sort(key=lambda target: (target.row, target.checked))
     reachable = tuple(target for target in found if not contradicts(target.checked))

@@ -22,7 +22,7 @@ from helikon.charttest.setup import (
     PROBE_TOOL,
     VALID_PROBE_ANSWER,
 )
-from helikon.core.chart.guards import is_complete_json
+from helikon.core.chart.guards import is_complete_json, opening_turn
 from helikon.core.items import ZERO_USAGE, FinalOutput, ToolCall
 from helikon.core.state import ApprovalDecisions, HandoffResult
 
@@ -156,13 +156,15 @@ def _decide_some(draft: Draft) -> Draft | None:
 
 
 def _turns_used(draft: Draft) -> Draft | None:
-    return draft.with_setup(max_turns=draft.state.turn + 1)
+    opening = opening_turn(draft.state, draft.input, draft.ctx)
+    return draft.with_setup(max_turns=opening) if opening >= 1 else None  # max_turns >= 1
 
 
 def _turns_left(draft: Draft) -> Draft | None:
-    if draft.state.turn + 1 < draft.ctx.max_turns:
+    opening = opening_turn(draft.state, draft.input, draft.ctx)
+    if opening < draft.ctx.max_turns:
         return draft
-    return draft.with_setup(max_turns=draft.state.turn + 2)
+    return draft.with_setup(max_turns=opening + 1)
 
 
 def _context_tokens(draft: Draft) -> int:

@@ -11,6 +11,7 @@ from helikon.cli.chart_tests import coverage_overlay
 from helikon.cli.loading import LoadError, load_table
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
+from helikon.core.chart.turns import unbounded_cycles
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import Row, TransitionTable
 from helikon.export import LAYOUTS, Layout, TraceOverlay
@@ -144,7 +145,19 @@ def command_validate(args: argparse.Namespace) -> int:
         return 1
     declared = sum(1 for row in table.rows if not row.implicit)
     print(f"{table.name}: ok ({len(table.phases)} phases, {declared} rows, {table.digest[:12]})")
+    for part in unbounded_cycles(table.phases, table.rows, table.effects):
+        print(cycle_warning(table.name, part), file=sys.stderr)
     return 0
+
+
+def cycle_warning(chart: str, part: tuple[str, ...]) -> str:
+    """One line: a loop of the chart that neither counts a turn nor checks a budget."""
+    return (
+        f"chart {chart}: warning: {', '.join(part)} loop with no turn counted and no budget "
+        "checked, so max_turns cannot stop a run there; enter CallingModel or a model-calling "
+        "custom phase on the loop, or guard a row of it with turn_limit_reached or "
+        "budget_exhausted"
+    )
 
 
 def command_table(args: argparse.Namespace) -> int:

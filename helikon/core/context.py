@@ -85,7 +85,8 @@ class TransitionCtx:
 
     Args:
         agent: the agent's name, used in handoff events and results.
-        max_turns: model calls allowed in the tool loop (SEMANTICS.md, "Turns").
+        max_turns: turns allowed, model calls in CallingModel and custom model-calling
+            phases (docs/semantics.md, "Turns").
         token_budget: total tokens the run may spend; None for no budget.
         compaction_threshold: context tokens at which the loop compacts; None never compacts.
         tools: every tool's name with its static permission (the tool's and the run's policy).

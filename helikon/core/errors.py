@@ -28,7 +28,8 @@ ModelFailureReason = Literal[
 
 @value
 class MaxTurnsExceeded:
-    """The tool loop used all `max_turns` model calls without a final answer."""
+    """The run made all `max_turns` turns (model calls in CallingModel and custom model-calling
+    phases) without a final answer."""
 
     max_turns: int
     kind: Literal["max_turns_exceeded"] = field(default="max_turns_exceeded", init=False)

@@ -17,7 +17,7 @@ class RunConfig:
     """Limits and settings of a run (defaults as SEMANTICS.md states them).
 
     Args:
-        max_turns: model calls allowed in the tool loop.
+        max_turns: turns allowed: model calls in CallingModel and in custom model-calling phases.
         parallel_tool_call_limit: tool calls of one turn run at once; None is unbounded.
         max_agent_depth: how deep handoffs and agents-as-tools may nest.
         timeout: seconds for the whole run, counted from when its stream starts; past it the

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from helikon.core.approvals import ApprovalRequest
-from helikon.core.chart.guards import allowed_handoff, calls_of, text_of
+from helikon.core.chart.guards import allowed_handoff, calls_of, opening_turn, text_of
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import (
     AgentError,
@@ -354,23 +354,37 @@ def complete(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
 
 
 def enter_phase(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
-    """Append the user's input and call the model in custom phase `target` (its prompt, no
-    tools). Not a turn: no TurnStarted, the turn count stays."""
-    next_state = CustomPhase(target, state.turn, state.usage)
-    return Outcome(next_state, (), ctx.call_for(target), inp.items)
+    """Append the input's items (the user's request, a model's reply) and open the next turn
+    in custom phase `target`: a model call with its prompt and no tools."""
+    turn = opening_turn(state, inp, ctx)
+    usage = state.usage + getattr(inp, "usage", ZERO_USAGE)
+    events, items = kept_items(inp)
+    next_state = CustomPhase(target, turn, usage)
+    return Outcome(next_state, (*events, TurnStarted(turn)), ctx.call_for(target), items)
+
+
+def kept_items(inp: Any) -> tuple[tuple[AgentEvent, ...], tuple[Item, ...]]:
+    """The input's items worth keeping, with their events: a model reply's text and
+    reasoning (its tool calls will not run), any other input's items as they are."""
+    if inp.kind != "model_response":
+        return (), getattr(inp, "items", ())
+    kept = spoken(inp.items)
+    return tuple(MessageOutput(item) for item in kept if type(item) is AssistantMessage), kept
 
 
 def keep_reply(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Keep a custom phase's reply as one assistant message (its text only: its tool calls
-    never run) and open turn `state.turn` in model-calling phase `target`."""
+    never run) and open the next turn in model-calling phase `target`."""
+    turn = opening_turn(state, inp, ctx)
     reply = AssistantMessage(text_of(inp.items))
-    events = (MessageOutput(reply), TurnStarted(state.turn))
-    return enter(target, state.turn, with_usage(state, inp), ctx, events, (reply,))
+    events = (MessageOutput(reply), TurnStarted(turn))
+    return enter(target, turn, with_usage(state, inp), ctx, events, (reply,))
 
 
 def enter_effect(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Append the input's items and run effect phase `target`'s effect, its arguments
-    `{"text": the input's last message}` (the user's request, a model's reply). Not a turn."""
+    `{"text": the input's last message}` (the user's request, a model's reply). Not a turn:
+    the phase carries the number of the turn it opens next."""
     usage = state.usage + getattr(inp, "usage", ZERO_USAGE)
     items: tuple[Item, ...] = getattr(inp, "items", ())
     effect = ctx.table.effects.get(target)
@@ -378,16 +392,20 @@ def enter_effect(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outco
         error = EffectFailed(target, f"phase {target!r} runs no effect: name one in effects")
         return failure(error, usage, (), items)
     args: JsonValue = {"text": last_message(items)}
-    next_state = EffectPhase(target, effect, args, state.turn, usage)
+    next_state = EffectPhase(target, effect, args, opening_turn(state, inp, ctx), usage)
     return Outcome(next_state, (), RunEffect(effect, args), items)
 
 
 def keep_effect_result(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
     """Give the model the effect's output (JSON, as a system message naming the effect) and
-    open turn `state.turn` in model-calling phase `target`."""
+    open turn `state.turn` (the one the effect phase carries) in model-calling phase `target`."""
+    return enter(target, state.turn, state.usage, ctx, (TurnStarted(state.turn),), (note_of(inp),))
+
+
+def note_of(inp: Any) -> SystemMessage:
+    """An effect's result as the model sees it: `Result of <effect>: <JSON, keys sorted>`."""
     output = json.dumps(inp.output, ensure_ascii=False, sort_keys=True)
-    note = SystemMessage(f"Result of {inp.effect}: {output}")
-    return enter(target, state.turn, state.usage, ctx, (TurnStarted(state.turn),), (note,))
+    return SystemMessage(f"Result of {inp.effect}: {output}")
 
 
 def last_message(items: tuple[Item, ...]) -> str:
@@ -457,10 +475,16 @@ def record_decisions(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> O
 
 
 def fail_max_turns(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
-    """The turn limit is reached: keep the last tool outputs, then fail."""
-    results = settle(state, inp)
-    usage = state.usage + inp.usage
-    return failure(MaxTurnsExceeded(ctx.max_turns), usage, output_events(results), results)
+    """The turn limit is reached: keep what the input brought (tool outputs, a reply's text,
+    an effect's result), then fail."""
+    error = MaxTurnsExceeded(ctx.max_turns)
+    if inp.kind == "tool_results":
+        results = settle(state, inp)
+        return failure(error, state.usage + inp.usage, output_events(results), results)
+    if inp.kind == "effect_result":
+        return failure(error, state.usage, (), (note_of(inp),))
+    events, kept = kept_items(inp)
+    return failure(error, state.usage + getattr(inp, "usage", ZERO_USAGE), events, kept)
 
 
 def compact(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:

@@ -2,7 +2,9 @@
 
     read_chart    the class's states and transitions -> a `ChartSpec` of plain rows
     check_chart   every compile-time check (helikon.core.chart.validate), all problems at once
-    build_table   resolve guard and action names, add the implicit rows, freeze
+    build_table   resolve guard and action names, add the implicit rows (a turn-limit check
+                  before each row opening a turn, helikon.core.chart.turns; a fallback
+                  where a phase has no row for an input), freeze
 
 The chart class is read, never instantiated.
 """
@@ -19,6 +21,7 @@ from statemachine import StateChart
 from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
 from helikon.core.chart.guards import GUARDS, Guard
 from helikon.core.chart.spec import ChartSpec
+from helikon.core.chart.turns import checked_phases, numbered, turn_phases, with_limit
 from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
@@ -199,8 +202,11 @@ def _guard(spec: Any, where: str, state: str, event: str) -> GuardRef:
 def build_table(
     spec: ChartSpec, guards: Mapping[str, Guard], actions: Mapping[str, Action]
 ) -> TransitionTable:
-    """Freeze a checked spec: resolve names and make the table total with implicit rows."""
+    """Freeze a checked spec: resolve names, count turns and make the table total with
+    implicit rows."""
     rows = list(spec.rows)
+    turns = turn_phases(spec.phases, spec.rows, spec.effects)
+    checked = checked_phases(spec.phases, spec.rows, turns)
     dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
     # A chart without effect phases has no effect_result rows at all: its table, and its
     # digest, are what they were before effect phases existed.
@@ -209,12 +215,14 @@ def build_table(
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
         for kind in kinds:
             own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
+            own = with_limit(own, turns, checked, len(rows))
+            rows.extend(row for row in own if row.implicit)
             if not own:
                 action = "absorb" if phase.final else "reject_input"
                 target = phase.name if phase.final else "Failed"
                 own = [Row(len(rows), phase.name, kind, (), target, action, implicit=True)]
                 rows.extend(own)
-            by_kind[kind] = tuple(_compiled(row, guards, actions) for row in own)
+            by_kind[kind] = tuple(_compiled(row, guards, actions, turns) for row in own)
         dispatch[phase.name] = by_kind
     used_guards = {ref.name for row in rows for ref in row.guards}
     used_actions = {row.action for row in rows}
@@ -231,9 +239,14 @@ def build_table(
     )
 
 
-def _compiled(row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action]) -> CompiledRow:
+def _compiled(
+    row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action], turns: frozenset[str]
+) -> CompiledRow:
     checks = tuple((guards[ref.name], ref.expected) for ref in row.guards)
-    return CompiledRow(checks, _action(row.action, actions), row.target, row)
+    action = _action(row.action, actions)
+    if row.target in turns and not row.implicit:
+        action = numbered(action)
+    return CompiledRow(checks, action, row.target, row)
 
 
 def _action(name: str, actions: Mapping[str, Action]) -> Action:

@@ -114,8 +114,18 @@ def all_decided(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
 
 
 def turn_limit_reached(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
-    """The tool loop has used all its model calls (turn + 1 >= max_turns)."""
-    return bool(state.turn + 1 >= ctx.max_turns)
+    """The run has made all its turns: the next one's number reaches max_turns."""
+    return opening_turn(state, inp, ctx) >= ctx.max_turns
+
+
+def opening_turn(state: Any, inp: Any, ctx: TransitionCtx) -> int:
+    """The number of the turn a row entering a turn phase now opens: `state.turn` on start
+    (no turn is open yet) and from an effect phase (it carries the next turn's number), else
+    `state.turn + 1` (the state's turn was made)."""
+    turn: int = state.turn
+    if inp.kind == "start" or state.phase in ctx.table.effects:
+        return turn
+    return turn + 1
 
 
 def over_context_budget(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
