@@ -5,7 +5,8 @@ The rules, and why:
 
 - A tool keeps the server's name, unless the server has a `prefix` (then `prefix + name`).
   A name the model APIs refuse (1-64 letters, digits, `_`, `-`), a name listed twice, and a
-  schema that is not JSON Schema of an object leave the tool out: it is named in
+  schema that is not JSON Schema of an object or cannot be checked in linear time
+  (`helikon.tools.schema_keywords`) leave the tool out: it is named in
   `MCPServer.skipped` with the reason and logged (logger `helikon.mcp`, WARNING), and the
   rest of the listing is kept.
 - Hints only ever tighten. A tool whose `destructiveHint` is true or absent (MCP's default
