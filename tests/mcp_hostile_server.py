@@ -54,6 +54,9 @@ PAGES: list[list[dict[str, Any]]] = [
 # Schemas whose check would take exponential (patterns) or quadratic (uniqueItems) time on
 # jsonschema's own keywords; "backreference" cannot be checked in linear time at all.
 EVIL = "^(a+)+$"
+# Each level an anyOf of the next level twice: 2**12 leaves to check, as many before them.
+FAN: dict[str, Any] = {f"d{n}": {"anyOf": [{"$ref": f"#/$defs/d{n + 1}"}] * 2} for n in range(12)}
+FAN["d12"] = {"type": "string"}
 SLOW_SCHEMAS: list[dict[str, Any]] = [
     tool("pattern", {"type": "object", "properties": {"text": {"pattern": EVIL}}}),
     tool("pattern_keys", {"type": "object", "patternProperties": {EVIL: {"type": "integer"}}}),
@@ -63,6 +66,7 @@ SLOW_SCHEMAS: list[dict[str, Any]] = [
     ),
     tool("key_names", {"type": "object", "propertyNames": {"pattern": EVIL}}),
     tool("unique", {"type": "object", "properties": {"items": {"uniqueItems": True}}}),
+    tool("fan_out", {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": FAN}),
     tool("backreference", {"type": "object", "properties": {"text": {"pattern": "^(a)\\1$"}}}),
 ]
 

@@ -36,10 +36,12 @@ class SchemaArguments:
     Args:
         schema: the JSON schema the model is offered (an object schema).
         validator: a `jsonschema` validator for it.
+        keywords: `helikon.tools.schema_keywords`, which bounds the check's steps.
     """
 
     schema: dict[str, Any]
     validator: Any
+    keywords: Any
 
     def parse(self, arguments: str) -> dict[str, Any]:
         """The arguments as a dict, checked against the schema.
@@ -49,7 +51,8 @@ class SchemaArguments:
         """
         values = _json_object(arguments)
         try:
-            errors = sorted(self.validator.iter_errors(values), key=_error_key)
+            found = self.keywords.errors_within(self.validator, values, arguments)
+            errors = sorted(found, key=_error_key)
         except Exception as exc:  # a $ref that does not resolve, a schema that recurses
             problem = cut(f"{type(exc).__name__}: {exc}")
             lines = [f"(schema): the tool's schema cannot be applied ({problem})"]
@@ -102,7 +105,7 @@ def schema_arguments(tool_name: str, schema: Mapping[str, Any]) -> SchemaArgumen
     backtracking = keywords.refuse_backtracking(offered)
     if backtracking is not None:
         raise ValueError(f"tool {tool_name!r}: its schema cannot be checked safely: {backtracking}")
-    return SchemaArguments(offered, validator_class(offered, registry=registry()))
+    return SchemaArguments(offered, validator_class(offered, registry=registry()), keywords)
 
 
 def _schema_problem(exc: Any) -> str:

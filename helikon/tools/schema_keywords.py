@@ -16,10 +16,14 @@ more than linear time:
   schema that has both is refused (`refuse_backtracking`).
 - `uniqueItems` compares items by a canonical key (linear), not pairwise (quadratic for
   objects and arrays).
+- Every keyword counts as a step, and a check may take `STEPS` plus `PER_CHARACTER` per
+  character of the arguments (`errors_within`): a few lines of `anyOf` over `$ref`s double
+  the work at each level (2**30 steps for 30 levels), which no keyword alone can see.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -32,6 +36,19 @@ from helikon.core.quoting import cut, quoted
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 would write each refused pattern to stderr
+
+
+STEPS = 1000
+"""Keyword steps any check may take, besides `PER_CHARACTER` per character of the arguments."""
+PER_CHARACTER = 10
+"""Keyword steps a check may take per character of the arguments: generous for a union of
+object schemas over an array of small objects (about 7), a bound for a schema that fans out."""
+
+_left: contextvars.ContextVar[list[int]] = contextvars.ContextVar("helikon_schema_steps")
+
+
+class TooCostly(Exception):
+    """The check took more steps than its arguments allow: the schema is too costly."""
 
 
 class UnsafePattern(ValueError):
@@ -58,15 +75,47 @@ def compiled(pattern: str) -> Any:
 
 @functools.cache
 def linear(validator_class: Any) -> Any:
-    """`validator_class` with the keywords above replaced by their linear versions."""
+    """`validator_class` with the keywords above replaced by their linear versions, and
+    every keyword counting its steps."""
     originals = validator_class.VALIDATORS
     keywords = {
+        **originals,
         "pattern": _pattern,
         "patternProperties": _pattern_properties,
         "additionalProperties": _without_matched(originals["additionalProperties"]),
         "uniqueItems": _unique_items,
     }
-    return extend(validator_class, {k: v for k, v in keywords.items() if k in originals})
+    counted = {k: _counted(v) for k, v in keywords.items() if k in originals}
+    return extend(validator_class, counted)
+
+
+def errors_within(validator: Any, instance: Any, arguments: str) -> list[Any]:
+    """Every error of `instance` (parsed from `arguments`) by `validator`, a `linear` one.
+
+    Raises:
+        TooCostly: the check took over `STEPS` plus `PER_CHARACTER` per character of
+            `arguments`.
+    """
+    token = _left.set([STEPS + PER_CHARACTER * len(arguments)])
+    try:
+        return list(validator.iter_errors(instance))
+    finally:
+        _left.reset(token)
+
+
+def _counted(keyword: Any) -> Any:
+    def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        left = _left.get(None)
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise TooCostly(
+                    f"checking the arguments took over {STEPS} steps plus {PER_CHARACTER} "
+                    "per character of them: the schema is too costly to check"
+                )
+        return keyword(validator, value, instance, schema)
+
+    return counted
 
 
 def regex_checker() -> Any:
