@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import reprlib
 
-LIMIT = 200
-"""Characters of the value an error shows: an error line stays readable, under 300."""
+LIMIT = 120
+"""Characters of the value an error shows: with its quotes and its length about 150, so that
+an error line naming it (and a file, a line number, what was wrong and why) stays under 300."""
 
 _BRIEF = reprlib.Repr()
 _BRIEF.maxlevel = 3

@@ -44,6 +44,7 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
+from helikon.core.quoting import cut, quoted
 from helikon.durable import postgres_sql as sql
 from helikon.durable import rows
 from helikon.durable.records import (
@@ -224,7 +225,7 @@ class PostgresRunStore:
             return int(text)
         except ValueError:
             raise StoreCorrupt(
-                f"the run store {self._where} has schema version {text!r}, not a number"
+                f"the run store {self._where} has schema version {quoted(text)}, not a number"
             ) from None
 
     @asynccontextmanager
@@ -301,7 +302,7 @@ class PostgresRunStore:
             )
             row = await cur.fetchone()
             if row is None:
-                raise RunExists(f"a run {header.run_id!r} is already in the store")
+                raise RunExists(f"a run {quoted(header.run_id)} is already in the store")
             await self._insert_effects(cur, header.run_id, effects)
             await cur.execute(
                 sql.INSERT_RECORD, (header.run_id, record.seq, record_data, record_mac)
@@ -322,12 +323,12 @@ class PostgresRunStore:
             await cur.execute(sql.LEASE, (run_id,))
             held = await cur.fetchone()
             if held is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
             await cur.execute(sql.CLAIM, (owner, ttl, run_id, force))
             taken = await cur.fetchone()
             if taken is None:
                 raise RunLeased(
-                    f"run {run_id!r} is driven by {held[0]} until "
+                    f"run {quoted(run_id)} is driven by {cut(held[0])} until "
                     f"{time.strftime('%H:%M:%S', time.localtime(held[2]))} (its lease); "
                     "resume it after that, or with force=True if that owner is known dead",
                     owner=held[0],
@@ -483,10 +484,10 @@ class PostgresRunStore:
             await cur.execute(sql.HEAD, (run_id,))
             head = await cur.fetchone()
             if head is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
             if head[0] != seq:
                 raise StoreError(
-                    f"run {run_id!r} is at step {head[0]}, not at suspension {seq}: "
+                    f"run {quoted(run_id)} is at step {head[0]}, not at suspension {seq}: "
                     "decisions for that suspension cannot be spent"
                 )
             for decision in decisions:
@@ -494,8 +495,8 @@ class PostgresRunStore:
                 await cur.execute(sql.INSERT_DECISION, (run_id, seq, decision.call_id, data, mac))
                 if await cur.fetchone() is None:
                     raise DecisionSpent(
-                        f"call {decision.call_id!r} of run {run_id!r} was already decided at "
-                        f"suspension {seq}: a decision is spent once"
+                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
+                        f"decided at suspension {seq}: a decision is spent once"
                     )
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
@@ -516,12 +517,12 @@ class PostgresRunStore:
         row = await cur.fetchone()
         if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
             return LeaseLost(
-                f"run {run_id!r}: another write of this step came first (the run's head is "
+                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
                 "not the one this driver wrote after): stopping without writing"
             )
         holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
         return LeaseLost(
-            f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
+            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
             f"held by {holder}: stopping without writing"
         )
 
@@ -594,7 +595,7 @@ class PostgresRunStore:
             await cur.execute(sql.REVISION, (run_id, run_id))
             row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
         return tuple(row)
 
     async def _header(self, run_id: str) -> RunHeader:
@@ -606,7 +607,7 @@ class PostgresRunStore:
         await cur.execute(sql.RUN_ROW, (run_id,))
         row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
         return row, rows.read_header(self._key, run_id, row[13], row[14])
 
     @staticmethod
@@ -733,7 +734,7 @@ class PostgresRunStore:
         async with self._transaction() as cur:
             gone = [row[0] for row in await self._all(cur, tree, arg)]
             if missing is not None and not gone:
-                raise RunNotFound(f"no run {missing!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(missing)} in the store {self._where}")
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:

@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps, encoded, loads
 from helikon.core.items import Item, ToolResult
+from helikon.core.quoting import cut, quoted
 from helikon.core.table import ChartData
 from helikon.durable.records import (
     CallRecord,
@@ -92,18 +93,18 @@ def _load(kind: Any, data: str, what: str) -> Any:
         return loads(kind, data)
     except (ValidationError, ValueError, RecursionError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StoreCorrupt(f"{what}: not a valid {kind.__name__}: {first}") from None
+        raise StoreCorrupt(f"{what}: not a valid {kind.__name__}: {cut(first)}") from None
 
 
 def read_header(key: bytes, run_id: str, data: str, mac: str) -> RunHeader:
     if not matches(mac, key, "header", run_id, data):
         raise StoreCorrupt(
-            f"run {run_id!r}: its header does not match its signature (edited, or the store's "
-            "key is not the one it was written with)"
+            f"run {quoted(run_id)}: its header does not match its signature (edited, or the "
+            "store's key is not the one it was written with)"
         )
-    header: RunHeader = _load(RunHeader, data, f"run {run_id!r}: header")
+    header: RunHeader = _load(RunHeader, data, f"run {quoted(run_id)}: header")
     if header.run_id != run_id:
-        raise StoreCorrupt(f"run {run_id!r}: its header names run {header.run_id!r}")
+        raise StoreCorrupt(f"run {quoted(run_id)}: its header names run {quoted(header.run_id)}")
     return header
 
 
@@ -120,20 +121,20 @@ def read_records(
     previous = ""
     for expected, (seq, data, mac) in enumerate(rows, start=1):
         if seq != expected:
-            raise StoreCorrupt(f"run {run_id!r}: record {expected} is missing (found {seq})")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {expected} is missing (found {seq})")
         if not matches(mac, key, "record", run_id, seq, previous, data):
             raise StoreCorrupt(
-                f"run {run_id!r}: record {seq} does not match its signature: the record was "
+                f"run {quoted(run_id)}: record {seq} does not match its signature: the record was "
                 "edited, or one before it"
             )
-        record: StepRecord = _load(StepRecord, data, f"run {run_id!r}: record {seq}")
+        record: StepRecord = _load(StepRecord, data, f"run {quoted(run_id)}: record {seq}")
         if record.seq != seq:
-            raise StoreCorrupt(f"run {run_id!r}: record {seq} says it is record {record.seq}")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {seq} says it is record {record.seq}")
         records.append(record)
         previous = mac
     if len(records) != head_seq or previous != head_mac:
         raise StoreCorrupt(
-            f"run {run_id!r}: its head is record {head_seq}, but the store holds "
+            f"run {quoted(run_id)}: its head is record {head_seq}, but the store holds "
             f"{len(records)} records that chain to another head"
         )
     return tuple(records)
@@ -145,8 +146,8 @@ def read_effects(
     effects: list[EffectRecord] = []
     for n, after_seq, data, mac in rows:
         if not matches(mac, key, "effect", run_id, n, after_seq, data):
-            raise StoreCorrupt(f"run {run_id!r}: event {n} does not match its signature")
-        effects.append(_load(EffectRecord, data, f"run {run_id!r}: event {n}"))
+            raise StoreCorrupt(f"run {quoted(run_id)}: event {n} does not match its signature")
+        effects.append(_load(EffectRecord, data, f"run {quoted(run_id)}: event {n}"))
     return tuple(effects)
 
 
@@ -158,9 +159,10 @@ def read_calls(
         parts = ("call", run_id, seq, call_id, tool, arguments_hash, result or "")
         if not matches(mac, key, *parts):
             raise StoreCorrupt(
-                f"run {run_id!r}: call {call_id!r} of step {seq} does not match its signature"
+                f"run {quoted(run_id)}: call {quoted(call_id)} of step {seq} does not match its "
+                "signature"
             )
-        value = None if result is None else _load(ToolResult, result, f"call {call_id!r}")
+        value = None if result is None else _load(ToolResult, result, f"call {quoted(call_id)}")
         calls.append(CallRecord(seq, call_id, tool, arguments_hash, value))
     return tuple(calls)
 
@@ -172,12 +174,14 @@ def read_decisions(
     for seq, call_id, data, mac in rows:
         if not matches(mac, key, "decision", run_id, seq, call_id, data):
             raise StoreCorrupt(
-                f"run {run_id!r}: the decision for call {call_id!r} at step {seq} does not "
-                "match its signature (a forged approval)"
+                f"run {quoted(run_id)}: the decision for call {quoted(call_id)} at step {seq} does "
+                "not match its signature (a forged approval)"
             )
-        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {call_id!r}")
+        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {quoted(call_id)}")
         if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
-            raise StoreCorrupt(f"run {run_id!r}: the decision for call {call_id!r} is misfiled")
+            raise StoreCorrupt(
+                f"run {quoted(run_id)}: the decision for call {quoted(call_id)} is misfiled"
+            )
         decisions.append((seq, decision))
     return tuple(decisions)
 
@@ -201,7 +205,7 @@ def head_sig(key: bytes, run_id: str, seq: int, mac: str) -> str:
 def check_head(key: bytes, run_id: str, seq: int, mac: str, signature: str) -> None:
     if not matches(signature, key, "head", run_id, seq, mac):
         raise StoreCorrupt(
-            f"run {run_id!r}: its head (record {seq}) does not match its signature: records "
+            f"run {quoted(run_id)}: its head (record {seq}) does not match its signature: records "
             "were removed, or the head was moved"
         )
 
@@ -218,9 +222,9 @@ def read_session(
     for n, data, mac in rows:
         if not matches(mac, key, "session", session_id, n, data):
             raise StoreCorrupt(
-                f"session {session_id!r}: item {n} does not match its signature (edited)"
+                f"session {quoted(session_id)}: item {n} does not match its signature (edited)"
             )
-        items.append(_load(Item, data, f"session {session_id!r}: item {n}"))
+        items.append(_load(Item, data, f"session {quoted(session_id)}: item {n}"))
     return tuple(items)
 
 
@@ -229,10 +233,11 @@ def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
     unsigned: a chart is its digest)."""
     if data is None:
         return None
-    chart: ChartData = _load(ChartData, data, f"run {run_id!r}: chart {digest[:12]}")
+    chart: ChartData = _load(ChartData, data, f"run {quoted(run_id)}: chart {digest[:12]}")
     if chart.digest != digest:
         raise StoreCorrupt(
-            f"run {run_id!r}: the stored chart {digest[:12]} hashes to {chart.digest[:12]} (edited)"
+            f"run {quoted(run_id)}: the stored chart {digest[:12]} hashes to "
+            f"{chart.digest[:12]} (edited)"
         )
     return data
 
@@ -244,6 +249,6 @@ def check_run_id(run_id: str) -> None:
     """Refuse a run id no store can keep alike: empty, too long, or holding NUL."""
     if not run_id or len(run_id) > MAX_RUN_ID or "\x00" in run_id:
         raise StoreError(
-            f"run id {run_id[:40]!r} cannot be stored: it must be 1 to {MAX_RUN_ID} "
+            f"run id {quoted(run_id)} cannot be stored: it must be 1 to {MAX_RUN_ID} "
             "characters, without NUL"
         )

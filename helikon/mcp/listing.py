@@ -27,6 +27,7 @@ from typing import Any
 
 from mcp import types
 
+from helikon.core.quoting import quoted
 from helikon.tools import Tool
 
 logger = logging.getLogger("helikon.mcp")
@@ -71,7 +72,7 @@ def tools_of(
         except ValueError as exc:
             skipped[each.name] = str(exc)
     for name, reason in skipped.items():
-        logger.warning("MCP server %r: tool %r left out: %s", rules.server, name, reason)
+        logger.warning("MCP server %r: tool %s left out: %s", rules.server, quoted(name), reason)
     return tuple(tools), skipped
 
 
@@ -106,9 +107,9 @@ def _kept(listed: types.Tool, rules: ListingRules) -> bool:
             return bool(keep(listed))
         except Exception as exc:
             logger.warning(
-                "MCP server %r: tool %r left out: the tool filter raised %s: %s",
+                "MCP server %r: tool %s left out: the tool filter raised %s: %s",
                 rules.server,
-                listed.name,
+                quoted(listed.name),
                 type(exc).__name__,
                 exc,
             )

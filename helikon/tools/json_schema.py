@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from helikon.core.quoting import cut
+from helikon.core.quoting import cut, quoted
 from helikon.tools.context import ToolContext
 from helikon.tools.schema import InvalidArguments
 
@@ -84,13 +84,15 @@ def schema_arguments(tool_name: str, schema: Mapping[str, Any]) -> SchemaArgumen
     """
     validator_for, latest, registry, schema_error, keywords = _jsonschema()
     if not isinstance(schema, Mapping):
-        raise ValueError(f"tool {tool_name!r}: its schema must be a JSON object, not {schema!r}")
+        raise ValueError(
+            f"tool {tool_name!r}: its schema must be a JSON object, not {quoted(schema)}"
+        )
     offered = dict(schema)
     offered.setdefault("type", "object")
     if offered["type"] != "object":
         raise ValueError(
             f"tool {tool_name!r}: its arguments must be an object schema, not type "
-            f"{offered['type']!r}"
+            f"{quoted(offered['type'])}"
         )
     if not isinstance(offered.get("$schema", ""), str):
         raise ValueError(f"tool {tool_name!r}: its schema's $schema is not a URI")
