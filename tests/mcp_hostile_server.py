@@ -2,9 +2,10 @@
 
 It speaks JSON-RPC lines the way a careless or malicious server might: a tool list over
 several pages with odd names and odd schemas, and tools whose answers are garbage, invalid,
-huge, protocol errors, or never come, or that kill the process mid-call.
+huge, protocol errors, or never come, or that kill the process mid-call; or (slow-schemas)
+tools whose schemas would be slow to check.
 
-    python tests/mcp_hostile_server.py [pages|circle|endless|broken-list]
+    python tests/mcp_hostile_server.py [pages|circle|endless|broken-list|slow-schemas]
 """
 
 from __future__ import annotations
@@ -50,6 +51,26 @@ PAGES: list[list[dict[str, Any]]] = [
 ]
 
 
+# Schemas whose check would take exponential (patterns) or quadratic (uniqueItems) time on
+# jsonschema's own keywords; "backreference" cannot be checked in linear time at all.
+EVIL = "^(a+)+$"
+# Each level an anyOf of the next level twice: 2**12 leaves to check, as many before them.
+FAN: dict[str, Any] = {f"d{n}": {"anyOf": [{"$ref": f"#/$defs/d{n + 1}"}] * 2} for n in range(12)}
+FAN["d12"] = {"type": "string"}
+SLOW_SCHEMAS: list[dict[str, Any]] = [
+    tool("pattern", {"type": "object", "properties": {"text": {"pattern": EVIL}}}),
+    tool("pattern_keys", {"type": "object", "patternProperties": {EVIL: {"type": "integer"}}}),
+    tool(
+        "only_pattern_keys",
+        {"type": "object", "patternProperties": {EVIL: {}}, "additionalProperties": False},
+    ),
+    tool("key_names", {"type": "object", "propertyNames": {"pattern": EVIL}}),
+    tool("unique", {"type": "object", "properties": {"items": {"uniqueItems": True}}}),
+    tool("fan_out", {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": FAN}),
+    tool("backreference", {"type": "object", "properties": {"text": {"pattern": "^(a)\\1$"}}}),
+]
+
+
 def send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -72,6 +93,8 @@ def list_tools(request_id: Any, cursor: str | None) -> None:
         answer(request_id, {"tools": [], "nextCursor": "b" if cursor == "a" else "a"})
     elif MODE == "endless":
         answer(request_id, {"tools": [], "nextCursor": f"n{int((cursor or 'n0')[1:]) + 1}"})
+    elif MODE == "slow-schemas":
+        answer(request_id, {"tools": SLOW_SCHEMAS})
     elif MODE == "broken-list":  # not valid MCP: the SDK refuses the whole page
         tools = [tool("fine"), tool("odd_schema", {"type": "string"}), {"name": "no_schema"}]
         answer(request_id, {"tools": tools})

@@ -9,8 +9,12 @@ event: never a traceback out of the run.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,6 +24,7 @@ from mcp_support import hostile, http_server, weather_station
 from helikon import (
     Agent,
     RunCompleted,
+    RunConfig,
     RunFailed,
     ScriptedModel,
     ToolCall,
@@ -146,6 +151,72 @@ async def test_every_hostile_answer_in_one_batch_gets_exactly_one_result() -> No
     errored = {names[int(k[1:])] for k, r in results.items() if r.is_error}
     assert errored == {
         *["silent", "bad_result", "huge", "protocol_error", "is_error", "structured_bad"]
+    }
+
+
+# -- schemas slow to check --------------------------------------------------------------------
+
+A24 = "a" * 23 + "!"  # 24 characters: `^(a+)+$` backtracks about a second on them in `re`
+
+
+@contextlib.asynccontextmanager
+async def loop_latency() -> AsyncIterator[list[float]]:
+    """The longest the event loop was held (seconds) while the block ran, in `worst[0]`."""
+    worst = [0.0]
+
+    async def tick() -> None:
+        while True:
+            started = time.monotonic()
+            await asyncio.sleep(0.01)
+            worst[0] = max(worst[0], time.monotonic() - started - 0.01)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)
+    try:
+        yield worst
+    finally:
+        await asyncio.sleep(0.05)  # a tick the block delayed is still to be counted
+        ticker.cancel()
+
+
+ITEMS = [{"n": n} for n in range(500)]  # pairwise: about a second
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "error"),
+    [
+        ("pattern", {"text": A24}, f"text: {A24!r} does not match '^(a+)+$'"),
+        ("pattern_keys", {A24: 1, "aa": "y"}, "aa: 'y' is not of type 'integer'"),
+        ("only_pattern_keys", {A24: 1}, f"(root): Additional properties are not allowed ({A24!r}"),
+        ("key_names", {A24: 1}, f"(root): {A24!r} does not match '^(a+)+$'"),
+        ("unique", {"items": [[1], [1.0]]}, "items: [[1], [1.0]] has non-unique elements"),
+        ("unique", {"items": [*ITEMS, {"n": 0}]}, "items: [{'n': 0}, {'n': 1}, "),
+        ("fan_out", {"a": 1}, "(TooCostly: checking the arguments took over 1000 steps plus"),
+    ],
+)
+async def test_a_schema_slow_to_check_never_holds_the_loop(
+    name: str, arguments: dict[str, Any], error: str
+) -> None:
+    model = ScriptedModel([[ToolCall("c0", name, json.dumps(arguments))], "checked"])
+    async with hostile("slow-schemas", needs_approval=False) as server:
+        agent = Agent("a", model, mcp_servers=[server])
+        async with loop_latency() as worst:
+            events = await drain(agent.run("go", config=RunConfig(timeout=30)))
+    ends_once(events, RunCompleted)
+    assert worst[0] < 0.5  # `re`, uniqueItems pairwise, or the fan-out held it a second or more
+    result = outputs(events)["c0"]
+    assert result.is_error
+    assert error in result.content
+
+
+async def test_a_pattern_re2_cannot_compile_leaves_its_tool_out() -> None:
+    async with hostile("slow-schemas") as server:
+        tools = await server.list_tools()
+    assert "backreference" not in [each.name for each in tools]
+    assert server.skipped == {
+        "backreference": "tool 'backreference': its schema has a pattern that cannot be "
+        "checked in linear time: RE2 cannot compile the pattern '^(a)\\\\1$': "
+        "invalid escape sequence: \\1"
     }
 
 

@@ -31,6 +31,7 @@ from test_studio import (
 )
 
 from helikon.cli.studio import open_session
+from helikon.core.quoting import quoted
 from helikon.durable import RunStore, open_store
 from helikon.studio import Session
 from helikon.studio.stored import StoredRuns
@@ -123,7 +124,7 @@ def test_the_studio_lists_the_stores_runs_and_opens_one(url: str, tmp_path: Path
         assert client.get()["run_id"] == "r1"
         for body, answer in (
             ({"run_id": "r9"}, (404, "no run 'r9' in the store (nested runs open in theirs)")),
-            ({"run_id": "r" * 5000}, (404, f"no run '{'r' * 39}…' in the store (nested runs")),
+            ({"run_id": "r" * 5000}, (404, f"no run {quoted('r' * 5000)} in the store (nested")),
             ({"run_id": ["r1"]}, (400, "run_id is the id of a run in the store (a string), not")),
             ({}, (400, "run_id is the id of a run in the store (a string), not None")),
         ):

@@ -12,6 +12,8 @@ from typing import Any
 from helikon.core.chart.compile import compile_chart
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.dsl import LoopChart
+from helikon.core.errors import HelikonError
+from helikon.core.quoting import cut, quoted
 from helikon.core.table import TransitionTable
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
@@ -52,12 +54,12 @@ def load_module(target: str) -> ModuleType:
             spec.loader.exec_module(module)
         except Exception as exc:
             del sys.modules[name]
-            raise LoadError(f"{target} failed to import: {type(exc).__name__}: {exc}") from exc
+            raise LoadError(f"{target} failed to import: {_reason(exc)}") from exc
         return module
     try:
         return importlib.import_module(target)
     except ImportError as exc:
-        raise LoadError(f"cannot import module {target!r}: {exc}") from exc
+        raise LoadError(f"cannot import module {quoted(target)}: {cut(str(exc))}") from exc
 
 
 def module_label(module: ModuleType) -> str:
@@ -77,8 +79,14 @@ def call(module: ModuleType, name: str, *args: Any) -> Any:
     try:
         return getattr(module, name)(*args)
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        raise LoadError(f"{module_label(module)}: {name}() failed: {reason}") from exc
+        raise LoadError(f"{module_label(module)}: {name}() failed: {_reason(exc)}") from exc
+
+
+def _reason(exc: Exception) -> str:
+    """What a chart file raised: helikon's errors (a chart that does not compile, listing its
+    problems) as they are, since they quote what they name cut short; the rest cut short."""
+    reason = f"{type(exc).__name__}: {exc}"
+    return reason if isinstance(exc, HelikonError) else cut(reason)
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -91,7 +99,7 @@ def _attribute(module: ModuleType, where: str, attr: str) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise LoadError(f"{where} has no attribute {attr!r}") from None
+        raise LoadError(f"{where} has no attribute {quoted(attr)}") from None
 
 
 def load(target: str) -> Any:
@@ -163,7 +171,7 @@ def load_table(target: str) -> Any:
     if len(charts) == 1:
         return compile_in(found, charts[0])
     if len(charts) > 1:
-        names = ", ".join(chart.__name__ for chart in charts)
+        names = cut(", ".join(chart.__name__ for chart in charts))
         raise LoadError(f"{target} defines several charts ({names}); pick one with :Name")
     if hasattr(found, "agent"):
         agent = call(found, "agent", ScriptedModel([]))

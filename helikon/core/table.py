@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from helikon.core.errors import HelikonError
+from helikon.core.quoting import quoted
 from helikon.core.state import TransitionOutcome
 
 # A resolved guard and action, as the table holds them: (state, input, ctx) -> bool and
@@ -196,16 +197,16 @@ class ChartData:
         if len(set(names)) != len(names):
             found.append("two phases share a name")
         if self.initial not in names:
-            found.append(f"the initial phase {self.initial!r} is not a phase")
+            found.append(f"the initial phase {quoted(self.initial)} is not a phase")
         for position, row in enumerate(self.rows):
             if row.index != position:
                 found.append(f"row {position} is numbered {row.index}")
             for end in (row.source, row.target):
                 if end not in names:
-                    found.append(f"row {position} names {end!r}, which is not a phase")
+                    found.append(f"row {position} names {quoted(end)}, which is not a phase")
         for phase in self.effects:
             if phase not in names:
-                found.append(f"effect phase {phase!r} is not a phase")
+                found.append(f"effect phase {quoted(phase)} is not a phase")
         return found
 
     def table(self) -> TransitionTable:
@@ -216,7 +217,7 @@ class ChartData:
         """
         problems = self.problems()
         if problems:
-            raise ValueError(f"chart {self.name!r}: " + "; ".join(problems[:3]))
+            raise ValueError(f"chart {quoted(self.name)}: " + "; ".join(problems[:3]))
         dispatch = _DrawnDispatch()
         for row in self.rows:
             compiled = CompiledRow(
@@ -243,7 +244,7 @@ class ChartData:
 def _not_here(chart: str) -> Callable[..., Any]:
     def not_here(*args: Any) -> Any:
         raise TableNotRunnable(
-            f"chart {chart!r} was rebuilt from a trace's record: it can be drawn and stepped "
+            f"chart {quoted(chart)} was rebuilt from a trace's record: it can be drawn and stepped "
             "through as recorded, not run; load the chart itself to run it"
         )
 

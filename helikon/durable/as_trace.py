@@ -26,6 +26,7 @@ from helikon._version import __version__
 from helikon.core.chart.actions import model_phase
 from helikon.core.codec import dumps, loads
 from helikon.core.items import ZERO_USAGE
+from helikon.core.quoting import cut, quoted
 from helikon.core.state import LoopState
 from helikon.core.table import ChartData
 from helikon.durable.records import StepRecord, StoreCorrupt, StoredRun
@@ -116,16 +117,20 @@ def chart_of(stored: StoredRun) -> ChartData:
     """
     run, digest = stored.header.run_id, stored.header.chart_digest
     if stored.chart_data is None:
-        raise StoreCorrupt(f"run {run!r}: the store holds no chart {digest[:12]} for it")
+        raise StoreCorrupt(f"run {quoted(run)}: the store holds no chart {digest[:12]} for it")
     try:
         data: ChartData = loads(ChartData, stored.chart_data)
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StoreCorrupt(f"run {run!r}: its chart is not a valid ChartData: {first}") from None
+        raise StoreCorrupt(
+            f"run {quoted(run)}: its chart is not a valid ChartData: {cut(first)}"
+        ) from None
     problems = data.problems()
     if problems or data.digest != digest:
         why = problems[0] if problems else f"its digest is {data.digest[:12]}"
-        raise StoreCorrupt(f"run {run!r}: the chart kept for it is not chart {digest[:12]}: {why}")
+        raise StoreCorrupt(
+            f"run {quoted(run)}: the chart kept for it is not chart {digest[:12]}: {why}"
+        )
     return data
 
 
@@ -150,8 +155,8 @@ def transition_line(
     """
     if not 0 <= record.row < len(chart.rows):
         raise StoreCorrupt(
-            f"run {run_id!r}: record {record.seq} names row {record.row}, which chart "
-            f"{chart.name!r} lacks"
+            f"run {quoted(run_id)}: record {record.seq} names row {record.row}, which chart "
+            f"{quoted(chart.name)} lacks"
         )
     row = chart.rows[record.row]
     return TransitionTrace(
@@ -211,11 +216,13 @@ class _Exporter:
         for run_id in self.children.pop((parent, seq), []):
             child = self.store.get(run_id)
             if run_id in self.seen:
-                raise StoreCorrupt(f"run {run_id!r} is listed as nested in a run nested in it")
+                raise StoreCorrupt(
+                    f"run {quoted(run_id)} is listed as nested in a run nested in it"
+                )
             if child.header.parent_run_id != parent:
                 raise StoreCorrupt(
-                    f"run {run_id!r} is listed as nested in {parent!r}, but its header says "
-                    f"{child.header.parent_run_id!r}"
+                    f"run {quoted(run_id)} is listed as nested in {quoted(parent)}, but its "
+                    f"header says {quoted(child.header.parent_run_id)}"
                 )
             chart = chart_of(child)
             self.lines.append(run_line(child, chart, self.recorded))

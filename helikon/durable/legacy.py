@@ -14,6 +14,7 @@ from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item, ToolResult
+from helikon.core.quoting import quoted
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.records import CallRecord, EffectRecord, StepRecord, StoreCorrupt
 from helikon.durable.rows import RunHead, SessionHead, head_sig, session_sig
@@ -103,7 +104,7 @@ def rechain_session(
 
 def _check_head(key: bytes, run_id: str, seq: int, mac: str, signature: str) -> None:
     if not matches(signature, key, "head", run_id, seq, mac):
-        raise StoreCorrupt(f"run {run_id!r}: its head does not match its signature")
+        raise StoreCorrupt(f"run {quoted(run_id)}: its head does not match its signature")
 
 
 def read_records(
@@ -119,20 +120,20 @@ def read_records(
     previous = ""
     for expected, (seq, data, mac) in enumerate(rows, start=1):
         if seq != expected:
-            raise StoreCorrupt(f"run {run_id!r}: record {expected} is missing (found {seq})")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {expected} is missing (found {seq})")
         if not matches(mac, key, "record", run_id, seq, previous, data):
             raise StoreCorrupt(
-                f"run {run_id!r}: record {seq} does not match its signature: the record was "
+                f"run {quoted(run_id)}: record {seq} does not match its signature: the record was "
                 "edited, or one before it"
             )
-        record: StepRecord = _loads(StepRecord, data, f"run {run_id!r}: record {seq}")
+        record: StepRecord = _loads(StepRecord, data, f"run {quoted(run_id)}: record {seq}")
         if record.seq != seq:
-            raise StoreCorrupt(f"run {run_id!r}: record {seq} says it is record {record.seq}")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {seq} says it is record {record.seq}")
         records.append(record)
         previous = mac
     if len(records) != head_seq or previous != head_mac:
         raise StoreCorrupt(
-            f"run {run_id!r}: its head is record {head_seq}, but the store holds "
+            f"run {quoted(run_id)}: its head is record {head_seq}, but the store holds "
             f"{len(records)} records that chain to another head"
         )
     return tuple(records)
@@ -144,8 +145,8 @@ def read_effects(
     effects: list[EffectRecord] = []
     for n, after_seq, data, mac in rows:
         if not matches(mac, key, "effect", run_id, n, after_seq, data):
-            raise StoreCorrupt(f"run {run_id!r}: event {n} does not match its signature")
-        effects.append(_loads(EffectRecord, data, f"run {run_id!r}: event {n}"))
+            raise StoreCorrupt(f"run {quoted(run_id)}: event {n} does not match its signature")
+        effects.append(_loads(EffectRecord, data, f"run {quoted(run_id)}: event {n}"))
     return tuple(effects)
 
 
@@ -157,9 +158,10 @@ def read_calls(
         parts = ("call", run_id, seq, call_id, tool, arguments_hash, result or "")
         if not matches(mac, key, *parts):
             raise StoreCorrupt(
-                f"run {run_id!r}: call {call_id!r} of step {seq} does not match its signature"
+                f"run {quoted(run_id)}: call {quoted(call_id)} of step {seq} does not match "
+                "its signature"
             )
-        value = None if result is None else _loads(ToolResult, result, f"call {call_id!r}")
+        value = None if result is None else _loads(ToolResult, result, f"call {quoted(call_id)}")
         calls.append(CallRecord(seq, call_id, tool, arguments_hash, value))
     return tuple(calls)
 
@@ -171,12 +173,14 @@ def read_decisions(
     for seq, call_id, data, mac in rows:
         if not matches(mac, key, "decision", run_id, seq, call_id, data):
             raise StoreCorrupt(
-                f"run {run_id!r}: the decision for call {call_id!r} at step {seq} does not "
-                "match its signature (a forged approval)"
+                f"run {quoted(run_id)}: the decision for call {quoted(call_id)} at step {seq} "
+                "does not match its signature (a forged approval)"
             )
-        decision: ApprovalDecision = _loads(ApprovalDecision, data, f"decision {call_id!r}")
+        decision: ApprovalDecision = _loads(ApprovalDecision, data, f"decision {quoted(call_id)}")
         if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
-            raise StoreCorrupt(f"run {run_id!r}: the decision for call {call_id!r} is misfiled")
+            raise StoreCorrupt(
+                f"run {quoted(run_id)}: the decision for call {quoted(call_id)} is misfiled"
+            )
         decisions.append((seq, decision))
     return tuple(decisions)
 
@@ -188,7 +192,7 @@ def read_session(
     for n, data, mac in rows:
         if not matches(mac, key, "session", session_id, n, data):
             raise StoreCorrupt(
-                f"session {session_id!r}: item {n} does not match its signature (edited)"
+                f"session {quoted(session_id)}: item {n} does not match its signature (edited)"
             )
-        items.append(_loads(Item, data, f"session {session_id!r}: item {n}"))
+        items.append(_loads(Item, data, f"session {quoted(session_id)}: item {n}"))
     return tuple(items)

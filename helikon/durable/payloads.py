@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
+from helikon.core.quoting import quoted
 from helikon.durable.records import StoreCorrupt, StoreError
 
 
@@ -31,13 +32,13 @@ def checked(run_id: str, digest: str, data: bytes | None, where: str) -> bytes:
     """
     if data is None:
         raise PayloadNotFound(
-            f"no payload {digest[:16]!r} of run {run_id!r} in the store {where}: it was "
+            f"no payload {digest[:16]!r} of run {quoted(run_id)} in the store {where}: it was "
             "deleted with its run, or stored in another store"
         )
     found = digest_of(data)
     if found != digest:
         raise StoreCorrupt(
-            f"payload {digest[:16]!r} of run {run_id!r} in the store {where} hashes to "
+            f"payload {digest[:16]!r} of run {quoted(run_id)} in the store {where} hashes to "
             f"{found[:16]!r}: its bytes were changed"
         )
     return bytes(data)

@@ -44,6 +44,7 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
+from helikon.core.quoting import cut, quoted
 from helikon.durable import legacy, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -233,7 +234,7 @@ class PostgresRunStore:
             return int(text)
         except ValueError:
             raise StoreCorrupt(
-                f"the run store {self._where} has schema version {text!r}, not a number"
+                f"the run store {self._where} has schema version {quoted(text)}, not a number"
             ) from None
 
     @asynccontextmanager
@@ -314,7 +315,7 @@ class PostgresRunStore:
             )
             row = await cur.fetchone()
             if row is None:
-                raise RunExists(f"a run {header.run_id!r} is already in the store")
+                raise RunExists(f"a run {quoted(header.run_id)} is already in the store")
             numbered = zip(enumerate(effects, start=1), events, strict=True)
             await cur.executemany(
                 sql.INSERT_EFFECT, [(header.run_id, n, e.after_seq, *r) for (n, e), r in numbered]
@@ -337,12 +338,12 @@ class PostgresRunStore:
             await cur.execute(sql.LEASE, (run_id,))
             held = await cur.fetchone()
             if held is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
             await cur.execute(sql.CLAIM, (owner, ttl, run_id, force))
             taken = await cur.fetchone()
             if taken is None:
                 raise RunLeased(
-                    f"run {run_id!r} is driven by {held[0]} until "
+                    f"run {quoted(run_id)} is driven by {cut(held[0])} until "
                     f"{time.strftime('%H:%M:%S', time.localtime(held[2]))} (its lease); "
                     "resume it after that, or with force=True if that owner is known dead",
                     owner=held[0],
@@ -527,11 +528,11 @@ class PostgresRunStore:
             await cur.execute(sql.CHAIN, (run_id,))
             row = await cur.fetchone()
             if row is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
                 raise StoreError(
-                    f"run {run_id!r} is at step {head.seq}, not at suspension {seq}: "
+                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
                     "decisions for that suspension cannot be spent"
                 )
             for decision in decisions:
@@ -540,8 +541,8 @@ class PostgresRunStore:
                 await cur.execute(sql.INSERT_DECISION, args)
                 if await cur.fetchone() is None:
                     raise DecisionSpent(
-                        f"call {decision.call_id!r} of run {run_id!r} was already decided at "
-                        f"suspension {seq}: a decision is spent once"
+                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
+                        f"decided at suspension {seq}: a decision is spent once"
                     )
             await self._seal(cur, run_id, head, chain)
 
@@ -558,12 +559,12 @@ class PostgresRunStore:
         row = await cur.fetchone()
         if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
             return LeaseLost(
-                f"run {run_id!r}: another write of this step came first (the run's head is "
+                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
                 "not the one this driver wrote after): stopping without writing"
             )
         holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
         return LeaseLost(
-            f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
+            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
             f"held by {holder}: stopping without writing"
         )
 
@@ -637,7 +638,7 @@ class PostgresRunStore:
             await cur.execute(sql.REVISION, (run_id, run_id))
             row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
         return tuple(row)
 
     async def _header(self, run_id: str) -> RunHeader:
@@ -649,7 +650,7 @@ class PostgresRunStore:
         await cur.execute(sql.RUN_ROW, (run_id,))
         row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self._where}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
         return row, rows.read_header(self._key, run_id, row[13], row[14])
 
     @staticmethod
@@ -790,7 +791,7 @@ class PostgresRunStore:
         async with self._transaction() as cur:
             gone = [row[0] for row in await self._all(cur, tree, arg)]
             if missing is not None and not gone:
-                raise RunNotFound(f"no run {missing!r} in the store {self._where}")
+                raise RunNotFound(f"no run {quoted(missing)} in the store {self._where}")
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:

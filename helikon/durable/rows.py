@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.codec import dumps, encoded, loads
 from helikon.core.items import Item, ToolResult
+from helikon.core.quoting import cut, quoted
 from helikon.core.table import ChartData
 from helikon.core.values import value
 from helikon.durable.chain import Chain, Link, genesis, verify
@@ -103,18 +104,18 @@ def _load(kind: Any, data: str, what: str) -> Any:
         return loads(kind, data)
     except (ValidationError, ValueError, RecursionError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StoreCorrupt(f"{what}: not a valid {kind.__name__}: {first}") from None
+        raise StoreCorrupt(f"{what}: not a valid {kind.__name__}: {cut(first)}") from None
 
 
 def read_header(key: bytes, run_id: str, data: str, mac: str) -> RunHeader:
     if not matches(mac, key, "header", run_id, data):
         raise StoreCorrupt(
-            f"run {run_id!r}: its header does not match its signature (edited, or the store's "
-            "key is not the one it was written with)"
+            f"run {quoted(run_id)}: its header does not match its signature (edited, or the "
+            "store's key is not the one it was written with)"
         )
-    header: RunHeader = _load(RunHeader, data, f"run {run_id!r}: header")
+    header: RunHeader = _load(RunHeader, data, f"run {quoted(run_id)}: header")
     if header.run_id != run_id:
-        raise StoreCorrupt(f"run {run_id!r}: its header names run {header.run_id!r}")
+        raise StoreCorrupt(f"run {quoted(run_id)}: its header names run {quoted(header.run_id)}")
     return header
 
 
@@ -161,8 +162,8 @@ def read_rows(
     """
     links = [*_record_links(records), *_effect_links(effects), *_call_links(calls)]
     links += _decision_links(decisions)
-    verify(f"run {run_id!r}", genesis("run", run_id), 1, links, head.n, head.digest)
-    where = f"run {run_id!r}"
+    verify(f"run {quoted(run_id)}", genesis("run", run_id), 1, links, head.n, head.digest)
+    where = f"run {quoted(run_id)}"
     return (
         _records(run_id, records, head),
         tuple(_load(EffectRecord, row[2], f"{where}: event {row[0]}") for row in effects),
@@ -185,7 +186,7 @@ def _call_links(rows: list[CallRow]) -> list[Link]:
     """A call is two links, its start and its result; its row keeps the last one's digest."""
     links: list[Link] = []
     for seq, call_id, tool, arguments_hash, result, mac, at, result_at in rows:
-        what = f"call {call_id!r} of step {seq}"
+        what = f"call {quoted(call_id)} of step {seq}"
         started = None if result is not None else mac
         links.append(Link(at, what, ("call", seq, call_id, tool, arguments_hash), started))
         if result is not None or result_at is not None:
@@ -198,7 +199,7 @@ def _decision_links(rows: list[DecisionRow]) -> list[Link]:
     return [
         Link(
             at,
-            f"the decision on call {call_id!r} at step {seq}",
+            f"the decision on call {quoted(call_id)} at step {seq}",
             ("decision", seq, call_id, data),
             mac,
         )
@@ -208,7 +209,7 @@ def _decision_links(rows: list[DecisionRow]) -> list[Link]:
 
 def _call(row: CallRow) -> CallRecord:
     seq, call_id, tool, arguments_hash, result = row[:5]
-    found = None if result is None else _load(ToolResult, result, f"call {call_id!r}")
+    found = None if result is None else _load(ToolResult, result, f"call {quoted(call_id)}")
     return CallRecord(seq, call_id, tool, arguments_hash, found)
 
 
@@ -217,14 +218,14 @@ def _records(run_id: str, rows: list[RecordRow], head: RunHead) -> tuple[StepRec
     records: list[StepRecord] = []
     for expected, (seq, data, _, _) in enumerate(rows, start=1):
         if seq != expected:
-            raise StoreCorrupt(f"run {run_id!r}: record {expected} is missing (found {seq})")
-        record: StepRecord = _load(StepRecord, data, f"run {run_id!r}: record {seq}")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {expected} is missing (found {seq})")
+        record: StepRecord = _load(StepRecord, data, f"run {quoted(run_id)}: record {seq}")
         if record.seq != seq:
-            raise StoreCorrupt(f"run {run_id!r}: record {seq} says it is record {record.seq}")
+            raise StoreCorrupt(f"run {quoted(run_id)}: record {seq} says it is record {record.seq}")
         records.append(record)
     if len(records) != head.seq or (rows and rows[-1][2] != head.mac):
         raise StoreCorrupt(
-            f"run {run_id!r}: its head is record {head.seq}, but the store holds "
+            f"run {quoted(run_id)}: its head is record {head.seq}, but the store holds "
             f"{len(records)} records that end at another one"
         )
     return tuple(records)
@@ -233,9 +234,11 @@ def _records(run_id: str, rows: list[RecordRow], head: RunHead) -> tuple[StepRec
 def _decisions(run_id: str, rows: list[DecisionRow]) -> tuple[tuple[int, ApprovalDecision], ...]:
     decisions: list[tuple[int, ApprovalDecision]] = []
     for seq, call_id, data, _, _ in rows:
-        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {call_id!r}")
+        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {quoted(call_id)}")
         if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
-            raise StoreCorrupt(f"run {run_id!r}: the decision for call {call_id!r} is misfiled")
+            raise StoreCorrupt(
+                f"run {quoted(run_id)}: the decision for call {quoted(call_id)} is misfiled"
+            )
         decisions.append((seq, decision))
     return tuple(decisions)
 
@@ -260,7 +263,7 @@ def head_sig(key: bytes, run_id: str, head: RunHead) -> str:
 def check_head(key: bytes, run_id: str, head: RunHead, signature: str) -> None:
     if not matches(signature, key, "head", run_id, head.seq, head.mac, head.n, head.digest):
         raise StoreCorrupt(
-            f"run {run_id!r}: its head (record {head.seq}, link {head.n}) does not match its "
+            f"run {quoted(run_id)}: its head (record {head.seq}, link {head.n}) does not match its "
             "signature: the head was moved or edited, or the store's key is not the one it "
             "was written with"
         )
@@ -304,7 +307,7 @@ def read_session(
     Raises:
         StoreCorrupt: an item was edited, removed, added, reordered or swapped.
     """
-    owner = f"session {session_id!r}"
+    owner = f"session {quoted(session_id)}"
     head, signature = kept or (SessionHead.empty(session_id), "")
     if kept is not None and not compare_digest(signature, session_sig(key, session_id, head)):
         raise StoreCorrupt(f"{owner}: its head (item {head.n}) does not match its signature")
@@ -318,10 +321,11 @@ def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
     unsigned: a chart is its digest)."""
     if data is None:
         return None
-    chart: ChartData = _load(ChartData, data, f"run {run_id!r}: chart {digest[:12]}")
+    chart: ChartData = _load(ChartData, data, f"run {quoted(run_id)}: chart {digest[:12]}")
     if chart.digest != digest:
         raise StoreCorrupt(
-            f"run {run_id!r}: the stored chart {digest[:12]} hashes to {chart.digest[:12]} (edited)"
+            f"run {quoted(run_id)}: the stored chart {digest[:12]} hashes to "
+            f"{chart.digest[:12]} (edited)"
         )
     return data
 
@@ -333,7 +337,7 @@ def check_run_id(run_id: str) -> None:
     """Refuse a run id no store can keep alike: empty, too long, or holding NUL."""
     if not run_id or len(run_id) > MAX_RUN_ID or "\x00" in run_id:
         raise StoreError(
-            f"run id {run_id[:40]!r} cannot be stored: it must be 1 to {MAX_RUN_ID} "
+            f"run id {quoted(run_id)} cannot be stored: it must be 1 to {MAX_RUN_ID} "
             "characters, without NUL"
         )
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
+from helikon.core.quoting import cut, quoted
 from helikon.durable import legacy, rows
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -120,7 +121,7 @@ class SqliteRunStore:
                 version = int(row[0]) if row else 0
             except ValueError:
                 raise StoreCorrupt(
-                    f"the run store {self.path} names schema version {row[0]!r}, not a number"
+                    f"the run store {self.path} names schema version {quoted(row[0])}, not a number"
                 ) from None
             if version > sql.SCHEMA_VERSION:
                 raise StoreCorrupt(
@@ -201,7 +202,7 @@ class SqliteRunStore:
                     ),
                 )
             except sqlite3.IntegrityError:
-                raise RunExists(f"a run {header.run_id!r} is already in the store") from None
+                raise RunExists(f"a run {quoted(header.run_id)} is already in the store") from None
             db.executemany(
                 sql.INSERT_EFFECT,
                 [
@@ -228,10 +229,10 @@ class SqliteRunStore:
                 (run_id,),
             ).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
             if not db.execute(sql.CLAIM, (owner, now + ttl, now, run_id, now, force)).rowcount:
                 raise RunLeased(
-                    f"run {run_id!r} is driven by {row[0]} until "
+                    f"run {quoted(run_id)} is driven by {cut(row[0])} until "
                     f"{time.strftime('%H:%M:%S', time.localtime(row[2]))} (its lease); "
                     "resume it after that, or with force=True if that owner is known dead",
                     owner=row[0],
@@ -378,11 +379,11 @@ class SqliteRunStore:
         with self._write() as db:
             row = db.execute(sql.CHAIN, (run_id,)).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
                 raise StoreError(
-                    f"run {run_id!r} is at step {head.seq}, not at suspension {seq}: "
+                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
                     "decisions for that suspension cannot be spent"
                 )
             for decision in decisions:
@@ -392,8 +393,8 @@ class SqliteRunStore:
                     db.execute(sql.INSERT_DECISION, args)
                 except sqlite3.IntegrityError:
                     raise DecisionSpent(
-                        f"call {decision.call_id!r} of run {run_id!r} was already decided at "
-                        f"suspension {seq}: a decision is spent once"
+                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
+                        f"decided at suspension {seq}: a decision is spent once"
                     ) from None
             self._seal(db, run_id, head, chain)
 
@@ -407,12 +408,12 @@ class SqliteRunStore:
         ).fetchone()
         if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
             return LeaseLost(
-                f"run {run_id!r}: another write of this step came first (the run's head is "
+                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
                 "not the one this driver wrote after): stopping without writing"
             )
         holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
         return LeaseLost(
-            f"run {run_id!r}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
+            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
             f"held by {holder}: stopping without writing"
         )
 
@@ -468,7 +469,7 @@ class SqliteRunStore:
         with self._lock, self._reading():
             row = self._db.execute(sql.REVISION, (run_id, run_id)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
         return tuple(row)
 
     def header(self, run_id: str) -> RunHeader:
@@ -486,7 +487,7 @@ class SqliteRunStore:
         """The run's row and its header, checked (inside a read of the caller's)."""
         row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
         return row, rows.read_header(self._key, run_id, row[1], row[2])
 
     @contextmanager
@@ -592,7 +593,7 @@ class SqliteRunStore:
         """
         with self._write() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                raise RunNotFound(f"no run {run_id!r} in the store {self.path}")
+                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
             return self._delete_tree(db, run_id)
 
     async def adelete(self, run_id: str) -> int:
@@ -766,7 +767,9 @@ _CHAINS = (sql.CHAIN_EFFECT, sql.CHAIN_CALL, sql.CHAIN_DECISION)
 def _check_seq(run_id: str, seq: int) -> None:
     """A record's key is its run's number and its seq: the seq must fit its part."""
     if not 0 < seq < sql.RUN_SPAN:
-        raise StoreError(f"run {run_id!r}: record {seq} cannot be stored (seqs are below 2**32)")
+        raise StoreError(
+            f"run {quoted(run_id)}: record {seq} cannot be stored (seqs are below 2**32)"
+        )
 
 
 def _info(row: Any) -> RunInfo:

@@ -5,7 +5,8 @@ The rules, and why:
 
 - A tool keeps the server's name, unless the server has a `prefix` (then `prefix + name`).
   A name the model APIs refuse (1-64 letters, digits, `_`, `-`), a name listed twice, and a
-  schema that is not JSON Schema of an object leave the tool out: it is named in
+  schema that is not JSON Schema of an object or cannot be checked in linear time
+  (`helikon.tools.schema_keywords`) leave the tool out: it is named in
   `MCPServer.skipped` with the reason and logged (logger `helikon.mcp`, WARNING), and the
   rest of the listing is kept.
 - Hints only ever tighten. A tool whose `destructiveHint` is true or absent (MCP's default
@@ -26,6 +27,7 @@ from typing import Any
 
 from mcp import types
 
+from helikon.core.quoting import quoted
 from helikon.tools import Tool
 
 logger = logging.getLogger("helikon.mcp")
@@ -70,7 +72,7 @@ def tools_of(
         except ValueError as exc:
             skipped[each.name] = str(exc)
     for name, reason in skipped.items():
-        logger.warning("MCP server %r: tool %r left out: %s", rules.server, name, reason)
+        logger.warning("MCP server %r: tool %s left out: %s", rules.server, quoted(name), reason)
     return tuple(tools), skipped
 
 
@@ -105,9 +107,9 @@ def _kept(listed: types.Tool, rules: ListingRules) -> bool:
             return bool(keep(listed))
         except Exception as exc:
             logger.warning(
-                "MCP server %r: tool %r left out: the tool filter raised %s: %s",
+                "MCP server %r: tool %s left out: the tool filter raised %s: %s",
                 rules.server,
-                listed.name,
+                quoted(listed.name),
                 type(exc).__name__,
                 exc,
             )

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from helikon._version import __version__
 from helikon.core.errors import FatalToolError
+from helikon.core.quoting import quoted
 from helikon.mcp.connection import Connection
 from helikon.mcp.errors import MCPServerError, MCPToolError
 from helikon.mcp.listing import ApprovalChoice, ListingRules, ToolFilter, tools_of
@@ -303,7 +304,7 @@ async def _every_page(client: Client, name: str) -> tuple[types.Tool, ...]:
         if cursor is None:
             return tuple(tools)
         if cursor in seen:
-            message = f"its tool list pages in a circle (cursor {cursor!r} came back)"
+            message = f"its tool list pages in a circle (cursor {quoted(cursor)} came back)"
             raise MCPServerError(name, message)
         seen.add(cursor)
     raise MCPServerError(name, f"its tool list did not end within {MAX_PAGES} pages")

@@ -6,8 +6,8 @@ request's headers already show to be wrong (a Content-Length that is not a numbe
 or over `MAX_BODY`; a body in a Transfer-Encoding, which is not read) is refused before a
 byte of the body is read, so no handler waits for a body that will not come; a request
 (its headers and body) that has not arrived by its `Deadline` is cut off. Each refusal is
-an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting at most
-`SHOWN` characters of it.
+an `HTTPProblem`: a status and a one-line message naming what was wrong, quoting it cut
+short (`helikon.core.quoting`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from http import HTTPStatus
 from io import BufferedIOBase
 from typing import Any
 
+from helikon.core.quoting import cut, quoted
+
 MAX_BODY = 64 * 1024  # bytes: the studio's commands are a few dozen
-SHOWN = 40  # characters of a bad value quoted in a message
 LONE_SURROGATE = "the body holds a lone surrogate (\\ud800-\\udfff): its text must be Unicode"
 _DIGITS = re.compile(r"[0-9]+")
 _ID = re.compile(r"[0-9]{1,18}")  # an id: digits, few enough to be an int without surprises
@@ -61,11 +62,6 @@ class Deadline(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-def shown(text: str) -> str:
-    """`text` quoted for a message, cut to `SHOWN` characters."""
-    return repr(text if len(text) <= SHOWN else text[: SHOWN - 1] + "…")
-
-
 def body_length(headers: Message) -> int:
     """The body's length in bytes, as the request's headers say (0 without a body).
 
@@ -100,7 +96,8 @@ def content_length(header: str | None) -> int:
     text = header.strip()
     if not _DIGITS.fullmatch(text):
         raise HTTPProblem(
-            HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {shown(header)}"
+            HTTPStatus.BAD_REQUEST,
+            f"Content-Length must be a number of bytes, not {quoted(header)}",
         )
     if len(text.lstrip("0")) > len(str(MAX_BODY)) or int(text) > MAX_BODY:
         raise HTTPProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body is over {MAX_BODY} bytes")
@@ -130,7 +127,9 @@ def read_body(stream: BufferedIOBase, length: int) -> dict[str, Any]:
     except RecursionError:
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body is nested too deeply") from None
     except ValueError as exc:
-        raise HTTPProblem(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}") from None
+        raise HTTPProblem(
+            HTTPStatus.BAD_REQUEST, f"the body is not JSON: {cut(str(exc))}"
+        ) from None
     if not isinstance(body, dict):
         raise HTTPProblem(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
     try:  # JSON can spell a lone surrogate, which is no text: refused, as the name of anything

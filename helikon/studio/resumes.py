@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helikon.core.approvals import ApprovalDecision
+from helikon.core.quoting import cut, quoted
 from helikon.durable import RunLeased, RunStore, StoreError
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
@@ -95,7 +96,7 @@ class Resumes:
             going = self._going.get(run_id)
             if going is not None and going.thread.is_alive():
                 raise StudioConflict(
-                    f"run {run_id!r} is going on from a decision taken in this studio: "
+                    f"run {quoted(run_id)} is going on from a decision taken in this studio: "
                     "this one was not taken (a decision is spent once)"
                 )
             self._check_waiting(run_id)
@@ -114,22 +115,22 @@ class Resumes:
                 agent, context = self.agent_for()
             except Exception as exc:
                 raise StudioFailure(
-                    f"cannot build the agent to resume run {run_id!r}: {exc}"
+                    f"cannot build the agent to resume run {quoted(run_id)}: {cut(str(exc))}"
                 ) from exc
             try:
                 stream = agent.resume(run_id, decisions, store=self.store, context=context)
             except (ApprovalMismatch, SnapshotMismatch, StoreError) as exc:
-                raise StudioError(f"cannot resume run {run_id!r}: {exc}") from None
+                raise StudioError(f"cannot resume the run: {exc}") from None
             self._going[run_id] = self._start(run_id, stream)
 
     def _check_waiting(self, run_id: str) -> None:
         try:
             waiting = self.store.pending(run_id)
         except StoreError as exc:
-            raise StudioError(f"cannot read run {run_id!r}: {exc}") from None
+            raise StudioError(f"cannot read the run: {exc}") from None
         if not waiting:
             raise StudioConflict(
-                f"run {run_id!r} waits for no approval now: nothing was decided "
+                f"run {quoted(run_id)} waits for no approval now: nothing was decided "
                 "(a decision is spent once)"
             )
 
@@ -146,13 +147,13 @@ class Resumes:
         except RunLeased as exc:
             thread.join()
             raise StudioConflict(
-                f"run {run_id!r} is driven by {exc.owner} (it holds the run's lease): "
+                f"run {quoted(run_id)} is driven by {cut(exc.owner)} (it holds the run's lease): "
                 "nothing was decided; decide once it lets go, or with helikon runs resume "
                 "--force if that owner is known dead"
             ) from None
         except (StoreError, SnapshotMismatch) as exc:
             thread.join()
-            raise StudioConflict(f"cannot resume run {run_id!r}: {exc}") from None
+            raise StudioConflict(f"cannot resume the run: {exc}") from None
         return Going(thread, loop, stream)
 
     async def _drive(

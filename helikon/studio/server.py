@@ -71,6 +71,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from helikon.core.quoting import cut, quoted
 from helikon.studio.browsers import (
     IDLE,
     LIMIT,
@@ -87,7 +88,6 @@ from helikon.studio.request import (
     cookie,
     id_number,
     read_body,
-    shown,
 )
 from helikon.studio.session import (
     Session,
@@ -332,12 +332,12 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, routes: dict[str, Route]) -> None:
         key = "/api/break/{id}" if path.startswith("/api/break/") else path
         if key not in routes:
-            raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no such path: {path}")
+            raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no such path: {cut(path)}")
         allowed, answer = routes[key]
         if method != allowed:
             raise HTTPProblem(
                 HTTPStatus.METHOD_NOT_ALLOWED,
-                f"{path} takes {allowed}, not {method}",
+                f"{cut(path)} takes {allowed}, not {cut(method)}",
                 ("Allow", allowed),
             )
         answer()
@@ -435,7 +435,7 @@ class StudioHandler(BaseHTTPRequestHandler):
         dest = self.headers.get("Sec-Fetch-Dest")
         if dest is not None and dest != "document":
             raise HTTPProblem(
-                HTTPStatus.FORBIDDEN, f"the studio's page opens as a page, not as {shown(dest)}"
+                HTTPStatus.FORBIDDEN, f"the studio's page opens as a page, not as {quoted(dest)}"
             )
         browsers = self.server.browsers
         with browsers.use(cookie(self.headers, self.server.cookie_name)) as found:
@@ -477,7 +477,7 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _check_host(self) -> None:
         host = self.headers.get("Host", "")
         if host not in self.server.allowed_hosts():
-            raise HTTPProblem(HTTPStatus.FORBIDDEN, f"unexpected Host header {host!r}")
+            raise HTTPProblem(HTTPStatus.FORBIDDEN, f"unexpected Host header {quoted(host)}")
 
     def _check_origin(self) -> None:
         origin = self.headers.get("Origin")
@@ -581,7 +581,7 @@ def _breakpoint_id(path: str) -> int:
     text = urlsplit(path).path.removeprefix("/api/break/")
     number = id_number(text)
     if number is None:
-        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {shown(text)}: ids are numbers")
+        raise HTTPProblem(HTTPStatus.NOT_FOUND, f"no breakpoint {quoted(text)}: ids are numbers")
     return number
 
 

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
+from helikon.core.quoting import cut, quoted
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
 from helikon.debug.fork import calls_answer, text_answer, tool_answer
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
@@ -116,11 +117,11 @@ def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
             break
     else:
         kinds = ", ".join(BREAK_KINDS)
-        raise StudioError(f"a breakpoint's kind is one of {kinds}; got {kind!r}")
+        raise StudioError(f"a breakpoint's kind is one of {kinds}; got {quoted(kind)}")
     if not isinstance(value, str) or not value.strip():
         raise StudioError(f"a {known} breakpoint needs a value: a non-empty string")
     if known == "event" and value not in EVENT_TYPES:
-        raise StudioError(f"no event type {value!r}; event types: {', '.join(EVENT_TYPES)}")
+        raise StudioError(f"no event type {quoted(value)}; event types: {', '.join(EVENT_TYPES)}")
     return known, value
 
 
@@ -196,9 +197,9 @@ def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
         StudioError: one of them is not what a fork takes.
     """
     if isinstance(at, bool) or not isinstance(at, int):
-        raise StudioError(f"at must be a whole number of steps; got {at!r}")
+        raise StudioError(f"at must be a whole number of steps; got {quoted(at)}")
     if kind not in ("text", "calls", "tool"):
-        raise StudioError(f"kind is text, calls or tool; got {kind!r}")
+        raise StudioError(f"kind is text, calls or tool; got {quoted(kind)}")
     if kind == "tool":
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -349,13 +350,13 @@ class Session:
     def back(self, steps: object = 1) -> dict[str, Any]:
         """Rewind `steps` steps (to the start at most); stepping again reuses their inputs."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise StudioError(f"steps must be a positive whole number; got {steps!r}")
+            raise StudioError(f"steps must be a positive whole number; got {quoted(steps)}")
         return self._run(lambda: self._time_travel(lambda: self.debugger.back(steps)))
 
     def rewind(self, to: object) -> dict[str, Any]:
         """Go back to the run after `to` steps (0: before the first)."""
         if isinstance(to, bool) or not isinstance(to, int):
-            raise StudioError(f"to must be a whole number of steps; got {to!r}")
+            raise StudioError(f"to must be a whole number of steps; got {quoted(to)}")
         return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
 
     def decide(self, decisions: object) -> dict[str, Any]:
@@ -486,14 +487,14 @@ class Session:
         (`Debugger.step_in_live`: stepping releases its transitions, stepping out completes
         the outer step)."""
         if run_id is not None and not isinstance(run_id, str):
-            raise StudioError(f"run_id must be a nested run's id; got {run_id!r}")
+            raise StudioError(f"run_id must be a nested run's id; got {quoted(run_id)}")
         return self._run(lambda: self._nest(run_id))
 
     def step_out(self, to: object = None) -> dict[str, Any]:
         """Back to the run the shown one is nested in (`to`: how many levels up stay, 0:
         the outermost run, as the breadcrumb's first entry)."""
         if to is not None and (isinstance(to, bool) or not isinstance(to, int)):
-            raise StudioError(f"to must be a breadcrumb position; got {to!r}")
+            raise StudioError(f"to must be a breadcrumb position; got {quoted(to)}")
         return self._run(lambda: self._unnest(to))
 
     def add_break(self, kind: object, value: object) -> dict[str, Any]:
@@ -611,7 +612,7 @@ class Session:
                     while await root.step() is not None:
                         pass
             except Exception as exc:  # a store that stopped checking out: stop following
-                self._error = f"stopped following run {source.run_id}: {exc}"
+                self._error = f"stopped following the run: {cut(str(exc))}"
                 source.status = "unreadable"
                 if self._busy != "follow":
                     self._publish()
@@ -638,7 +639,7 @@ class Session:
         except StudioError:  # refused before anything ran (a decision that does not bind)
             raise
         except Exception as exc:
-            self._error = f"{command} failed: {type(exc).__name__}: {exc}"
+            self._error = f"{command} failed: {type(exc).__name__}: {cut(str(exc))}"
             raise StudioFailure(self._error) from exc
         finally:
             self._busy = None

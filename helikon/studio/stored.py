@@ -20,13 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from helikon.core.approvals import ApprovalRequest
+from helikon.core.quoting import quoted
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunStore, StoreError, stored_trace
 from helikon.durable.records import RunInfo
 from helikon.run.config import RunContext
 from helikon.run.spec import AgentSpec
-from helikon.studio.request import shown
 from helikon.studio.resumes import AgentFor as ResumeWith
 from helikon.studio.resumes import Resumes
 from helikon.studio.session import Session, StudioError, StudioNotFound, edit_for
@@ -153,17 +153,19 @@ class StoredRuns:
                 on another agent.
         """
         if not isinstance(run_id, str):
-            raise StudioError(f"run_id is the id of a run in the store (a string), not {run_id!r}")
+            raise StudioError(
+                f"run_id is the id of a run in the store (a string), not {quoted(run_id)}"
+            )
         if run_id not in {r["run_id"] for r in self.listing()}:
             raise StudioNotFound(
-                f"no run {shown(run_id)} in the store (nested runs open in theirs)"
+                f"no run {quoted(run_id)} in the store (nested runs open in theirs)"
             )
         source = StoredSource(self.store, run_id, self.resumes)
         try:
             first = source.newer()
             assert first is not None
         except (StoreError, TraceError) as exc:
-            raise StudioError(f"cannot open run {run_id!r}: {exc}") from None
+            raise StudioError(f"cannot open the run: {exc}") from None
 
         def fresh() -> Debugger:
             return self._replay(first)
@@ -171,7 +173,7 @@ class StoredRuns:
         try:
             debugger = fresh()
         except DebuggerError as exc:
-            raise StudioError(f"cannot replay run {run_id!r}: {exc}") from None
+            raise StudioError(f"cannot replay the run: {exc}") from None
         return Session(debugger, mode="replay", fresh=fresh, source=source)
 
     def _replay(self, trace: Trace) -> Debugger:
@@ -205,7 +207,7 @@ class StoredRuns:
         try:
             return asyncio.run(made)  # on this request's thread: the store is thread-safe
         except (DebuggerError, StoreError, TraceError) as exc:
-            raise StudioError(f"cannot fork run {run_id!r}: {exc}") from None
+            raise StudioError(f"cannot fork the run: {exc}") from None
 
     def close(self) -> None:
         """Cancel the runs resumed here that still go on, then close the store."""

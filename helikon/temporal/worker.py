@@ -57,6 +57,7 @@ PASSTHROUGH: tuple[str, ...] = (
     # with jsonschema (imported when the first such tool is built, in a workflow task).
     "jsonschema",
     "jsonschema_specifications",
+    "re2",
     "referencing",
     "rpds",
     "attrs",

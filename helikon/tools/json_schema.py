@@ -10,7 +10,8 @@ The schema is checked when the tool is built (a schema that is not valid JSON Sc
 whose root is not an object, is refused), and each call's arguments are checked against it:
 arguments that are not JSON, not an object, hold `NaN`, or break the schema are an
 `InvalidArguments`, which the tool turns into an error result the model can fix. `$ref`s
-resolve only inside the schema itself: nothing is ever fetched.
+resolve only inside the schema itself: nothing is ever fetched. Every keyword is checked in
+linear time, patterns with RE2 (`helikon.tools.schema_keywords`, which says what is refused).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from helikon.core.quoting import cut, quoted
 from helikon.tools.context import ToolContext
 from helikon.tools.schema import InvalidArguments
 
 # A model may write a whole document into one argument: keep each error line readable.
-_MAX_MESSAGE = 300
 _MAX_LINES = 20
 
 
@@ -35,10 +36,12 @@ class SchemaArguments:
     Args:
         schema: the JSON schema the model is offered (an object schema).
         validator: a `jsonschema` validator for it.
+        keywords: `helikon.tools.schema_keywords`, which bounds the check's steps.
     """
 
     schema: dict[str, Any]
     validator: Any
+    keywords: Any
 
     def parse(self, arguments: str) -> dict[str, Any]:
         """The arguments as a dict, checked against the schema.
@@ -48,9 +51,10 @@ class SchemaArguments:
         """
         values = _json_object(arguments)
         try:
-            errors = sorted(self.validator.iter_errors(values), key=_error_key)
+            found = self.keywords.errors_within(self.validator, values, arguments)
+            errors = sorted(found, key=_error_key)
         except Exception as exc:  # a $ref that does not resolve, a schema that recurses
-            problem = f"{type(exc).__name__}: {exc}"[:_MAX_MESSAGE]
+            problem = cut(f"{type(exc).__name__}: {exc}")
             lines = [f"(schema): the tool's schema cannot be applied ({problem})"]
             raise InvalidArguments(lines) from None
         if errors:
@@ -78,44 +82,56 @@ def schema_arguments(tool_name: str, schema: Mapping[str, Any]) -> SchemaArgumen
             valid JSON Schema (naming the tool).
         ModuleNotFoundError: the `jsonschema` package is missing (naming the extra).
     """
-    validator_for, latest, registry, schema_error = _jsonschema()
+    validator_for, latest, registry, schema_error, keywords = _jsonschema()
     if not isinstance(schema, Mapping):
-        raise ValueError(f"tool {tool_name!r}: its schema must be a JSON object, not {schema!r}")
+        raise ValueError(
+            f"tool {tool_name!r}: its schema must be a JSON object, not {quoted(schema)}"
+        )
     offered = dict(schema)
     offered.setdefault("type", "object")
     if offered["type"] != "object":
         raise ValueError(
             f"tool {tool_name!r}: its arguments must be an object schema, not type "
-            f"{offered['type']!r}"
+            f"{quoted(offered['type'])}"
         )
     if not isinstance(offered.get("$schema", ""), str):
         raise ValueError(f"tool {tool_name!r}: its schema's $schema is not a URI")
     # An unknown $schema falls back to the latest draft (without jsonschema's warning).
-    validator_class = validator_for(offered, default=latest)
+    validator_class = keywords.linear(validator_for(offered, default=latest))
     try:
-        validator_class.check_schema(offered)
+        validator_class.check_schema(offered, format_checker=keywords.regex_checker())
     except schema_error as exc:
-        problem = getattr(exc, "message", exc)
-        raise ValueError(
-            f"tool {tool_name!r}: its schema is not valid JSON Schema: {problem}"
-        ) from None
-    return SchemaArguments(offered, validator_class(offered, registry=registry()))
+        raise ValueError(f"tool {tool_name!r}: {_schema_problem(exc)}") from None
+    except RecursionError:
+        raise ValueError(f"tool {tool_name!r}: its schema is nested too deeply") from None
+    backtracking = keywords.refuse_backtracking(offered)
+    if backtracking is not None:
+        raise ValueError(f"tool {tool_name!r}: its schema cannot be checked safely: {backtracking}")
+    return SchemaArguments(offered, validator_class(offered, registry=registry()), keywords)
 
 
-def _jsonschema() -> tuple[Any, Any, Any, type[Exception]]:
+def _schema_problem(exc: Any) -> str:
+    if exc.validator == "format" and exc.validator_value == "regex" and exc.cause is not None:
+        return f"its schema has a pattern that cannot be checked in linear time: {exc.cause}"
+    return f"its schema is not valid JSON Schema: {cut(str(exc.message))}"
+
+
+def _jsonschema() -> tuple[Any, Any, Any, type[Exception], Any]:
     try:
         from jsonschema import Draft202012Validator, SchemaError
         from jsonschema.validators import validator_for
         from referencing import Registry
+
+        from helikon.tools import schema_keywords
     except ModuleNotFoundError as exc:
-        if exc.name not in ("jsonschema", "referencing"):
+        if exc.name not in ("jsonschema", "referencing", "re2"):
             raise
         raise ModuleNotFoundError(
-            "a tool built from a JSON schema needs the jsonschema package: "
+            f"a tool built from a JSON schema needs the {exc.name} package: "
             "pip install 'helikon[mcp]'",
-            name="jsonschema",
+            name=exc.name,
         ) from exc
-    return validator_for, Draft202012Validator, Registry, SchemaError
+    return validator_for, Draft202012Validator, Registry, SchemaError, schema_keywords
 
 
 def _json_object(arguments: str) -> dict[str, Any]:
@@ -144,7 +160,4 @@ def _path(error: Any) -> str:
 
 
 def _line(error: Any) -> str:
-    message = str(error.message)
-    if len(message) > _MAX_MESSAGE:
-        message = message[:_MAX_MESSAGE] + "..."
-    return f"{_path(error)}: {message}"
+    return f"{cut(_path(error))}: {cut(str(error.message))}"

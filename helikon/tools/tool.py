@@ -30,6 +30,7 @@ import pydantic_core
 from helikon.core.context import Permission, strictest
 from helikon.core.errors import FatalToolError
 from helikon.core.items import ToolCall, ToolResult
+from helikon.core.quoting import quoted
 from helikon.core.tool_spec import ToolSpec
 from helikon.tools.context import ToolContext
 from helikon.tools.docstrings import parse_docstring
@@ -402,7 +403,7 @@ def _error(call: ToolCall, content: str) -> ToolResult:
 
 def _check_options(name: str, permission: str, timeout: float | None) -> None:
     if not _NAME.match(name):
-        raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
+        raise ValueError(f"tool name {quoted(name)} must be 1-64 letters, digits, '_' or '-'")
     if permission not in _PERMISSIONS:
         raise ValueError(f"tool {name!r}: permission must be allow, deny or ask: {permission!r}")
     if timeout is not None and timeout <= 0:

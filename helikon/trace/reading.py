@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from helikon.core.codec import from_data
 from helikon.core.events import TERMINAL_EVENTS
+from helikon.core.quoting import cut, quoted
 from helikon.core.table import ChartData, TransitionTable
 from helikon.trace.lines import (
     TRACE_VERSION,
@@ -76,7 +77,7 @@ class Trace:
         """
         opened = self.runs.get(run_id)
         if opened is None:
-            raise TraceError(f"the trace opens no nested run {run_id!r}")
+            raise TraceError(f"the trace opens no nested run {quoted(run_id)}")
         header = TraceHeader(
             opened.agent,
             run_id,
@@ -148,7 +149,7 @@ class _Reader:
             self.open_run(number, parsed)
         else:
             if parsed.run_id not in self.chart_of:
-                raise self.fail(number, f"run_id: run {parsed.run_id!r} was never opened")
+                raise self.fail(number, f"run_id: run {quoted(parsed.run_id)} was never opened")
             if isinstance(parsed, TransitionTrace):
                 self.check_row(number, parsed)
             self.lines.append(parsed)
@@ -159,7 +160,7 @@ class _Reader:
         except RecursionError:
             raise self.fail(number, "not a valid trace line: nested too deeply") from None
         except ValueError as exc:
-            raise self.fail(number, f"not a valid trace line: not JSON ({exc})") from None
+            raise self.fail(number, f"not a valid trace line: not JSON ({cut(str(exc))})") from None
         if not isinstance(data, dict):
             raise self.fail(number, "not a valid trace line: not a JSON object")
         if self.header is None and data.get("kind") == "header":
@@ -167,7 +168,7 @@ class _Reader:
             if version != TRACE_VERSION:
                 raise self.fail(
                     number,
-                    f"trace version {version!r} is not supported (this helikon reads version "
+                    f"trace version {quoted(version)} is not supported (this helikon reads version "
                     f"{TRACE_VERSION}; record the run again)",
                 )
         try:
@@ -176,8 +177,10 @@ class _Reader:
             raise self.fail(number, "not a valid trace line: nested too deeply") from None
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"]) or "the line"
-            raise self.fail(number, f"not a valid trace line: {where}: {first['msg']}") from None
+            where = cut(".".join(str(part) for part in first["loc"])) or "the line"
+            raise self.fail(
+                number, f"not a valid trace line: {where}: {cut(first['msg'])}"
+            ) from None
 
     def chart(self, number: int, field: str, data: ChartData | None, line: Any) -> str:
         """Record the chart a header or run line names; its digest."""
@@ -204,7 +207,7 @@ class _Reader:
         digest = self.chart(number, "run", line.table, line)
         if self.chart_of.setdefault(line.run_id, digest) != digest:
             raise self.fail(
-                number, f"run_id: run {line.run_id!r} was opened before on another chart"
+                number, f"run_id: run {quoted(line.run_id)} was opened before on another chart"
             )
         self.lines.append(line)
 
@@ -214,7 +217,7 @@ class _Reader:
         if not 0 <= row.index < len(chart.rows):
             raise self.fail(
                 number,
-                f"row.index: {row.index} is not a row of chart {chart.name!r} "
+                f"row.index: {row.index} is not a row of chart {quoted(chart.name)} "
                 f"(it has rows 0 to {len(chart.rows) - 1})",
             )
         expected = chart.rows[row.index]
@@ -222,22 +225,27 @@ class _Reader:
         if recorded != (expected.source, expected.input_kind, expected.target, expected.action):
             raise self.fail(
                 number,
-                f"row: row {row.index} of chart {chart.name!r} is {expected.source} "
-                f"-{expected.input_kind}-> {expected.target}, not {row.source} "
-                f"-{row.input_kind}-> {row.target}",
+                f"row: row {row.index} of chart {quoted(chart.name)} is {_step(expected)}, "
+                f"not {_step(row)}",
             )
         phases = (line.state_before.phase, line.input.kind, line.state_after.phase)
         if phases != (row.source, row.input_kind, row.target) and not _guardrail_refused(line):
+            done = f"{cut(phases[0])} -{cut(phases[1])}-> {cut(phases[2])}"
             raise self.fail(
                 number,
-                f"state_before/input/state_after: {phases[0]} -{phases[1]}-> {phases[2]} is "
-                f"not what row {row.index} does ({row.source} -{row.input_kind}-> {row.target})",
+                f"state_before/input/state_after: {done} is not what row {row.index} does "
+                f"({_step(row)})",
             )
 
     def finish(self) -> Trace:
         if self.header is None:
             raise TraceError(f"{self.name}: empty trace")
         return Trace(self.header, self.lines, self.charts, self.chart_of)
+
+
+def _step(row: Any) -> str:
+    """A row as `source -input-> target`, each name cut short (the trace may hold any)."""
+    return f"{cut(row.source)} -{cut(row.input_kind)}-> {cut(row.target)}"
 
 
 def _guardrail_refused(line: TransitionTrace) -> bool:
