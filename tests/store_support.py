@@ -53,11 +53,13 @@ class Backend:
     def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
-    def fill_disk(self, store: RunStore) -> None:
-        """Make `store`'s writes that need more space fail as on a full disk."""
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
+        """Make `store`'s writes that need more space fail as on a full disk (on
+        PostgreSQL, the writes to `tables` alone, when given: its limit is the database's,
+        SQLite's the store connection's)."""
         raise NotImplementedError
 
-    def free_disk(self, store: RunStore) -> None:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         raise NotImplementedError
 
     def fail_commits(self, store: RunStore) -> None:
@@ -95,12 +97,12 @@ class SqliteBackend(Backend):
 
     # SQLite's limits hold per connection: these set them on the store's own.
 
-    def fill_disk(self, store: RunStore) -> None:
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         db = _connection(store)
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         db.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL for a page more
 
-    def free_disk(self, store: RunStore) -> None:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         _connection(store).execute("PRAGMA max_page_count = 4294967294")
 
     def fail_commits(self, store: RunStore) -> None:
@@ -156,17 +158,17 @@ class PostgresBackend(Backend):
     # SQLSTATE 53100 (disk_full), raised by triggers as PostgreSQL raises it for a write
     # that needs a page more: every insert, and a call's result.
 
-    def fill_disk(self, store: RunStore) -> None:
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         self.sql(DISK_FULL)
-        for table in FULL_TABLES:
+        for table in tables or FULL_TABLES:
             what = "INSERT OR UPDATE" if table == "calls" else "INSERT"
             self.sql(
                 f"CREATE TRIGGER full_{table} BEFORE {what} ON {table} "
                 "FOR EACH STATEMENT EXECUTE FUNCTION disk_full()"
             )
 
-    def free_disk(self, store: RunStore) -> None:
-        for table in FULL_TABLES:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
+        for table in tables or FULL_TABLES:
             self.sql(f"DROP TRIGGER full_{table} ON {table}")
 
     def fail_commits(self, store: RunStore) -> None:

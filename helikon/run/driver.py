@@ -406,9 +406,22 @@ class Run(RunEffects):
                 match, outcome = self._transition(inp)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
+        try:
+            self._remember()
+        except StoreError as exc:  # before its last record: the run stays where it was
+            return self._store_stopped(exc)
         if self.journal is not None and match is not None:
             return await self._commit(inp, match, outcome)
         return outcome.events
+
+    def _remember(self) -> None:
+        """Add what the run said to its session, once it ended: before its last record is
+        committed and its terminal event streamed, so a session that cannot be written
+        fails the run instead of following its end."""
+        if self.session is not None and self.finished:
+            items = self.conversation.items()[self.session_items :]
+            redact = self.config.redact  # a session is kept in the store: redacted too
+            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def _held(self) -> None:
         """Wait while a debugger holds this run before its transition (`StepGate`); a
@@ -589,16 +602,20 @@ class Run(RunEffects):
         try:
             await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
         except StoreError as exc:
-            self.journal.lost = exc
-            error = store_failed(exc)
-            self.state = Failed(error, self.usage)
-            self.pending = None
-            return (RunFailed(error),)
+            return self._store_stopped(exc)
         return outcome.events
 
+    def _store_stopped(self, exc: StoreError) -> tuple[AgentEvent, ...]:
+        """The run fails where its store failed, and writes nothing more."""
+        if self.journal is not None:
+            self.journal.lost = exc
+        error = store_failed(exc)
+        self.state = Failed(error, self.usage)
+        self.pending = None
+        return (RunFailed(error),)
+
     async def _settle(self) -> None:
-        """When the run ended or suspended: close its journal, and add what the run said to
-        its session once it ended."""
+        """When the run ended or suspended: close its journal."""
         if self._settled or not (self.finished or self.suspended):
             return
         self._settled = True
@@ -610,10 +627,6 @@ class Run(RunEffects):
             # The stream's end is decided; if the store fails now, the lease just expires.
             with contextlib.suppress(StoreError):
                 await self.journal.close(status_of(self.state.phase, self.suspended))
-        if self.session is not None and self.finished:
-            items = self.conversation.items()[self.session_items :]
-            redact = self.config.redact  # a session is kept in the store: redacted too
-            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as
