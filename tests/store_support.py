@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Backend:
     schema_version: str  # the schema version this helikon migrates the backend's databases to
     disk_full: str  # how a store names the database's error for a full disk
     commit_refused: str  # and for the COMMIT `fail_commits` makes fail
+    read_refused: str  # and for a read `refusing_reads` makes fail
 
     def __init__(self) -> None:
         self.opened: list[RunStore] = []
@@ -69,6 +71,12 @@ class Backend:
     def allow_commits(self, store: RunStore) -> None:
         raise NotImplementedError
 
+    def refusing_reads(self, store: RunStore) -> AbstractContextManager[RunStore]:
+        """A store on `store`'s database whose reads the database refuses while the
+        block runs (SQLite: its authorizer, on `store`'s own connection; PostgreSQL: another
+        connection holds every table locked past a store's lock timeout)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         for store in self.opened:
             store.close()
@@ -78,6 +86,7 @@ class SqliteBackend(Backend):
     name = "sqlite"
     schema_version = str(sqlite_sql.SCHEMA_VERSION)
     disk_full, commit_refused = "SQLITE_FULL", "SQLITE_AUTH"
+    read_refused = "SQLITE_AUTH"
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -111,10 +120,22 @@ class SqliteBackend(Backend):
     def allow_commits(self, store: RunStore) -> None:
         _connection(store).set_authorizer(None)
 
+    @contextmanager
+    def refusing_reads(self, store: RunStore) -> Iterator[RunStore]:
+        _connection(store).set_authorizer(_deny_read)  # SQLITE_AUTH as a query is prepared
+        try:
+            yield store
+        finally:
+            _connection(store).set_authorizer(None)
+
 
 def _connection(store: RunStore) -> sqlite3.Connection:
     assert isinstance(store, SqliteRunStore)
     return store._db
+
+
+def _deny_read(action: int, *_: Any) -> int:
+    return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_READ else sqlite3.SQLITE_OK
 
 
 def _deny_commit(action: int, what: str | None, *_: Any) -> int:
@@ -128,6 +149,7 @@ DISK_FULL = """
         RAISE EXCEPTION USING ERRCODE = 'disk_full',
             MESSAGE = 'could not extend file "base/16384/16385": No space left on device';
     END $$"""
+LOCKED = ("runs", "records", "sessions", "session_heads", "charts", "payloads")
 FULL_TABLES = ("records", "effects", "calls", "decisions", "sessions", "charts")
 
 
@@ -135,6 +157,7 @@ class PostgresBackend(Backend):
     name = "postgres"
     schema_version = str(postgres_sql.SCHEMA_VERSION)
     disk_full = commit_refused = "DiskFull"
+    read_refused = "LockNotAvailable"
 
     def __init__(self, database_url: str) -> None:
         super().__init__()
@@ -180,6 +203,14 @@ class PostgresBackend(Backend):
 
     def allow_commits(self, store: RunStore) -> None:
         self.sql("DROP TRIGGER full_at_commit ON records")
+
+    @contextmanager
+    def refusing_reads(self, store: RunStore) -> Iterator[RunStore]:
+        impatient = open_store(self.url + "%20-clock_timeout%3D100", key=KEY)
+        self.opened.append(impatient)
+        with self.psycopg.connect(self.url) as db:  # one transaction, rolled back at the end
+            db.execute(f"LOCK TABLE {', '.join(LOCKED)} IN ACCESS EXCLUSIVE MODE".encode())
+            yield impatient
 
     def close(self) -> None:
         super().close()
