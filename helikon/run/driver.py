@@ -91,7 +91,7 @@ from helikon.run.snapshot import (
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.run.stepping import Stepper
-from helikon.run.stored import check_identity, fold
+from helikon.run.stored import check_identity, fold, moved_on
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
@@ -554,11 +554,12 @@ class Run(RunEffects):
             stored, force, decisions = self._resuming
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
             now = await store.load(self.run_id)
-            if now.head_mac != stored.head_mac:  # another driver moved it on meanwhile
+            moved = moved_on(stored, now)  # by another driver, after this one read it
+            if moved is not None:
                 await store.release(self.run_id, lease, now.info.status)
                 raise SnapshotMismatch(
-                    f"run {self.run_id!r} moved on (to step {now.info.seq}) after it was read "
-                    f"at step {stored.info.seq}: resume it again to continue where it is"
+                    f"run {self.run_id!r} {moved} after it was read at step "
+                    f"{stored.info.seq}: resume it again to continue where it is"
                 )
             self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
             if decisions:
