@@ -406,6 +406,12 @@ class Run(RunEffects):
                 match, outcome = self._transition(inp)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
+        return await self._keep(inp, match, outcome)
+
+    async def _keep(
+        self, inp: Any, match: Match | None, outcome: TransitionOutcome
+    ) -> tuple[AgentEvent, ...]:
+        """Write the step just applied: the session once the run ended, then the record."""
         try:
             self._remember()
         except StoreError as exc:  # before its last record: the run stays where it was
