@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Backend:
     schema_version: str  # the schema version this helikon migrates the backend's databases to
     disk_full: str  # how a store names the database's error for a full disk
     commit_refused: str  # and for the COMMIT `fail_commits` makes fail
+    read_refused: str  # and for a read `refusing_reads` makes fail
 
     def __init__(self) -> None:
         self.opened: list[RunStore] = []
@@ -53,11 +55,13 @@ class Backend:
     def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
-    def fill_disk(self, store: RunStore) -> None:
-        """Make `store`'s writes that need more space fail as on a full disk."""
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
+        """Make `store`'s writes that need more space fail as on a full disk (on
+        PostgreSQL, the writes to `tables` alone, when given: its limit is the database's,
+        SQLite's the store connection's)."""
         raise NotImplementedError
 
-    def free_disk(self, store: RunStore) -> None:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         raise NotImplementedError
 
     def fail_commits(self, store: RunStore) -> None:
@@ -65,6 +69,12 @@ class Backend:
         raise NotImplementedError
 
     def allow_commits(self, store: RunStore) -> None:
+        raise NotImplementedError
+
+    def refusing_reads(self, store: RunStore) -> AbstractContextManager[RunStore]:
+        """A store on `store`'s database whose reads the database refuses while the
+        block runs (SQLite: its authorizer, on `store`'s own connection; PostgreSQL: another
+        connection holds every table locked past a store's lock timeout)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -76,6 +86,7 @@ class SqliteBackend(Backend):
     name = "sqlite"
     schema_version = str(sqlite_sql.SCHEMA_VERSION)
     disk_full, commit_refused = "SQLITE_FULL", "SQLITE_AUTH"
+    read_refused = "SQLITE_AUTH"
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -95,12 +106,12 @@ class SqliteBackend(Backend):
 
     # SQLite's limits hold per connection: these set them on the store's own.
 
-    def fill_disk(self, store: RunStore) -> None:
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         db = _connection(store)
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         db.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL for a page more
 
-    def free_disk(self, store: RunStore) -> None:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         _connection(store).execute("PRAGMA max_page_count = 4294967294")
 
     def fail_commits(self, store: RunStore) -> None:
@@ -109,10 +120,22 @@ class SqliteBackend(Backend):
     def allow_commits(self, store: RunStore) -> None:
         _connection(store).set_authorizer(None)
 
+    @contextmanager
+    def refusing_reads(self, store: RunStore) -> Iterator[RunStore]:
+        _connection(store).set_authorizer(_deny_read)  # SQLITE_AUTH as a query is prepared
+        try:
+            yield store
+        finally:
+            _connection(store).set_authorizer(None)
+
 
 def _connection(store: RunStore) -> sqlite3.Connection:
     assert isinstance(store, SqliteRunStore)
     return store._db
+
+
+def _deny_read(action: int, *_: Any) -> int:
+    return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_READ else sqlite3.SQLITE_OK
 
 
 def _deny_commit(action: int, what: str | None, *_: Any) -> int:
@@ -126,6 +149,7 @@ DISK_FULL = """
         RAISE EXCEPTION USING ERRCODE = 'disk_full',
             MESSAGE = 'could not extend file "base/16384/16385": No space left on device';
     END $$"""
+LOCKED = ("runs", "records", "sessions", "session_heads", "charts", "payloads")
 FULL_TABLES = ("records", "effects", "calls", "decisions", "sessions", "charts")
 
 
@@ -133,6 +157,7 @@ class PostgresBackend(Backend):
     name = "postgres"
     schema_version = str(postgres_sql.SCHEMA_VERSION)
     disk_full = commit_refused = "DiskFull"
+    read_refused = "LockNotAvailable"
 
     def __init__(self, database_url: str) -> None:
         super().__init__()
@@ -156,17 +181,17 @@ class PostgresBackend(Backend):
     # SQLSTATE 53100 (disk_full), raised by triggers as PostgreSQL raises it for a write
     # that needs a page more: every insert, and a call's result.
 
-    def fill_disk(self, store: RunStore) -> None:
+    def fill_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
         self.sql(DISK_FULL)
-        for table in FULL_TABLES:
+        for table in tables or FULL_TABLES:
             what = "INSERT OR UPDATE" if table == "calls" else "INSERT"
             self.sql(
                 f"CREATE TRIGGER full_{table} BEFORE {what} ON {table} "
                 "FOR EACH STATEMENT EXECUTE FUNCTION disk_full()"
             )
 
-    def free_disk(self, store: RunStore) -> None:
-        for table in FULL_TABLES:
+    def free_disk(self, store: RunStore, tables: tuple[str, ...] = ()) -> None:
+        for table in tables or FULL_TABLES:
             self.sql(f"DROP TRIGGER full_{table} ON {table}")
 
     def fail_commits(self, store: RunStore) -> None:
@@ -178,6 +203,14 @@ class PostgresBackend(Backend):
 
     def allow_commits(self, store: RunStore) -> None:
         self.sql("DROP TRIGGER full_at_commit ON records")
+
+    @contextmanager
+    def refusing_reads(self, store: RunStore) -> Iterator[RunStore]:
+        impatient = open_store(self.url + "%20-clock_timeout%3D100", key=KEY)
+        self.opened.append(impatient)
+        with self.psycopg.connect(self.url) as db:  # one transaction, rolled back at the end
+            db.execute(f"LOCK TABLE {', '.join(LOCKED)} IN ACCESS EXCLUSIVE MODE".encode())
+            yield impatient
 
     def close(self) -> None:
         super().close()

@@ -518,7 +518,8 @@ def test_a_run_whose_store_fills_up_is_one_line_exit_2_and_resumes_once_there_is
     line = error_line(done.stderr)
     assert "database or disk is full (SQLITE_FULL)" in line
     assert f"helikon runs resume f1 --chart {chart} --force --store {url(db)}" in line
-    assert "failed: StoreFailed(" in done.stdout
+    failed = f"✗ failed: the run store failed (StoreError): the run store {db} cannot write: "
+    assert failed + "database or disk is full (SQLITE_FULL)\n" in done.stdout  # not a repr
     assert stored(db, "f1").info.status == "running"
 
     code, out, err = runs(capsys, db, "resume", "f1", "--chart", str(chart), "--offline", "--force")

@@ -404,6 +404,30 @@ async def test_a_commit_that_fails_is_rolled_back_and_the_store_goes_on(
     assert store.get("r1").records == (started(), suspended())
 
 
+READS = {
+    "get": lambda store: store.get("r1"),
+    "header": lambda store: store.header("r1"),
+    "revision": lambda store: store.revision("r1"),
+    "runs": lambda store: store.runs(),
+    "pending": lambda store: store.pending("r1"),
+    "events": lambda store: list(store.events("r1")),
+    "session": lambda store: store.session("s1").items(),
+    "chart": lambda store: store.chart("nothing"),
+}
+
+
+@pytest.mark.parametrize("read", list(READS))
+async def test_a_read_the_database_refuses_is_a_store_error_with_its_cause_not_corrupt(
+    store: RunStore, backend: Backend, read: str
+) -> None:
+    await suspended_run(store)
+    with backend.refusing_reads(store) as refusing, pytest.raises(StoreError) as failed:
+        READS[read](refusing)
+    assert not isinstance(failed.value, StoreCorrupt), str(failed.value)
+    assert_failed_with_its_cause(failed.value, backend.read_refused)
+    assert [r.call for r in store.pending("r1")] == [REQUEST.call]  # and the store reads on
+
+
 # ---------------------------------------------------------------- reading, checked
 
 

@@ -135,3 +135,27 @@ async def test_a_run_whose_store_failed_writes_nothing_more_and_stays_resumable(
     result = await payer().resume("r1", store=store, force=True).collect()
     assert result.final_output == "Paid."
     assert paid.read_text() == "paid ann\npaid bob\n"  # both in flight: neither runs again
+
+
+async def test_a_session_that_cannot_be_written_fails_the_run_once_before_it_completes(
+    backend: Backend,
+) -> None:
+    store, memory = backend.open(), backend.open()  # SQLite: the page limit is per connection
+    backend.fill_disk(memory, ("sessions",))
+
+    def noter() -> Agent:
+        return Agent("noter", ScriptedModel(["Noted."]))
+
+    note = "note this " * 2000  # a page more than the session has
+    run = noter().run(note, store=store, session=memory.session("s1"), run_id="r1")
+    events = [event async for event in run]
+    ended_once(events, "StoreError")  # not RunCompleted, then an exception
+    assert memory.session("s1").items() == ()
+    kept = store.get("r1")  # its last record waits for the session: it resumes there
+    assert kept.info.status == "running" and kept.records[-1].state_after.phase == "CallingModel"
+
+    backend.free_disk(memory, ("sessions",))
+    result = await noter().resume("r1", store=store, force=True).collect()
+    assert result.final_output == "Noted."
+    assert [item.content for item in store.session("s1").items()] == [note, "Noted."]
+    assert store.get("r1").info.status == "completed"

@@ -484,3 +484,25 @@ async def test_decisions_spent_by_a_resume_that_stopped_are_applied_by_the_next(
     result = await teller(log).resume("r1", store=store).collect()
     assert result.final_output == "Sent."
     assert log.read_text() == "transfer 10 to ann\n"  # approved, as recorded, once
+
+
+async def test_decisions_spent_after_a_resume_read_the_run_make_it_read_again_not_miss_them(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Two resumes, interleaved: the first read the run, then the second spent a decision
+    (and stopped) before the first claimed the lease. The head did not move, but the first
+    must not go on without that decision (it would wait on the call again, or decide it
+    twice)."""
+    log = tmp_path / "transfers.log"
+    await suspended(backend, log)
+    store = backend.open()
+    first = teller(log).resume("r1", store=store)  # read the run: t1 pending, not claimed
+    (request,) = store.pending("r1")
+    await backend.open().decide("r1", request.seq, [request.approve()])  # the second's
+
+    with pytest.raises(SnapshotMismatch, match="had decisions spent at step 2 by another resume"):
+        await first.collect()
+    assert not log.exists()  # the first ran nothing
+    result = await teller(log).resume("r1", store=store).collect()  # read again: it goes on
+    assert result.final_output == "Sent."
+    assert log.read_text() == "transfer 10 to ann\n"  # approved, as spent, once

@@ -493,17 +493,18 @@ class SqliteRunStore:
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """One read transaction (one snapshot of the file), with SQLite's errors as the
-        store's: a damaged file is `StoreCorrupt`."""
+        store's (`_failed`): a busy or unreadable file is a `StoreError`, a file SQLite
+        finds damaged `StoreCorrupt`, each with SQLite's error as its cause."""
         try:
             self._db.execute("BEGIN")
             try:
                 yield
             finally:
                 self._db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            raise StoreCorrupt(f"the run store {self.path} cannot be read: {exc}") from None
-        except sqlite3.ProgrammingError as exc:
-            raise StoreError(f"the run store {self.path} is closed: {exc}") from None
+        except sqlite3.ProgrammingError as exc:  # a DatabaseError too: caught first
+            raise StoreError(f"the run store {self.path} is closed: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise _failed(self.path, exc, "be read") from exc
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
@@ -724,11 +725,14 @@ def _roll_back(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
 
 
-def _failed(path: str, exc: sqlite3.Error) -> StoreError:
-    """A write's SQLite error as the store's, in one line: SQLite's reason and code."""
+def _failed(path: str, exc: sqlite3.Error, doing: str = "write") -> StoreError:
+    """SQLite's error as the store's, in one line: SQLite's reason and code. Only a file
+    SQLite itself finds damaged is `StoreCorrupt`; a busy file, a failed read or write is
+    not (the rows that do not check out are, as `rows` reads them)."""
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else "cannot write"
-    return StoreError(f"the run store {path} {what}: {exc} ({name})")
+    what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else f"cannot {doing}"
+    kind = StoreCorrupt if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") else StoreError
+    return kind(f"the run store {path} {what}: {exc} ({name})")
 
 
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)

@@ -131,8 +131,16 @@ class EventPrinter:
         )
 
     def _run_failed(self, e: Any) -> None:
-        self.line(self.paint(f"✗ failed: {describe(e.error)}", "red", "bold"))
+        self.line(self.paint(f"✗ failed: {failure(e.error)}", "red", "bold"))
 
     def _run_suspended(self, e: Any) -> None:
         names = ", ".join(request.call.name for request in e.pending)
         self.line(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow", "bold"))
+
+
+def failure(error: Any) -> str:
+    """A run's error in one readable line: a store's failure as the store said it (its
+    kind, then its message, escaped), any other as `describe` gives it."""
+    if error.kind == "store_failed":
+        return f"the run store failed ({error.reason}): {safe_text(error.message)}"
+    return describe(error)

@@ -91,7 +91,7 @@ from helikon.run.snapshot import (
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.run.stepping import Stepper
-from helikon.run.stored import check_identity, fold
+from helikon.run.stored import check_identity, fold, moved_on
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
@@ -406,9 +406,28 @@ class Run(RunEffects):
                 match, outcome = self._transition(inp)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
+        return await self._keep(inp, match, outcome)
+
+    async def _keep(
+        self, inp: Any, match: Match | None, outcome: TransitionOutcome
+    ) -> tuple[AgentEvent, ...]:
+        """Write the step just applied: the session once the run ended, then the record."""
+        try:
+            self._remember()
+        except StoreError as exc:  # before its last record: the run stays where it was
+            return self._store_stopped(exc)
         if self.journal is not None and match is not None:
             return await self._commit(inp, match, outcome)
         return outcome.events
+
+    def _remember(self) -> None:
+        """Add what the run said to its session, once it ended: before its last record is
+        committed and its terminal event streamed, so a session that cannot be written
+        fails the run instead of following its end."""
+        if self.session is not None and self.finished:
+            items = self.conversation.items()[self.session_items :]
+            redact = self.config.redact  # a session is kept in the store: redacted too
+            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def _held(self) -> None:
         """Wait while a debugger holds this run before its transition (`StepGate`); a
@@ -541,11 +560,12 @@ class Run(RunEffects):
             stored, force, decisions = self._resuming
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
             now = await store.load(self.run_id)
-            if now.head_mac != stored.head_mac:  # another driver moved it on meanwhile
+            moved = moved_on(stored, now)  # by another driver, after this one read it
+            if moved is not None:
                 await store.release(self.run_id, lease, now.info.status)
                 raise SnapshotMismatch(
-                    f"run {self.run_id!r} moved on (to step {now.info.seq}) after it was read "
-                    f"at step {stored.info.seq}: resume it again to continue where it is"
+                    f"run {self.run_id!r} {moved} after it was read at step "
+                    f"{stored.info.seq}: resume it again to continue where it is"
                 )
             self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
             if decisions:
@@ -589,16 +609,20 @@ class Run(RunEffects):
         try:
             await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
         except StoreError as exc:
-            self.journal.lost = exc
-            error = store_failed(exc)
-            self.state = Failed(error, self.usage)
-            self.pending = None
-            return (RunFailed(error),)
+            return self._store_stopped(exc)
         return outcome.events
 
+    def _store_stopped(self, exc: StoreError) -> tuple[AgentEvent, ...]:
+        """The run fails where its store failed, and writes nothing more."""
+        if self.journal is not None:
+            self.journal.lost = exc
+        error = store_failed(exc)
+        self.state = Failed(error, self.usage)
+        self.pending = None
+        return (RunFailed(error),)
+
     async def _settle(self) -> None:
-        """When the run ended or suspended: close its journal, and add what the run said to
-        its session once it ended."""
+        """When the run ended or suspended: close its journal."""
         if self._settled or not (self.finished or self.suspended):
             return
         self._settled = True
@@ -610,10 +634,6 @@ class Run(RunEffects):
             # The stream's end is decided; if the store fails now, the lease just expires.
             with contextlib.suppress(StoreError):
                 await self.journal.close(status_of(self.state.phase, self.suspended))
-        if self.session is not None and self.finished:
-            items = self.conversation.items()[self.session_items :]
-            redact = self.config.redact  # a session is kept in the store: redacted too
-            self.session.add([redacted(item, redact) for item in items], self.run_id)
 
     async def nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Run:
         """The run of `agent` nested in this one as `run_id` (a handoff target, an agent as

@@ -139,3 +139,15 @@ def model_calls(stored: StoredRun) -> int:
         ):
             count += 1
     return count
+
+
+def moved_on(read: StoredRun, now: StoredRun) -> str | None:
+    """How the run changed between the read a resume folded (`read`) and the one after it
+    claimed the lease (`now`), or None: a record appended, or decisions spent (by another
+    resume, which stopped before the record they lead to; the head does not move for
+    them, and a resume that folded without them would miss them)."""
+    if now.head_mac != read.head_mac:
+        return f"moved on (to step {now.info.seq})"
+    if now.decisions != read.decisions:
+        return f"had decisions spent at step {now.info.seq} by another resume"
+    return None
