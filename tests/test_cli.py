@@ -26,7 +26,7 @@ from helikon import AssistantMessage, read_trace
 from helikon.cli import main
 from helikon.cli.charts import format_table
 from helikon.cli.docs import generate
-from helikon.cli.loading import load_module
+from helikon.cli.loading import load_module, load_table
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.export import (
     TraceOverlay,
@@ -235,6 +235,21 @@ def test_table_implicit_prints_every_row(capsys: pytest.CaptureFixture[str]) -> 
     assert lines[-1] == "79 rows: 38 declared, 41 implicit"
 
 
+@pytest.mark.parametrize("target", ["charts/plan_act.py", "charts.plan_act:PLAN_ACT_TABLE"])
+def test_table_of_a_chart_file_prints_its_rows(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    """`helikon table charts/plan_act.py`, as the chart pages show it."""
+    code, out, err = cli(capsys, "table", target, "--implicit")
+    assert (code, err) == (0, "")
+    assert out == format_table(load_table("charts/plan_act.py"), implicit=True) + "\n"
+    assert "Planning" in out
+
+
+def test_table_of_a_missing_chart_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert fails(capsys, "table", "charts/nowhere.py") == "helikon: no such file: charts/nowhere.py"
+
+
 # ---------------------------------------------------------------- diagram
 
 
@@ -255,6 +270,45 @@ def test_diagram_default_to_a_file(
     code, out, err = cli(capsys, "diagram", "default", "-f", fmt, "-o", str(target))
     assert (code, out, err) == (0, "", "")
     assert target.read_text() == EXPORTERS[fmt](DEFAULT_TABLE)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"), [("x.dot", "dot"), ("x.gv", "dot"), ("x.mmd", "mermaid"), ("x.JSON", "json")]
+)
+def test_diagram_format_follows_the_output_extension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, fmt: str
+) -> None:
+    target = tmp_path / name
+    assert cli(capsys, "diagram", "default", "-o", str(target)) == (0, "", "")
+    assert target.read_text() == EXPORTERS[fmt](DEFAULT_TABLE)
+
+
+@needs_dot
+def test_diagram_to_a_png_file_without_f_is_a_png(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "x.png"
+    assert cli(capsys, "diagram", "default", "-o", str(target)) == (0, "", "")
+    assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_diagram_format_and_extension_that_disagree(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "x.png"
+    line = fails(capsys, "diagram", "default", "-f", "svg", "-o", str(target))
+    assert line == f"helikon: -f svg but {str(target)!r} ends in .png (png): change one"
+    assert not target.exists()
+
+
+def test_diagram_to_a_file_of_no_known_extension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "chart.txt"
+    line = fails(capsys, "diagram", "default", "-o", str(target))
+    assert line.startswith(f"helikon: which format is {str(target)!r}? give -f FORMAT, or name")
+    assert cli(capsys, "diagram", "default", "-f", "dot", "-o", str(target)) == (0, "", "")
+    assert target.read_text() == chart_to_dot(DEFAULT_TABLE)
 
 
 @needs_dot
