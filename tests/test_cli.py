@@ -184,7 +184,7 @@ def test_run_each_chart_offline(capsys: pytest.CaptureFixture[str], name: str) -
     code, out, err = cli(capsys, "run", f"charts/{name}.py", "--offline", "--approve", "all")
     assert (code, err) == (0, "")
     example = load_module(f"charts/{name}.py").EXAMPLE_INPUT
-    assert out.startswith(f"> {example}\n")
+    assert out.startswith(f"> {example}  (scripted model, --offline)\n")
     assert final_answer(name) in out
     assert "completed" in out
 
@@ -193,7 +193,7 @@ def test_run_input_replaces_the_example(capsys: pytest.CaptureFixture[str], tmp_
     chart = write(tmp_path / "echo.py", MARKUP_CHART)
     code, out, _ = cli(capsys, "run", chart, "--offline", "--input", "Anything else?")
     assert code == 0
-    assert out.startswith("> Anything else?\n")
+    assert out.startswith("> Anything else?  (scripted model, --offline)\n")
     assert MARKUP_ANSWER in out
 
 
@@ -733,13 +733,16 @@ def test_run_a_chart_without_agent(
 ) -> None:
     target = broken if chart == "broken" else chart
     line = fails(capsys, "run", target, "--offline")
-    assert line == f"helikon: {target} defines no agent(model) to run"
+    assert line == f"helikon: {target} defines no agent(model) for helikon run"
 
 
 def test_run_offline_without_a_script(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     chart = write(tmp_path / "unscripted.py", MARKUP_CHART.split("def script")[0])
-    line = fails(capsys, "run", chart)
-    assert line == f"helikon: {chart} has no offline script(); set OPENAI_API_KEY"
+    line = fails(capsys, "run", chart, "--offline")
+    assert line == (
+        f"helikon: {chart} has no offline script(): drop --offline and set OPENAI_API_KEY or "
+        "OPENAI_BASE_URL"
+    )
 
 
 def test_run_on_a_model_string_the_environment_points_at_a_server(
@@ -764,6 +767,57 @@ def test_run_on_a_model_string_that_names_no_model(
     assert line.startswith(
         "helikon: model 'openai:completions/gpt-test': unknown wire format 'completions'"
     )
+
+
+NO_MODEL = (
+    "calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible "
+    "server), or give --offline for the chart's scripted model"
+)
+
+MODEL_COMMANDS = {
+    "run": ["run", "charts/triage.py", "--model", "gpt-5-mini"],
+    "runs resume": ["runs", "resume", "r1", "--chart", "charts/approval_gated.py"],
+    "runs recover": ["runs", "recover", "--chart", "charts/triage.py"],
+    "worker": ["worker", "charts/triage.py", "--temporal", "127.0.0.1:9"],
+    "debug": ["debug", "charts/triage.py"],
+    # An address no studio can listen on: a studio that started anyway fails, never serves.
+    "studio": ["studio", "charts/triage.py", "--host", "256.0.0.1", "--port", "0"],
+}
+
+
+@pytest.mark.parametrize("command", MODEL_COMMANDS)
+def test_a_command_that_calls_a_model_needs_one_set_up(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """No key, no base URL, no --offline: one line naming all three, exit 2, nothing run."""
+    store = tmp_path / "runs.db"
+    argv = [*MODEL_COMMANDS[command], "--store", f"sqlite:///{store}"]
+    if command in ("debug", "studio"):  # their --store replays a stored run instead
+        argv = argv[:-2]
+    assert fails(capsys, *argv) == f"helikon: helikon {command} {NO_MODEL}"
+    assert not store.exists()
+
+
+def test_a_local_server_needs_only_its_base_url(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENAI_BASE_URL alone (no key) runs the real model on that server."""
+    chart = write(tmp_path / "markup.py", MARKUP_CHART)
+    with OpenAIServer([PlannedReply(text="From the local server.")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, out, err = cli(capsys, "run", chart, "--store", "none", "--model", "local")
+    assert (code, err) == (0, "")
+    assert out.startswith("> Say something with markup.\n")  # no "scripted" on a real model
+    assert "From the local server." in out and "scripted" not in out
+    assert [r.body["model"] for r in server.requests] == ["local"]
+
+
+def test_a_model_named_with_offline_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")  # even with a key: --offline never calls it
+    line = fails(capsys, "run", "charts/triage.py", "--offline", "--model", "gpt-5-mini")
+    assert line == "helikon: --model 'gpt-5-mini' names a real model: drop it or --offline"
 
 
 def test_run_without_input_or_example(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -833,6 +887,19 @@ def test_subprocess_demo() -> None:
     assert "completed" in done.stdout
 
 
+def test_subprocess_run_without_a_model_says_so() -> None:
+    """A clean environment, no key: the scripted model never answers in a real one's place."""
+    done = helikon("run", "charts/triage.py", "--model", "gpt-5-mini", "--store", "none")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"helikon: helikon run {NO_MODEL}\n"
+
+
+def test_subprocess_offline_run_says_it_is_scripted() -> None:
+    done = helikon("run", "charts/triage.py", "--offline", "--store", "none")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[0].endswith("  (scripted model, --offline)")
+
+
 def test_subprocess_diagram_mermaid() -> None:
     done = helikon("diagram", "default", "-f", "mermaid")
     assert (done.returncode, done.stderr) == (0, "")
@@ -864,7 +931,8 @@ def test_subprocess_reader_closes_early() -> None:
         process.stdout.close()
         stderr = process.stderr.read().decode()
         code = process.wait(timeout=60)
-    assert first.decode() == f"> {load_module('charts/triage.py').EXAMPLE_INPUT}\n"
+    example = load_module("charts/triage.py").EXAMPLE_INPUT
+    assert first.decode() == f"> {example}  (scripted model, --offline)\n"
     assert "Traceback" not in stderr
     assert "Exception ignored" not in stderr
     assert code in (0, 141)  # 141: it wrote after the reader had gone

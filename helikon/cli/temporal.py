@@ -21,12 +21,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from helikon.cli.agents import chart_context, live_agent, model_for
+from helikon.cli.agents import chart_context, live_agent, model_for, scripted_note
 from helikon.cli.loading import LoadError, call, load_module, module_label
 from helikon.cli.runs import add_store_argument, decide, store_errors, store_url, with_store
 from helikon.cli.usage import UsageError
 from helikon.durable import RunStore, open_store
 from helikon.export.console import EventPrinter, safe_text
+from helikon.models.scripted import ScriptedModel
 
 
 def add_parser(commands: Any) -> None:
@@ -105,7 +106,8 @@ def _agents(charts: Sequence[str], args: argparse.Namespace) -> tuple[list[Any],
             module = load_module(chart)
             if not hasattr(module, "agent"):
                 raise UsageError(f"{module_label(module)} defines no agent(model) to serve")
-            agents.append(call(module, "agent", model_for(module, args.offline, args.model)))
+            model = model_for(module, args.offline, args.model, "worker")
+            agents.append(call(module, "agent", model))
             if hasattr(module, "deps"):
                 with_deps.append(module)
     except LoadError as exc:
@@ -126,7 +128,8 @@ async def _serve(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     names = ", ".join(sorted(worker.registry.agents))
-    print(f"helikon worker: {names} on task queue {_queue(args)!r} at {args.temporal}", flush=True)
+    where = f"on task queue {_queue(args)!r} at {args.temporal}{scripted_note(args.offline)}"
+    print(f"helikon worker: {names} {where}", flush=True)
     with contextlib.suppress(asyncio.CancelledError):
         await worker.run()
     return 0
@@ -140,7 +143,8 @@ def command_run_temporal(args: argparse.Namespace) -> int:
     sdk = _sdk()
     try:
         module = load_module(args.chart)
-        live = live_agent(module, args, "run")
+        # The worker's model answers: this agent only names the run and its chart.
+        live = live_agent(module, args, "run", model=ScriptedModel([]))
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     if args.trace:
