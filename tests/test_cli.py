@@ -785,16 +785,21 @@ MODEL_COMMANDS = {
 }
 
 
+def model_command(command: str, store: Path) -> list[str]:
+    """`MODEL_COMMANDS[command]` on the run store `store` (debug's and studio's `--store`
+    replays a stored run instead: not theirs)."""
+    on_store = [] if command in ("debug", "studio") else ["--store", f"sqlite:///{store}"]
+    return [*MODEL_COMMANDS[command], *on_store]
+
+
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_a_command_that_calls_a_model_needs_one_set_up(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
 ) -> None:
     """No key, no base URL, no --offline: one line naming all three, exit 2, nothing run."""
     store = tmp_path / "runs.db"
-    argv = [*MODEL_COMMANDS[command], "--store", f"sqlite:///{store}"]
-    if command in ("debug", "studio"):  # their --store replays a stored run instead
-        argv = argv[:-2]
-    assert fails(capsys, *argv) == f"helikon: helikon {command} {NO_MODEL}"
+    line = fails(capsys, *model_command(command, store))
+    assert line == f"helikon: helikon {command} {NO_MODEL}"
     assert not store.exists()
 
 
@@ -887,11 +892,14 @@ def test_subprocess_demo() -> None:
     assert "completed" in done.stdout
 
 
-def test_subprocess_run_without_a_model_says_so() -> None:
+@pytest.mark.parametrize("command", MODEL_COMMANDS)
+def test_subprocess_without_a_model_says_so(tmp_path: Path, command: str) -> None:
     """A clean environment, no key: the scripted model never answers in a real one's place."""
-    done = helikon("run", "charts/triage.py", "--model", "gpt-5-mini", "--store", "none")
+    store = tmp_path / "runs.db"
+    done = helikon(*model_command(command, store), stdin=subprocess.DEVNULL)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == f"helikon: helikon run {NO_MODEL}\n"
+    assert done.stderr == f"helikon: helikon {command} {NO_MODEL}\n"
+    assert not store.exists()
 
 
 def test_subprocess_offline_run_says_it_is_scripted() -> None:
