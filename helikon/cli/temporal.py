@@ -3,7 +3,8 @@
 `worker` serves the agents of one or more chart modules on a task queue, writing their runs
 to a run store (`--store URL`: PostgreSQL when workers are on several machines, SQLite for
 one); `--offline` gives each agent its chart's scripted model, as `helikon run --offline`
-does. `run --temporal` starts the chart's agent as a workflow on that task queue and
+does (without it, a key or base URL must be set). `run --temporal` calls no model (the
+worker's answers): it starts the chart's agent as a workflow on that task queue and
 streams its events from the same store, the events a local run streams (no token deltas:
 a store keeps none); approvals are decided by the workflow's `decide` update as `--approve`
 says, and `helikon runs show` reads the run like a local one.
