@@ -1,7 +1,8 @@
 """The budget assistant: a tool-using agent over the user's ledger.
 
-Offline (`helikon run charts/budget_assistant.py`), a scripted model plays the turns below;
-with OPENAI_API_KEY (and optionally OPENAI_BASE_URL, HELIKON_MODEL) set, a real model does.
+Offline (`helikon run charts/budget_assistant.py --offline`), a scripted model plays the turns
+below; with OPENAI_API_KEY or OPENAI_BASE_URL (and optionally HELIKON_MODEL) set, a real model
+does.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from helikon import AssistantMessage, read_trace
 from helikon.cli import main
 from helikon.cli.charts import format_table
 from helikon.cli.docs import generate
-from helikon.cli.loading import load_module
+from helikon.cli.loading import load_module, load_table
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.export import (
     TraceOverlay,
@@ -184,7 +184,7 @@ def test_run_each_chart_offline(capsys: pytest.CaptureFixture[str], name: str) -
     code, out, err = cli(capsys, "run", f"charts/{name}.py", "--offline", "--approve", "all")
     assert (code, err) == (0, "")
     example = load_module(f"charts/{name}.py").EXAMPLE_INPUT
-    assert out.startswith(f"> {example}\n")
+    assert out.startswith(f"> {example}  (scripted model, --offline)\n")
     assert final_answer(name) in out
     assert "completed" in out
 
@@ -193,7 +193,7 @@ def test_run_input_replaces_the_example(capsys: pytest.CaptureFixture[str], tmp_
     chart = write(tmp_path / "echo.py", MARKUP_CHART)
     code, out, _ = cli(capsys, "run", chart, "--offline", "--input", "Anything else?")
     assert code == 0
-    assert out.startswith("> Anything else?\n")
+    assert out.startswith("> Anything else?  (scripted model, --offline)\n")
     assert MARKUP_ANSWER in out
 
 
@@ -235,6 +235,21 @@ def test_table_implicit_prints_every_row(capsys: pytest.CaptureFixture[str]) -> 
     assert lines[-1] == "79 rows: 38 declared, 41 implicit"
 
 
+@pytest.mark.parametrize("target", ["charts/plan_act.py", "charts.plan_act:PLAN_ACT_TABLE"])
+def test_table_of_a_chart_file_prints_its_rows(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    """`helikon table charts/plan_act.py`, as the chart pages show it."""
+    code, out, err = cli(capsys, "table", target, "--implicit")
+    assert (code, err) == (0, "")
+    assert out == format_table(load_table("charts/plan_act.py"), implicit=True) + "\n"
+    assert "Planning" in out
+
+
+def test_table_of_a_missing_chart_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert fails(capsys, "table", "charts/nowhere.py") == "helikon: no such file: charts/nowhere.py"
+
+
 # ---------------------------------------------------------------- diagram
 
 
@@ -255,6 +270,45 @@ def test_diagram_default_to_a_file(
     code, out, err = cli(capsys, "diagram", "default", "-f", fmt, "-o", str(target))
     assert (code, out, err) == (0, "", "")
     assert target.read_text() == EXPORTERS[fmt](DEFAULT_TABLE)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"), [("x.dot", "dot"), ("x.gv", "dot"), ("x.mmd", "mermaid"), ("x.JSON", "json")]
+)
+def test_diagram_format_follows_the_output_extension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, fmt: str
+) -> None:
+    target = tmp_path / name
+    assert cli(capsys, "diagram", "default", "-o", str(target)) == (0, "", "")
+    assert target.read_text() == EXPORTERS[fmt](DEFAULT_TABLE)
+
+
+@needs_dot
+def test_diagram_to_a_png_file_without_f_is_a_png(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "x.png"
+    assert cli(capsys, "diagram", "default", "-o", str(target)) == (0, "", "")
+    assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_diagram_format_and_extension_that_disagree(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "x.png"
+    line = fails(capsys, "diagram", "default", "-f", "svg", "-o", str(target))
+    assert line == f"helikon: -f svg but {str(target)!r} ends in .png (png): change one"
+    assert not target.exists()
+
+
+def test_diagram_to_a_file_of_no_known_extension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "chart.txt"
+    line = fails(capsys, "diagram", "default", "-o", str(target))
+    assert line.startswith(f"helikon: which format is {str(target)!r}? give -f FORMAT, or name")
+    assert cli(capsys, "diagram", "default", "-f", "dot", "-o", str(target)) == (0, "", "")
+    assert target.read_text() == chart_to_dot(DEFAULT_TABLE)
 
 
 @needs_dot
@@ -679,13 +733,16 @@ def test_run_a_chart_without_agent(
 ) -> None:
     target = broken if chart == "broken" else chart
     line = fails(capsys, "run", target, "--offline")
-    assert line == f"helikon: {target} defines no agent(model) to run"
+    assert line == f"helikon: {target} defines no agent(model) for helikon run"
 
 
 def test_run_offline_without_a_script(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     chart = write(tmp_path / "unscripted.py", MARKUP_CHART.split("def script")[0])
-    line = fails(capsys, "run", chart)
-    assert line == f"helikon: {chart} has no offline script(); set OPENAI_API_KEY"
+    line = fails(capsys, "run", chart, "--offline")
+    assert line == (
+        f"helikon: {chart} has no offline script(): drop --offline and set OPENAI_API_KEY or "
+        "OPENAI_BASE_URL"
+    )
 
 
 def test_run_on_a_model_string_the_environment_points_at_a_server(
@@ -710,6 +767,62 @@ def test_run_on_a_model_string_that_names_no_model(
     assert line.startswith(
         "helikon: model 'openai:completions/gpt-test': unknown wire format 'completions'"
     )
+
+
+NO_MODEL = (
+    "calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible "
+    "server), or give --offline for the chart's scripted model"
+)
+
+MODEL_COMMANDS = {
+    "run": ["run", "charts/triage.py", "--model", "gpt-5-mini"],
+    "runs resume": ["runs", "resume", "r1", "--chart", "charts/approval_gated.py"],
+    "runs recover": ["runs", "recover", "--chart", "charts/triage.py"],
+    "worker": ["worker", "charts/triage.py", "--temporal", "127.0.0.1:9"],
+    "debug": ["debug", "charts/triage.py"],
+    # An address no studio can listen on: a studio that started anyway fails, never serves.
+    "studio": ["studio", "charts/triage.py", "--host", "256.0.0.1", "--port", "0"],
+}
+
+
+def model_command(command: str, store: Path) -> list[str]:
+    """`MODEL_COMMANDS[command]` on the run store `store` (debug's and studio's `--store`
+    replays a stored run instead: not theirs)."""
+    on_store = [] if command in ("debug", "studio") else ["--store", f"sqlite:///{store}"]
+    return [*MODEL_COMMANDS[command], *on_store]
+
+
+@pytest.mark.parametrize("command", MODEL_COMMANDS)
+def test_a_command_that_calls_a_model_needs_one_set_up(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """No key, no base URL, no --offline: one line naming all three, exit 2, nothing run."""
+    store = tmp_path / "runs.db"
+    line = fails(capsys, *model_command(command, store))
+    assert line == f"helikon: helikon {command} {NO_MODEL}"
+    assert not store.exists()
+
+
+def test_a_local_server_needs_only_its_base_url(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENAI_BASE_URL alone (no key) runs the real model on that server."""
+    chart = write(tmp_path / "markup.py", MARKUP_CHART)
+    with OpenAIServer([PlannedReply(text="From the local server.")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, out, err = cli(capsys, "run", chart, "--store", "none", "--model", "local")
+    assert (code, err) == (0, "")
+    assert out.startswith("> Say something with markup.\n")  # no "scripted" on a real model
+    assert "From the local server." in out and "scripted" not in out
+    assert [r.body["model"] for r in server.requests] == ["local"]
+
+
+def test_a_model_named_with_offline_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")  # even with a key: --offline never calls it
+    line = fails(capsys, "run", "charts/triage.py", "--offline", "--model", "gpt-5-mini")
+    assert line == "helikon: --model 'gpt-5-mini' names a real model: drop it or --offline"
 
 
 def test_run_without_input_or_example(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -779,6 +892,22 @@ def test_subprocess_demo() -> None:
     assert "completed" in done.stdout
 
 
+@pytest.mark.parametrize("command", MODEL_COMMANDS)
+def test_subprocess_without_a_model_says_so(tmp_path: Path, command: str) -> None:
+    """A clean environment, no key: the scripted model never answers in a real one's place."""
+    store = tmp_path / "runs.db"
+    done = helikon(*model_command(command, store), stdin=subprocess.DEVNULL)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"helikon: helikon {command} {NO_MODEL}\n"
+    assert not store.exists()
+
+
+def test_subprocess_offline_run_says_it_is_scripted() -> None:
+    done = helikon("run", "charts/triage.py", "--offline", "--store", "none")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[0].endswith("  (scripted model, --offline)")
+
+
 def test_subprocess_diagram_mermaid() -> None:
     done = helikon("diagram", "default", "-f", "mermaid")
     assert (done.returncode, done.stderr) == (0, "")
@@ -810,7 +939,8 @@ def test_subprocess_reader_closes_early() -> None:
         process.stdout.close()
         stderr = process.stderr.read().decode()
         code = process.wait(timeout=60)
-    assert first.decode() == f"> {load_module('charts/triage.py').EXAMPLE_INPUT}\n"
+    example = load_module("charts/triage.py").EXAMPLE_INPUT
+    assert first.decode() == f"> {example}  (scripted model, --offline)\n"
     assert "Traceback" not in stderr
     assert "Exception ignored" not in stderr
     assert code in (0, 141)  # 141: it wrote after the reader had gone

@@ -161,7 +161,8 @@ def test_a_suspended_run_is_listed_shown_resumed_exported_and_deleted(
 ) -> None:
     out = suspended_payment(capsys, db)
     assert "suspended: waiting for approval of transfer" in out
-    assert f"helikon runs resume r1 --chart {PAYMENTS} --approve all --store {url(db)}" in out
+    hint = f"helikon runs resume r1 --chart {PAYMENTS} --approve all --offline --store {url(db)}"
+    assert hint in out
 
     code, listing, _ = runs(capsys, db, "list")
     assert code == 0
@@ -177,8 +178,10 @@ def test_a_suspended_run_is_listed_shown_resumed_exported_and_deleted(
     assert f"    arguments hash {request.arguments_hash}" in shown.splitlines()
     assert "? approval needed: transfer" in shown
 
-    code, resumed, err = runs(capsys, db, "resume", "r1", "--chart", PAYMENTS, "--approve", "all")
+    resume = ("resume", "r1", "--chart", PAYMENTS, "--approve", "all", "--offline")
+    code, resumed, err = runs(capsys, db, *resume)
     assert (code, err) == (0, "")
+    assert resumed.startswith("> resuming run r1  (scripted model, --offline)\n")
     assert "executed: moved 500.00 EUR from checking to savings" in resumed
     assert FINAL_ANSWER in resumed and "completed" in resumed
     assert stored(db).info.status == "completed"
@@ -201,7 +204,9 @@ def test_resume_with_approve_none_rejects_the_call(
 ) -> None:
     suspended_payment(capsys, db)
 
-    code, out, _ = runs(capsys, db, "resume", "r1", "--chart", PAYMENTS, "--approve", "none")
+    code, out, _ = runs(
+        capsys, db, "resume", "r1", "--chart", PAYMENTS, "--approve", "none", "--offline"
+    )
 
     assert code == 0
     assert "transfer denied" in out
@@ -215,7 +220,7 @@ def test_resume_with_ask_and_no_terminal_leaves_the_run_suspended(
 ) -> None:
     suspended_payment(capsys, db)
 
-    code, out, _ = runs(capsys, db, "resume", "r1", "--chart", PAYMENTS)
+    code, out, _ = runs(capsys, db, "resume", "r1", "--chart", PAYMENTS, "--offline")
 
     assert code == 0
     assert f"  call_transfer  transfer({TRANSFER})" in out.splitlines()
@@ -366,19 +371,21 @@ def test_a_missing_run(capsys: pytest.CaptureFixture[str], db: Path, command: st
 
 
 def test_resume_of_a_missing_run(capsys: pytest.CaptureFixture[str], db: Path) -> None:
-    line = fails(capsys, "runs", "resume", "nope", "--chart", PAYMENTS, "--store", url(db))
+    argv = ("runs", "resume", "nope", "--chart", PAYMENTS, "--offline", "--store", url(db))
+    line = fails(capsys, *argv)
     assert line == f"helikon: no run 'nope' in the store {db}"
 
 
 def test_resume_of_a_run_that_ended(capsys: pytest.CaptureFixture[str], db: Path) -> None:
     assert cli(capsys, "run", TRIAGE, "--offline", "--store", url(db), "--run-id", "r1")[0] == 0
-    line = fails(capsys, "runs", "resume", "r1", "--chart", TRIAGE, "--store", url(db))
+    line = fails(capsys, "runs", "resume", "r1", "--chart", TRIAGE, "--offline", "--store", url(db))
     assert "already ended (Done)" in line
 
 
 def test_resume_on_another_charts_agent(capsys: pytest.CaptureFixture[str], db: Path) -> None:
     suspended_payment(capsys, db)
-    argv = ("runs", "resume", "r1", "--chart", TRIAGE, "--approve", "all", "--store", url(db))
+    argv = ("runs", "resume", "r1", "--chart", TRIAGE, "--approve", "all", "--offline")
+    argv += ("--store", url(db))
     line = fails(capsys, *argv)
     assert line == "helikon: run 'r1' is a run of agent 'payments', not 'triage'"
     assert stored(db).info.status == "suspended" and stored(db).decisions == ()
@@ -394,7 +401,11 @@ def test_an_edited_record_is_refused(capsys: pytest.CaptureFixture[str], db: Pat
     suspended_payment(capsys, db)
     edit(db, "UPDATE records SET data = replace(data, 'checking', 'savings') WHERE seq = 2")
 
-    for argv in (["show", "r1"], ["export", "r1"], ["resume", "r1", "--chart", PAYMENTS]):
+    for argv in (
+        ["show", "r1"],
+        ["export", "r1"],
+        ["resume", "r1", "--chart", PAYMENTS, "--offline"],
+    ):
         line = fails(capsys, "runs", *argv, "--store", url(db))
         assert line == (
             "helikon: run 'r1': link 3 of 8 (record 2) does not chain: that row or one before "
@@ -426,7 +437,10 @@ def test_a_damaged_store_is_one_line(
     [
         (["runs", "list", "--store", "mysql://x"], "helikon: unknown run store URL 'mysql://x'"),
         (["runs", "list", "--store", "none"], "helikon: helikon runs list needs a run store"),
-        (["run", TRIAGE, "--store", "redis://x"], "helikon: unknown run store URL 'redis://x'"),
+        (
+            ["run", TRIAGE, "--offline", "--store", "redis://x"],
+            "helikon: unknown run store URL 'redis://x'",
+        ),
     ],
 )
 def test_a_store_url_that_names_no_store(
@@ -593,8 +607,9 @@ def test_subprocess_resume_asks_on_a_terminal(db: Path) -> None:
     leader, follower = pty.openpty()
     try:
         os.write(leader, b"y\n")
+        resume = ["runs", "resume", "r1", "--chart", PAYMENTS, "--offline", *store]
         done = subprocess.run(
-            [sys.executable, "-m", "helikon", "runs", "resume", "r1", "--chart", PAYMENTS, *store],
+            [sys.executable, "-m", "helikon", *resume],
             cwd=ROOT,
             env=environment(),
             stdin=follower,

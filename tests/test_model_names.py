@@ -15,7 +15,7 @@ import pytest
 
 from helikon import Agent, RunConfig, RunFailed, tool
 from helikon.models.names import parse_model_name
-from helikon.models.openai import OpenAIModel
+from helikon.models.openai import KEYLESS, OpenAIModel
 from helikon.testing import OpenAIServer, PlannedReply, PlannedToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,6 +126,7 @@ async def test_without_a_key_the_agent_builds_and_its_run_fails_saying_so(
     server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL")  # OpenAI's own API, then: it needs a key
     agent = Agent("calculator", "gpt-test", config=RunConfig(max_turns=2))
     events = [event async for event in agent.run("2 + 40?")]
     failed = events[-1]
@@ -133,6 +134,21 @@ async def test_without_a_key_the_agent_builds_and_its_run_fails_saying_so(
     assert failed.error.reason == "bad_response"
     assert "OPENAI_API_KEY" in failed.error.message
     assert server.requests == []
+
+
+async def test_a_server_named_by_its_url_alone_is_called_without_a_key(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local OpenAI-compatible server needs only OPENAI_BASE_URL."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    server.plan(PlannedReply(text="42"))
+    agent = Agent("calculator", "gpt-test")
+    try:
+        result = await agent.run("2 + 40?").collect()
+    finally:
+        await agent.model.aclose()  # type: ignore[union-attr]
+    assert result.final_output == "42"
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEYLESS}"
 
 
 def test_a_model_string_without_the_openai_extra_names_the_extra() -> None:

@@ -22,8 +22,15 @@ CHART = ROOT / "charts" / "approval_gated.py"
 
 
 def test_a_chart_runs_on_a_worker_process_and_shows_like_a_local_run(
-    temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    temporal_address: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The worker runs the scripted model and says so; the client calls no model, so it
+    needs neither --offline nor a key."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     queue, run_id = f"q-{uuid.uuid4().hex[:8]}", f"r-{uuid.uuid4().hex[:12]}"
     worker = subprocess.Popen(
@@ -38,9 +45,10 @@ def test_a_chart_runs_on_a_worker_process_and_shows_like_a_local_run(
         assert worker.stdout is not None
         ready = worker.stdout.readline()
         assert ready.startswith("helikon worker: payments on task queue"), ready
+        assert ready.endswith("  (scripted model, --offline)\n"), ready
         code = main(
             [
-                "run", str(CHART), "--offline", "--approve", "all", "--temporal",
+                "run", str(CHART), "--approve", "all", "--temporal",
                 temporal_address, "--task-queue", queue, "--store", store, "--run-id", run_id,
             ]
         )  # fmt: skip
@@ -59,7 +67,8 @@ def test_a_chart_runs_on_a_worker_process_and_shows_like_a_local_run(
 
 
 def test_a_worker_without_a_store_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["worker", str(CHART), "--temporal", "127.0.0.1:1", "--store", "none"])
+    argv = ["worker", str(CHART), "--temporal", "127.0.0.1:1", "--offline", "--store", "none"]
+    code = main(argv)
     assert code == 2
     assert "needs a run store" in capsys.readouterr().err
 

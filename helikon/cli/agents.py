@@ -36,30 +36,60 @@ def add_agent_arguments(command: argparse.ArgumentParser, *, optional: bool = Fa
     )
 
 
-def wants_real_model(offline: bool) -> bool:
-    return not offline and bool(
-        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
-    )
+MODEL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+"""Either one set means a real model: a local OpenAI-compatible server needs only the URL."""
 
 
-def model_for(module: Any, offline: bool, model_name: str | None) -> Any:
-    """A real OpenAI-compatible model when configured, else the chart's scripted turns."""
-    if wants_real_model(offline):
-        name = model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini")
-        try:
-            return model_named(name)  # "gpt-5-mini", "openai:responses/gpt-5-mini", ...
-        except ModuleNotFoundError as exc:
-            if exc.name != "openai":
-                raise
+def require_model(offline: bool, command: str) -> None:
+    """Refuse to go on when `command` would call a real model and none is set up.
+
+    Raises:
+        UsageError: neither `--offline` nor OPENAI_API_KEY / OPENAI_BASE_URL.
+    """
+    if not offline and not any(os.environ.get(name) for name in MODEL_VARIABLES):
+        raise UsageError(
+            f"helikon {command} calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL "
+            "for an OpenAI-compatible server), or give --offline for the chart's scripted model"
+        )
+
+
+def scripted_note(offline: bool) -> str:
+    """What to add to a command's first line so scripted output never passes for a model's."""
+    return "  (scripted model, --offline)" if offline else ""
+
+
+def model_for(module: Any, offline: bool, model_name: str | None, command: str) -> Any:
+    """A real OpenAI-compatible model, or with `offline` the chart's scripted turns.
+
+    Raises:
+        UsageError: no real model is set up (`require_model`), `--model` with `--offline`,
+            a model string that names no model, or an offline chart without `script()`.
+    """
+    if offline:
+        if model_name:
+            raise UsageError(f"--model {model_name!r} names a real model: drop it or --offline")
+        if not hasattr(module, "script"):
             raise UsageError(
-                "a real model needs the openai package: pip install 'helikon[openai]' "
-                "(or run with --offline)"
-            ) from None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    if not hasattr(module, "script"):
-        raise UsageError(f"{module_label(module)} has no offline script(); set OPENAI_API_KEY")
-    return ScriptedModel(list(call(module, "script")))
+                f"{module_label(module)} has no offline script(): drop --offline and set "
+                "OPENAI_API_KEY or OPENAI_BASE_URL"
+            )
+        return ScriptedModel(list(call(module, "script")))
+    require_model(offline, command)
+    return _real_model(model_name or os.environ.get("HELIKON_MODEL", "gpt-4o-mini"))
+
+
+def _real_model(name: str) -> Any:
+    try:
+        return model_named(name)  # "gpt-5-mini", "openai:responses/gpt-5-mini", ...
+    except ModuleNotFoundError as exc:
+        if exc.name != "openai":
+            raise
+        raise UsageError(
+            "a real model needs the openai package: pip install 'helikon[openai]' "
+            "(or run with --offline)"
+        ) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def approval_handler(mode: str) -> Any:
@@ -89,17 +119,20 @@ class LiveAgent:
     source: str
 
 
-def live_agent(module: Any, args: argparse.Namespace, purpose: str) -> LiveAgent:
-    """The chart module's agent with the model, approvals and input `args` choose.
+def live_agent(module: Any, args: argparse.Namespace, command: str, model: Any = None) -> LiveAgent:
+    """The chart module's agent with the model (`model`, else as `args` choose), approvals
+    and input `args` choose, for `helikon COMMAND`.
 
     Raises:
-        UsageError: the module defines no agent, or there is nothing to ask it.
+        UsageError: the module defines no agent, no model is set up (`model_for`), or there
+            is nothing to ask it.
         LoadError: the module's agent(), script() or deps() raised.
     """
 
     if not hasattr(module, "agent"):
-        raise UsageError(f"{module_label(module)} defines no agent(model) to {purpose}")
-    agent = call(module, "agent", model_for(module, args.offline, args.model))
+        raise UsageError(f"{module_label(module)} defines no agent(model) for helikon {command}")
+    model = model or model_for(module, args.offline, args.model, command)
+    agent = call(module, "agent", model)
     handler = approval_handler(args.approve)
     if handler is not None:
         agent = replace(agent, on_approval=handler)

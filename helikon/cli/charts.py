@@ -4,25 +4,41 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from helikon import export
 from helikon.cli.chart_tests import coverage_overlay
 from helikon.cli.loading import LoadError, load_table
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
-from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.turns import unbounded_cycles
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import Row, TransitionTable
 from helikon.export import LAYOUTS, Layout, TraceOverlay
 
 DIAGRAM_FORMATS = ("dot", "svg", "png", "mermaid", "md", "json")
+EXTENSION_FORMATS = {
+    ".dot": "dot",
+    ".gv": "dot",
+    ".svg": "svg",
+    ".png": "png",
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+    ".md": "md",
+    ".json": "json",
+}
+"""The format an `-o` file's extension asks for, when `-f` does not say."""
 
 
 def add_diagram_parser(commands: Any) -> None:
     diagram = commands.add_parser("diagram", help="draw a chart (DOT, SVG, PNG, Mermaid, ...)")
     diagram.add_argument("chart", help="default, a chart file, or module:attr")
-    diagram.add_argument("-f", "--format", choices=DIAGRAM_FORMATS, default="svg")
+    diagram.add_argument(
+        "-f",
+        "--format",
+        choices=DIAGRAM_FORMATS,
+        help="default: the -o file's extension's (.svg, .png, .dot, .mmd, .md, .json), else svg",
+    )
     diagram.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -54,12 +70,15 @@ def add_validate_parser(commands: Any) -> None:
 def add_table_parser(commands: Any) -> None:
     table = commands.add_parser(
         "table",
-        help="print the default chart's compiled table",
+        help="print a chart's compiled table (default: the default chart's)",
         description=(
-            "Print the default chart's rows by id. Without --implicit only the declared rows "
+            "Print a chart's rows by id. Without --implicit only the declared rows "
             "(the chart's own transitions); --implicit adds the rows compile_chart adds to make "
             "the table total (a terminal phase absorbing an input, a phase refusing one)."
         ),
+    )
+    table.add_argument(
+        "chart", nargs="?", default="default", help="default, a chart file, or module:attr"
     )
     table.add_argument("--implicit", action="store_true", help="include implicit rows")
     table.set_defaults(handler=command_table)
@@ -114,6 +133,25 @@ def diagram_bytes(table: Any, fmt: str, overlay: Any = None, layout: Layout = "d
         raise UsageError(str(exc)) from None
 
 
+def diagram_format(given: str | None, output: str | None) -> str:
+    """The format to draw in: `-f`'s, else the output file's extension's, else SVG.
+
+    Raises:
+        UsageError: `-f` and the extension disagree, or an output file's extension names
+            no format and `-f` is not given.
+    """
+    if output in (None, "-"):
+        return given or "svg"
+    suffix = Path(output).suffix.lower()
+    implied = EXTENSION_FORMATS.get(suffix)
+    if given is not None and implied is not None and given != implied:
+        raise UsageError(f"-f {given} but {output!r} ends in {suffix} ({implied}): change one")
+    if given is None and implied is None:
+        known = ", ".join(EXTENSION_FORMATS)
+        raise UsageError(f"which format is {output!r}? give -f FORMAT, or name it {known}")
+    return given or implied or "svg"
+
+
 def overlay_of(table: Any, trace_path: str) -> TraceOverlay:
     try:
         return TraceOverlay.from_trace(table, trace_at(trace_path))
@@ -126,7 +164,7 @@ def command_diagram(args: argparse.Namespace) -> int:
     overlay = overlay_of(table, args.trace) if args.trace else None
     if args.coverage:
         overlay = coverage_overlay(table, args.coverage)
-    data = diagram_bytes(table, args.format, overlay, args.layout)
+    data = diagram_bytes(table, diagram_format(args.format, args.output), overlay, args.layout)
     write_output(data, args.output)
     return 0
 
@@ -161,5 +199,5 @@ def cycle_warning(chart: str, part: tuple[str, ...]) -> str:
 
 
 def command_table(args: argparse.Namespace) -> int:
-    print(format_table(DEFAULT_TABLE, implicit=args.implicit))
+    print(format_table(table_of(args.chart), implicit=args.implicit))
     return 0

@@ -16,7 +16,6 @@ from helikon.cli.agents import (
     chart_context,
     live_agent,
     model_for,
-    wants_real_model,
 )
 from helikon.cli.loading import LoadError, call, load_module
 from helikon.cli.usage import UsageError
@@ -91,9 +90,8 @@ def open_live(args: argparse.Namespace) -> DebugShell:
     module = load_module(args.chart)
     live = live_agent(module, args, "debug")
     debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
-    offline = not wants_real_model(args.offline)
-    script = list(module.script()) if offline else None
-    how = "offline, the chart's scripted model" if offline else "live, a real model"
+    script = list(module.script()) if args.offline else None
+    how = "offline, the chart's scripted model" if args.offline else "live, a real model"
     return DebugShell(debugger, script=script, title=f"{args.chart} ({how})")
 
 
@@ -142,12 +140,11 @@ def replay_shell(
         return DebugShell(debugger, title=f"replay of {name} ({steps} steps, as recorded)")
     module = _agent_module(target)
     try:
-        model = model_for(module, args.offline, args.model)
-    except UsageError:  # no script and no endpoint: the replay itself calls no model
+        model = model_for(module, args.offline, args.model, "debug")
+    except UsageError:  # no model set up: the replay itself calls none
         model = ScriptedModel([])
     debugger = Debugger.replay(trace, call(module, "agent", model), context=chart_context(module))
-    offline = not wants_real_model(args.offline) and hasattr(module, "script")
-    script = list(module.script()) if offline else None
+    script = list(module.script()) if args.offline and hasattr(module, "script") else None
     steps = len(debugger.expected)
     return DebugShell(debugger, script=script, title=f"replay of {name} ({steps} steps)")
 

@@ -253,6 +253,7 @@ def _how_to_run(page: ChartPage) -> list[str]:
     if page.agent is not None:
         lines.append(f"helikon run {page.source}             # a real model, when one is set up")
     lines += [
+        f"helikon table {page.source}          # its rows, by id (--implicit: all of them)",
         f"helikon diagram {page.source} --layout overview -o {page.name}.svg",
         f"helikon diagram {page.source} -o {page.name}-detailed.svg   # every row on its edge",
         "```",
@@ -270,7 +271,7 @@ def _how_to_run(page: ChartPage) -> list[str]:
 _REAL_MODEL_NOTE = (
     "Without `--offline`, `helikon run` uses a real model through `OpenAIModel.chat` when "
     "`OPENAI_API_KEY` or `OPENAI_BASE_URL` is set (`--model` or `HELIKON_MODEL` names the "
-    "model), and the scripted model otherwise."
+    "model); with neither it says so and exits 2."
 )
 _APPROVAL_NOTE = (
     "Some calls need approval. On a terminal `helikon run` asks y/n for each; "

@@ -12,7 +12,7 @@ import asyncio
 import shlex
 from typing import Any
 
-from helikon.cli.agents import add_agent_arguments, live_agent
+from helikon.cli.agents import add_agent_arguments, live_agent, scripted_note
 from helikon.cli.loading import CHARTS, LoadError, load_module
 from helikon.cli.runs import (
     add_store_argument,
@@ -61,7 +61,7 @@ async def run_agent(module: Any, args: argparse.Namespace) -> int:
     agent = live.agent
     store = _new_store(args)
     printer = EventPrinter()
-    printer.line(printer.paint(f"> {live.text}", "bold"))
+    printer.line(printer.paint(f"> {live.text}{scripted_note(args.offline)}", "bold"))
 
     trace = getattr(args, "trace", None)
     writer = TraceWriter(trace, source=live.source) if trace else None

@@ -32,7 +32,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from helikon.cli.agents import approval_handler, chart_context, model_for
+from helikon.cli.agents import (
+    approval_handler,
+    chart_context,
+    model_for,
+    require_model,
+    scripted_note,
+)
 from helikon.cli.loading import LoadError, call, load_module, module_label
 from helikon.cli.usage import UsageError, encoded, write_output
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
@@ -463,6 +469,7 @@ def command_prune(args: argparse.Namespace) -> int:
 
 
 def command_resume(args: argparse.Namespace) -> int:
+    require_model(args.offline, "runs resume")  # before asking for decisions on a terminal
     store = open_cli_store(args)
     module = _chart_module(args.chart)
     with store_errors():
@@ -516,7 +523,8 @@ async def resume_run(
             )
             async for event in result:
                 if last is None:  # the run's lease is held now: it goes on
-                    printer.line(printer.paint(f"> resuming run {run_id}", "bold"))
+                    header = f"> resuming run {safe_text(run_id)}{scripted_note(args.offline)}"
+                    printer.line(printer.paint(header, "bold"))
                 printer(event)
                 last = event
     finally:
@@ -549,12 +557,17 @@ def stopped_by_its_store(run_id: str, last: Any, args: argparse.Namespace) -> No
 
 
 def resume_hint(run_id: str, args: argparse.Namespace) -> str:
-    """How to go on with a suspended run, as a command to type (escaped)."""
+    """How to go on with a suspended run, as a command to type (escaped): on the model it
+    ran on (`--offline`, `--model NAME`)."""
     command = f"helikon runs resume {shlex.quote(run_id)} --chart {shlex.quote(args.chart)}"
-    return safe_text(f"run {run_id} is suspended: {command} --approve all") + with_store(args)
+    model = " --offline" if args.offline else ""
+    model += f" --model {shlex.quote(args.model)}" if args.model else ""
+    hint = f"run {run_id} is suspended: {command} --approve all{model}"
+    return safe_text(hint) + with_store(args)
 
 
 def command_recover(args: argparse.Namespace) -> int:
+    require_model(args.offline, "runs recover")
     store = open_cli_store(args)
     module = _chart_module(args.chart)
     name = _agent(module, args).name
@@ -611,7 +624,8 @@ def _agent(module: Any, args: argparse.Namespace) -> Any:
     """The chart module's agent, on the model and with the approvals `args` ask for (a
     fresh one for each run: a scripted model continues where its run stopped)."""
     try:
-        agent = call(module, "agent", model_for(module, args.offline, args.model))
+        model = model_for(module, args.offline, args.model, f"runs {args.runs_command}")
+        agent = call(module, "agent", model)
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     handler = approval_handler(args.approve)

@@ -23,6 +23,7 @@ from helikon.cli.agents import (
     chart_context,
     live_agent,
     model_for,
+    scripted_note,
 )
 from helikon.cli.loading import LoadError, call, load_module
 from helikon.cli.usage import UsageError
@@ -106,7 +107,8 @@ def command_studio(args: argparse.Namespace) -> int:
             runs.close()
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {why}") from None
-    print(f"helikon studio: {server.url}  (Ctrl-C stops)", flush=True)
+    scripted = scripted_note(args.offline) if session.mode == "live" else ""
+    print(f"helikon studio: {server.url}  (Ctrl-C stops){scripted}", flush=True)
     if server.token is not None:
         print(f"helikon studio: token {server.token} (every request needs it)", flush=True)
     try:
@@ -158,7 +160,7 @@ def open_runs(args: argparse.Namespace) -> StoredRuns:
         return module.agent(ScriptedModel([])), chart_context(module)  # a replay calls no model
 
     def resume_with() -> tuple[Any, Any]:  # a decided run goes on: its model is called
-        agent = call(module, "agent", model_for(module, args.offline, args.model))
+        agent = call(module, "agent", model_for(module, args.offline, args.model, "studio"))
         handler = approval_handler(args.approve)
         agent = agent if handler is None else replace(agent, on_approval=handler)
         return agent, chart_context(module)
@@ -179,7 +181,7 @@ def live_session(chart: str, args: argparse.Namespace) -> Session:
 
     module = _load(chart)
     try:
-        live = live_agent(module, args, "run")
+        live = live_agent(module, args, "studio")
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)

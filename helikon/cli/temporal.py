@@ -3,7 +3,8 @@
 `worker` serves the agents of one or more chart modules on a task queue, writing their runs
 to a run store (`--store URL`: PostgreSQL when workers are on several machines, SQLite for
 one); `--offline` gives each agent its chart's scripted model, as `helikon run --offline`
-does. `run --temporal` starts the chart's agent as a workflow on that task queue and
+does (without it, a key or base URL must be set). `run --temporal` calls no model (the
+worker's answers): it starts the chart's agent as a workflow on that task queue and
 streams its events from the same store, the events a local run streams (no token deltas:
 a store keeps none); approvals are decided by the workflow's `decide` update as `--approve`
 says, and `helikon runs show` reads the run like a local one.
@@ -21,12 +22,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from helikon.cli.agents import chart_context, live_agent, model_for
+from helikon.cli.agents import chart_context, live_agent, model_for, scripted_note
 from helikon.cli.loading import LoadError, call, load_module, module_label
 from helikon.cli.runs import add_store_argument, decide, store_errors, store_url, with_store
 from helikon.cli.usage import UsageError
 from helikon.durable import RunStore, open_store
 from helikon.export.console import EventPrinter, safe_text
+from helikon.models.scripted import ScriptedModel
 
 
 def add_parser(commands: Any) -> None:
@@ -105,7 +107,8 @@ def _agents(charts: Sequence[str], args: argparse.Namespace) -> tuple[list[Any],
             module = load_module(chart)
             if not hasattr(module, "agent"):
                 raise UsageError(f"{module_label(module)} defines no agent(model) to serve")
-            agents.append(call(module, "agent", model_for(module, args.offline, args.model)))
+            model = model_for(module, args.offline, args.model, "worker")
+            agents.append(call(module, "agent", model))
             if hasattr(module, "deps"):
                 with_deps.append(module)
     except LoadError as exc:
@@ -126,7 +129,8 @@ async def _serve(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     names = ", ".join(sorted(worker.registry.agents))
-    print(f"helikon worker: {names} on task queue {_queue(args)!r} at {args.temporal}", flush=True)
+    where = f"on task queue {_queue(args)!r} at {args.temporal}{scripted_note(args.offline)}"
+    print(f"helikon worker: {names} {where}", flush=True)
     with contextlib.suppress(asyncio.CancelledError):
         await worker.run()
     return 0
@@ -140,7 +144,8 @@ def command_run_temporal(args: argparse.Namespace) -> int:
     sdk = _sdk()
     try:
         module = load_module(args.chart)
-        live = live_agent(module, args, "run")
+        # The worker's model answers: this agent only names the run and its chart.
+        live = live_agent(module, args, "run", model=ScriptedModel([]))
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     if args.trace:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -131,7 +132,8 @@ class OpenAIModel:
         Args:
             model: the model name, e.g. "gpt-5-mini".
             base_url: the API root; defaults to OPENAI_BASE_URL, then OpenAI's.
-            api_key: defaults to OPENAI_API_KEY.
+            api_key: defaults to OPENAI_API_KEY; with neither, a server named by its URL
+                alone (`base_url` or OPENAI_BASE_URL: a local one) is called without a key.
             client: an `openai.AsyncOpenAI` to use instead of building one (its own retries
                 are turned off; `base_url` and `api_key` are then ignored).
             max_retries: retries after the first attempt, for retryable failures.
@@ -233,10 +235,22 @@ class OpenAIModel:
             for stale in [known for known in self._clients if known.is_closed()]:
                 del self._clients[stale]
             client = openai.AsyncOpenAI(
-                api_key=self._api_key,
+                api_key=self._api_key or _keyless(self._base_url),
                 base_url=self._base_url,
                 max_retries=0,
                 timeout=self._timeout if self._timeout is not None else openai.NOT_GIVEN,
             )
             self._clients[loop] = client
         return client
+
+
+KEYLESS = "no-key"
+"""What a keyless server is sent as its key: the openai client refuses to call without one."""
+
+
+def _keyless(base_url: str | None) -> str | None:
+    """A placeholder key for a server named by its URL with no OPENAI_API_KEY set (None: the
+    client reads the key, or says it is missing, itself)."""
+    if os.environ.get("OPENAI_API_KEY") or not (base_url or os.environ.get("OPENAI_BASE_URL")):
+        return None
+    return KEYLESS
