@@ -16,8 +16,9 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved", "seq"}]}:
                               answer a suspended live run (bound as agent.resume's), continue;
                               on a run store (with --chart), resume the stored run with them
-    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool", "value": ..., "then": [...]}:
-                              show a fork with that input after step k, compared with the run
+    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool"|"effect", "value": ...,
+                              "then": [...]}: show a fork with that input after step k,
+                              compared with the run
     POST   /api/unfork        back to the run the shown fork came from
     POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
     POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in

@@ -29,7 +29,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
-from helikon.debug.fork import calls_answer, text_answer, tool_answer
+from helikon.debug.fork import calls_answer, effect_answer, text_answer, tool_answer
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
 from helikon.trace import Trace
 
@@ -197,8 +197,8 @@ def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
     """
     if isinstance(at, bool) or not isinstance(at, int):
         raise StudioError(f"at must be a whole number of steps; got {at!r}")
-    if kind not in ("text", "calls", "tool"):
-        raise StudioError(f"kind is text, calls or tool; got {kind!r}")
+    if kind not in ("text", "calls", "tool", "effect"):
+        raise StudioError(f"kind is text, calls, tool or effect; got {kind!r}")
     if kind == "tool":
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -219,6 +219,8 @@ def edit_for(debugger: Debugger, kind: str, value: Any) -> Any:
         return text_answer(debugger, value)
     if kind == "calls":
         return calls_answer(debugger, value)
+    if kind == "effect":
+        return effect_answer(debugger, value)
     return tool_answer(debugger, [part for pair in value.items() for part in pair])
 
 
@@ -420,7 +422,8 @@ class Session:
     def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
         """Fork the run after `at` steps with an edited input, and show the fork: `kind`
         "text" (value: the model's answer), "calls" (value: a JSON list of tool calls, the
-        model's answer) or "tool" (value: an object of call id to result). `then`: the texts
+        model's answer), "tool" (value: an object of call id to result) or "effect" (value:
+        the effect's result, as JSON text). `then`: the texts
         the fork's model answers later calls with (default: the agent's own model). The
         original is kept: `unfork` returns to it, and the snapshot compares the two.
 
