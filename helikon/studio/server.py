@@ -111,6 +111,7 @@ KEEPALIVE = 15.0  # seconds between comments on an idle event stream
 REQUEST_TIMEOUT = 10.0  # seconds a request's headers and body may take to arrive
 
 STATIC: dict[str, str] = {
+    "chart_view.js": "text/javascript; charset=utf-8",  # the trace page's, in helikon.export
     "studio.js": "text/javascript; charset=utf-8",
     "studio.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
@@ -140,6 +141,8 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 def _read_static(name: str) -> bytes:
+    if name == "chart_view.js":  # one pan and zoom for the studio and the trace page
+        return resources.files("helikon.export").joinpath("templates", name).read_bytes()
     return resources.files("helikon.studio").joinpath("static", name).read_bytes()
 
 
