@@ -6,6 +6,7 @@
 var helikonChartView = (function () {
   var MARGIN = 16; // CSS px kept free under the chart at its first size
   var STEP = 1.25; // a button's zoom factor
+  var LARGEST = 1.25; // the first size's largest scale: a big window does not blow it up
 
   function box(svg) {
     var vb = svg.viewBox.baseVal;
@@ -28,7 +29,8 @@ var helikonChartView = (function () {
       if (!drawing || !state.first || !frame.clientWidth) return; // a hidden panel: later
       var top = Math.max(0, frame.getBoundingClientRect().top); // in the window, as shown
       var room = Math.max(160, window.innerHeight - top - MARGIN);
-      var scale = Math.min(frame.clientWidth / state.first.width, room / state.first.height);
+      var scale = Math.min(
+        frame.clientWidth / state.first.width, room / state.first.height, LARGEST);
       frame.style.height = Math.ceil(state.first.height * scale) + "px";
       show(drawing, state.first);
       state.moved = false;
