@@ -129,9 +129,18 @@ def pans_and_zooms(page: Page, frame: str) -> list[float]:
     view = VIEW_BOX % json.dumps(frame)
     first = page.evaluate(view)
     x, y = middle(page, frame)
+    x += 50  # off the middle: the wheel zooms about the pointer
+    under = (
+        f"(p => {{ const svg = document.querySelector({json.dumps(frame)} + ' svg');"
+        f" p.x = {x}; p.y = {y}; p = p.matrixTransform(svg.getScreenCTM().inverse());"
+        f" return [p.x, p.y]; }})"
+        f"(document.querySelector({json.dumps(frame)} + ' svg').createSVGPoint())"
+    )
+    pointed = page.evaluate(under)
     mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=-300)
     zoomed = page.wait_for(f"(v => v[2] < {first[2]} && v)({view})")
     assert zoomed[2] / zoomed[3] == pytest.approx(first[2] / first[3])
+    assert page.evaluate(under) == pytest.approx(pointed, abs=0.5)  # still under the pointer
     unit = 1 / page.evaluate(
         f"document.querySelector({json.dumps(frame)} + ' svg').getScreenCTM().a"
     )  # chart units a CSS px
@@ -158,10 +167,10 @@ def test_the_studios_chart_pans_and_zooms_and_keeps_the_view_at_the_next_step(
     server, page = studio_page(browser, ROOT / "charts" / "budget_assistant.py")
     try:
         view = VIEW_BOX % json.dumps(STUDIO)
-        pans_and_zooms(page, STUDIO)
+        first = pans_and_zooms(page, STUDIO)
         x, y = middle(page, STUDIO)
         mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=-300)
-        zoomed = page.wait_for(f"(v => v[2] < 400 && v)({view})")
+        zoomed = page.wait_for(f"(v => v[2] < {first[2]} && v)({view})")
         first_svg = "document.querySelector('#diagram svg')"
         page.evaluate(f"window.before = {first_svg}")
         page.click("#step")
