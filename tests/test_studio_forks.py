@@ -162,6 +162,8 @@ def test_an_effects_result_forks_beside_the_original_and_into_the_store(
             "POST", "/api/fork", {"at": 1, "kind": "effect", "value": "{"}
         )
         assert status == 400 and "an effect's result is a JSON value; got '{'" in data["error"]
+        status, data = client.request("POST", "/api/fork", {"at": 1, "kind": "effect", "value": 5})
+        assert status == 400 and "the effect edit's value is a string" in data["error"]
         status, data = client.request("POST", "/api/fork", {"at": 1, "kind": "text", "value": "x"})
         assert status == 400 and "waits for an effect's result (`fork effect`)" in data["error"]
         client.post("/api/fork", {"at": 1, "kind": "effect", "value": nothing, "then": ["None."]})

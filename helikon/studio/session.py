@@ -205,7 +205,7 @@ def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
         ):
             raise StudioError("a tool edit's value is an object of call id to result text")
     elif not isinstance(value, str):
-        raise StudioError(f"a {kind} edit's value is a string")
+        raise StudioError(f"the {kind} edit's value is a string")
     return at, str(kind), value
 
 
