@@ -157,6 +157,10 @@ def pans_and_zooms(page: Page, frame: str) -> list[float]:
     assert page.evaluate(view)[2] == pytest.approx(panned[2] / 1.25)
     page.click("[data-chart-zoom=fit]")
     assert page.evaluate(view) == pytest.approx(first)
+    mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=-300)
+    page.wait_for(f"(v => v[2] < {first[2]})({view})")
+    mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=3000)  # out, past the first view: to it
+    assert page.wait_for(f"(v => v[2] === {first[2]} && v)({view})") == pytest.approx(first)
     return list(first)
 
 
@@ -169,6 +173,11 @@ def test_the_studios_chart_pans_and_zooms_and_keeps_the_view_at_the_next_step(
         view = VIEW_BOX % json.dumps(STUDIO)
         first = pans_and_zooms(page, STUDIO)
         x, y = middle(page, STUDIO)
+        # At the first view the wheel turned down scrolls the page, not the chart.
+        mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=200)
+        assert page.wait_for("window.scrollY > 0")
+        assert page.evaluate(view) == pytest.approx(first)
+        page.evaluate("window.scrollTo(0, 0)")
         mouse(page, "mouseWheel", x, y, deltaX=0, deltaY=-300)
         zoomed = page.wait_for(f"(v => v[2] < {first[2]} && v)({view})")
         first_svg = "document.querySelector('#diagram svg')"

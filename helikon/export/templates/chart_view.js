@@ -2,7 +2,7 @@
 // At its first size the whole chart fits the window: the box is sized so that the SVG, drawn
 // at one scale for both axes, fits the width of its column and the height left under it.
 // Zoom (the wheel, or the + and - buttons) and pan (drag) move the SVG's viewBox; "fit"
-// brings the first view back. A drag does not click what it started on.
+// brings the first view back. A drag does not click what it ends on.
 var helikonChartView = (function () {
   var MARGIN = 16; // CSS px kept free under the chart at its first size
   var STEP = 1.25; // a button's zoom factor
@@ -95,10 +95,15 @@ var helikonChartView = (function () {
       state.moved = true;
     }
 
+    // The wheel zooms in, and out as far as the first view; past it, it scrolls the page (a
+    // chart as wide as the window would otherwise hold the page still under the pointer).
     frame.addEventListener("wheel", function (event) {
-      if (!svg()) return;
+      var drawing = svg();
+      var factor = Math.exp(-event.deltaY * 0.002);
+      if (!drawing || (factor < 1 && !state.moved)) return;
       event.preventDefault();
-      zoom(Math.exp(-event.deltaY * 0.002), event.clientX, event.clientY);
+      if (factor < 1 && box(drawing).width / factor >= state.first.width) fit();
+      else zoom(factor, event.clientX, event.clientY);
     }, { passive: false });
     frame.addEventListener("pointerdown", function (event) {
       var drawing = svg();
