@@ -337,7 +337,8 @@ def test_fork_with_a_tool_result_then_unfork(shell: DebugShell) -> None:
     send(shell, "break phase ExecutingTools", "continue")
     out = send(shell, 'fork tool call_budget "{\\"left\\": 100}"')
     assert "forked at step 2: run " in out
-    assert "breakpoints carried over: #1 phase ExecutingTools" in out
+    assert "breakpoints carried over: #1 phase ExecutingTools\n" in out
+    assert send(shell, "break").splitlines()[1:] == ["#1 phase ExecutingTools"]  # once
     assert '  result call_budget executed: {"left": 100}' in out
     assert f"✓ the run completed: {FINAL}" in send(shell, "continue")  # the script's 2nd turn
     assert '4  result call_budget executed: {"left": 100}' in send(shell, "conv")
@@ -470,6 +471,28 @@ def test_run_reads_commands_until_eof() -> None:
     assert text.startswith("helikon debug: test\n")
     assert "(hdb) step\n#1 CallingModel" in text
     assert "(hdb) state\nCallingModel" in text
+
+
+def test_an_effects_result_forks_as_json() -> None:
+    module = load_module(str(ROOT / "charts" / "retrieve_answer.py"))
+    script = list(module.script())
+    debugger = Debugger.live(module.agent(ScriptedModel(script)), module.EXAMPLE_INPUT)
+    with DebugShell(debugger, script=script, stdin=io.StringIO(), stdout=io.StringIO()) as shell:
+        send(shell, "step")
+        assert "error: at step 1 the run waits for an effect's result (`fork effect`)" in send(
+            shell, 'fork text "x"'
+        )
+        assert "error: an effect's result is a JSON value; got '{nope'" in send(
+            shell, "fork effect {nope"
+        )
+        assert "got 'NaN'" in send(shell, "fork effect NaN")
+        assert shell.complete_fork("e", "fork e", 5, 6) == ["effect"]
+        forked = send(shell, 'fork effect "{\\"passages\\": [\\"none\\"]}"', "continue")
+        assert "forked at step 1: run " in forked and "✓ completed" in forked
+        assert 'Result of retrieve: {"passages": ["none"]}' in send(shell, "conv")
+        assert '"passages": [{"text": "Expenses over 500' in send(
+            shell, "unfork", "continue", "conv"
+        )
 
 
 def test_a_suspended_run_forks_with_approval_decisions() -> None:

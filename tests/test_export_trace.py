@@ -793,9 +793,10 @@ def test_the_page_renders_without_errors_or_requests_and_runs_no_injected_script
     assert browser.evaluate(f"{turns}.some(d => d.open)") is False
     browser.evaluate("document.querySelector('[data-fold=open]').click()")
     assert browser.evaluate(f"{turns}.every(d => d.open)") is True
-    browser.evaluate("document.getElementById('zoom').click()")
-    assert browser.evaluate("document.querySelector('aside.chart').classList.contains('zoomed')")
-    assert browser.evaluate("document.querySelector('aside.chart svg').style.width").endswith("px")
+    width = "document.querySelector('aside.chart svg').viewBox.baseVal.width"
+    fitted = browser.evaluate(width)
+    browser.evaluate("document.querySelector('[data-chart-zoom=in]').click()")
+    assert browser.evaluate(width) == pytest.approx(fitted / 1.25)
     panels = "[...document.querySelectorAll('.chart-panel')]"
     shown_panels = f"{panels}.filter(p => !p.hidden).map(p => p.dataset.run)"
     assert browser.evaluate(shown_panels) == ["run-root"]

@@ -23,12 +23,14 @@ from store_support import KEY, Backend
 from test_durable_as_trace import tool_agent
 
 from helikon.cli import main
+from helikon.cli.loading import load_module
 from helikon.core.items import AssistantMessage, ToolResult, Usage
-from helikon.core.state import ModelResponse, ToolResults
+from helikon.core.state import EffectResult, ModelResponse, ToolResults
 from helikon.debug.debugger import DebuggerError
 from helikon.debug.fork import decisions, text_answer, tool_answer
 from helikon.debug.stored_fork import fork_stored
 from helikon.durable import RunLeased, RunStore, open_store, stored_trace
+from helikon.models.scripted import ScriptedModel
 from helikon.run.journal import copier_gone
 
 ONCE = "transfer 10 to ann\n"
@@ -174,6 +176,29 @@ def test_the_command_forks_and_resume_continues_it(
     assert "give --chart CHART" in capsys.readouterr().err
     assert main(["runs", "fork", "r1", "--at", "7", "--store", url]) == 2
     assert "its seqs are 1..5" in capsys.readouterr().err
+
+
+def test_the_command_forks_with_an_edited_effect_result(
+    backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_module("charts/retrieve_answer.py")
+    store = backend.open(None)
+    asyncio.run(
+        module.agent(ScriptedModel(module.script()))
+        .run(module.EXAMPLE_INPUT, store=store, run_id="r1")
+        .collect()
+    )
+    fork = ["runs", "fork", "r1", "--at", "1", "--chart", "charts/retrieve_answer.py"]
+    assert main([*fork, "--edit", "effect", "{no", "--store", backend.url]) == 2
+    assert "an effect's result is a JSON value; got '{no'" in capsys.readouterr().err
+    assert main([*fork, "--edit", "text", "hi", "--store", backend.url]) == 2
+    assert "waits for an effect's result (`fork effect`)" in capsys.readouterr().err
+    assert main([*fork, "--edit", "effect", '{"passages": []}', "--store", backend.url]) == 0
+    fork_id = capsys.readouterr().out.split()[1]
+    edited = store.get(fork_id).records[1]
+    assert (edited.seq, edited.input) == (2, EffectResult("retrieve", {"passages": []}))
+    resumed = module.agent(ScriptedModel(["Nothing on that."])).resume(fork_id, store=store)
+    assert asyncio.run(resumed.collect()).final_output == "Nothing on that."
 
 
 async def test_an_edited_decision_rejects_the_call_and_the_fork_goes_on(

@@ -15,6 +15,7 @@ classes, with its title). After an intended change, regenerate them and review t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import Browser
+from store_support import Backend
 from test_studio import (
     BUDGET,
     GROCERIES,
@@ -33,11 +35,16 @@ from test_studio import (
     studio_args,
 )
 
+from helikon.cli.loading import load_module
 from helikon.cli.studio import open_session
+from helikon.core.state import EffectResult
 from helikon.export import chart_to_dot
+from helikon.models.scripted import ScriptedModel
 from helikon.studio import Session
 from helikon.studio.diagram import COMPARE_CLASSES, Diagram, compare_marks
+from helikon.studio.stored import StoredRuns
 
+RETRIEVE = Path(__file__).resolve().parent.parent / "charts" / "retrieve_answer.py"
 ANSWER = "You have 90.00 EUR of your 400 EUR groceries budget left."
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
@@ -107,7 +114,7 @@ def test_forks_of_tool_calls_and_tool_results(
         for bad, message in (
             ({"at": 1, "kind": "tool", "value": {"x": "y"}}, "waits for a model answer"),
             ({"at": 1, "kind": "calls", "value": "[]"}, "tool calls are a JSON list"),
-            ({"at": 1, "kind": "poem", "value": "x"}, "kind is text, calls or tool"),
+            ({"at": 1, "kind": "poem", "value": "x"}, "kind is text, calls, tool or effect"),
             ({"at": True, "kind": "text", "value": "x"}, "at must be a whole number"),
             ({"at": 1, "kind": "text", "value": 3}, "value is a string"),
         ):
@@ -131,6 +138,46 @@ def test_a_replay_without_its_chart_cannot_fork(
             "POST", "/api/fork", {"at": 1, "kind": "text", "value": ANSWER}
         )
         assert status == 400 and "--chart CHART" in data["error"]
+    finally:
+        server.close()
+
+
+def test_an_effects_result_forks_beside_the_original_and_into_the_store(
+    backend: Backend,
+) -> None:
+    module = load_module(str(RETRIEVE))
+    store = backend.open(None)
+    asyncio.run(
+        module.agent(ScriptedModel(module.script()))
+        .run(module.EXAMPLE_INPUT, store=store, run_id="r1")
+        .collect()
+    )
+    runs = StoredRuns(backend.open(None), lambda: (module.agent(ScriptedModel([])), None))
+    server = serve(runs.session("r1"), runs=runs)
+    try:
+        client = Client(server)
+        client.post("/api/step")
+        nothing = '{"passages": [], "query": ""}'
+        status, data = client.request(
+            "POST", "/api/fork", {"at": 1, "kind": "effect", "value": "{"}
+        )
+        assert status == 400 and "an effect's result is a JSON value; got '{'" in data["error"]
+        status, data = client.request("POST", "/api/fork", {"at": 1, "kind": "effect", "value": 5})
+        assert status == 400 and "the effect edit's value is a string" in data["error"]
+        status, data = client.request("POST", "/api/fork", {"at": 1, "kind": "text", "value": "x"})
+        assert status == 400 and "waits for an effect's result (`fork effect`)" in data["error"]
+        client.post("/api/fork", {"at": 1, "kind": "effect", "value": nothing, "then": ["None."]})
+        done = client.post("/api/continue")
+        told = [item["content"] for item in done["conversation"]]
+        assert told[1:] == [f"Result of retrieve: {nothing}", "None."]
+        assert done["compare"]["diverged_at"] == 2
+        client.post("/api/unfork")
+
+        edit = {"at": 1, "kind": "effect", "value": nothing}
+        fork_id = client.post("/api/fork_stored", edit, expect=201)["run_id"]
+        second = store.get(fork_id).records[1]
+        assert (second.seq, second.input) == (2, EffectResult("retrieve", json.loads(nothing)))
+        assert store.get(fork_id).info.status == "suspended"  # for `runs resume`
     finally:
         server.close()
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from browser_support import Browser
 from store_drivers import TRANSFER, teller
+from store_support import Backend
 from test_studio import (
     CURRENT,
     Client,
@@ -187,6 +188,22 @@ def test_a_decision_is_taken_once_across_browser_sessions(url: str, tmp_path: Pa
         assert (followed["position"], followed["recorded"]) == (0, 5)
         assert second.post("/api/continue")["phase"] == "Done"
         assert log.read_text() == "transfer 10 to ann\n"
+
+
+def test_a_browser_session_opened_after_the_decision_shows_the_run_as_stored_now(
+    backend: Backend, tmp_path: Path
+) -> None:
+    with suspended_studio(backend.url, tmp_path) as (server, store, _log):
+        first = Client(server)
+        first.post("/api/decide", decision(first.get(), approved=True))
+        assert follow_to_end(first)["stored"]["status"] == "completed"
+        later = Client(server)  # a new page: a copy of the replay, made after the decision
+        shown = later.get()
+        assert (shown["recorded"], shown["pending"]) == (5, [])
+        assert shown["stored"] == {"run_id": "r1", "status": "completed", "following": False}
+        done = later.post("/api/continue")
+        assert (done["phase"], done["position"]) == ("Done", 5)
+        assert store.get("r1").info.status == "completed"
 
 
 def test_a_run_another_owner_leases_is_refused_by_name(url: str, tmp_path: Path) -> None:

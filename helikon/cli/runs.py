@@ -44,7 +44,7 @@ from helikon.cli.usage import UsageError, encoded, write_output
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.state import NeedsApproval
 from helikon.debug.debugger import Debugger, DebuggerError
-from helikon.debug.fork import calls_answer, decisions, text_answer, tool_answer
+from helikon.debug.fork import calls_answer, decisions, effect_answer, text_answer, tool_answer
 from helikon.debug.stored_fork import Edit, fork_stored
 from helikon.durable import (
     RunInfo,
@@ -164,8 +164,8 @@ def add_parser(commands: Any) -> None:
         nargs="+",
         metavar="WORD",
         help='replace the next input: text "ANSWER" | calls \'[{"call_id": ..., "name": ..., '
-        '"arguments": ...}]\' | tool CALL_ID "RESULT" ... | approve [CALL_ID ...] | reject '
-        "[CALL_ID ...] (needs --chart)",
+        '"arguments": ...}]\' | tool CALL_ID "RESULT" ... | effect JSON | approve [CALL_ID ...] '
+        "| reject [CALL_ID ...] (needs --chart)",
     )
     fork.add_argument(
         "--chart", help="with --edit: the chart file whose agent ran the run (to compute the step)"
@@ -418,11 +418,13 @@ def edit_of(words: Sequence[str], debugger: Debugger) -> Edit:
         return calls_answer(debugger, args[0])
     if kind == "tool" and args and len(args) % 2 == 0:
         return tool_answer(debugger, args)
+    if kind == "effect" and len(args) == 1:
+        return effect_answer(debugger, args[0])
     if kind in ("approve", "reject"):
         return decisions(debugger, approve=kind == "approve", named=args)
     raise DebuggerError(
         'usage: --edit text "ANSWER" | --edit calls JSON | --edit tool CALL_ID "RESULT" ... | '
-        "--edit approve [CALL_ID ...] | --edit reject [CALL_ID ...]"
+        "--edit effect JSON | --edit approve [CALL_ID ...] | --edit reject [CALL_ID ...]"
     )
 
 

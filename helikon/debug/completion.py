@@ -80,7 +80,7 @@ class ShellCompletion:
         words = line[:begidx].split()
         options: list[str] = []
         if len(words) == 1:
-            options = ["text", "tool", "approve", "reject"]
+            options = ["text", "tool", "effect", "approve", "reject"]
         elif words[1] in ("tool", "approve", "reject") and not self.debugger.run.finished:
             action = pending_action(self.debugger.state, self.debugger.run.ctx)
             calls = getattr(action, "calls", None)

@@ -1,5 +1,5 @@
 """Fork requests typed at the debugger's prompt: `text "ANSWER"`, `tool ID "RESULT" ...`,
-`approve [ID ...]` or `reject [ID ...]`.
+`effect JSON`, `approve [ID ...]` or `reject [ID ...]`.
 
 `fork_request(debugger, words, script)` turns the words after `fork` into the input that
 replaces the one the debugger's next step would apply, and the turns the fork's model will
@@ -21,21 +21,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from helikon.core.items import ZERO_USAGE, AssistantMessage, ToolCall, ToolResult, Usage
-from helikon.core.state import ApprovalDecisions, ModelResponse, ToolResults
+from helikon.core.state import ApprovalDecisions, EffectResult, ModelResponse, ToolResults
 from helikon.core.transition import pending_action
 from helikon.debug.debugger import Debugger, DebuggerError
 
 USAGE = (
     'usage: fork text "ANSWER" | fork tool CALL_ID "RESULT" ... | fork approve [CALL_ID ...]'
-    ' | fork reject [CALL_ID ...], each optionally followed by then "TEXT" ...'
+    " | fork effect JSON | fork reject [CALL_ID ...], each optionally followed by"
+    ' then "TEXT" ...'
 )
 _DECISIONS = ("approve", "reject")
+_ONE_ARGUMENT = ("text", "effect")
 _WAITS = {
     "call_model": "a model answer (`fork text`)",
     "execute_tools": "tool results (`fork tool`)",
     "await_approval": "approval decisions (`fork approve` / `fork reject`)",
     "handoff": "a handoff's result",
-    "run_effect": "an effect's result",
+    "run_effect": "an effect's result (`fork effect`)",
 }
 
 
@@ -44,7 +46,7 @@ class ForkRequest:
     """What to fork with: the next step's new input, and the fork's model turns (None:
     the agent's own model)."""
 
-    next_input: ModelResponse | ToolResults | ApprovalDecisions
+    next_input: ModelResponse | ToolResults | EffectResult | ApprovalDecisions
     turns: list[Any] | None
 
 
@@ -57,9 +59,11 @@ def fork_request(
         DebuggerError: the words do not parse, or the run does not wait for that input here.
     """
     kind, args, then = parse_fork(words)
-    answer: ModelResponse | ToolResults | ApprovalDecisions
+    answer: ModelResponse | ToolResults | EffectResult | ApprovalDecisions
     if kind == "text":
         answer = text_answer(debugger, args[0])
+    elif kind == "effect":
+        answer = effect_answer(debugger, args[0])
     elif kind == "tool":
         answer = tool_answer(debugger, args)
     else:
@@ -76,7 +80,7 @@ def parse_fork(words: Sequence[str]) -> tuple[str, list[str], list[str] | None]:
     step = 2 if kind == "tool" else 1
     size = (
         1
-        if kind == "text"
+        if kind in _ONE_ARGUMENT
         else next((i for i in range(0, len(rest), step) if rest[i] == "then"), len(rest))
     )
     args, tail = rest[:size], rest[size:]
@@ -87,7 +91,7 @@ def parse_fork(words: Sequence[str]) -> tuple[str, list[str], list[str] | None]:
 
 
 def _arity_fits(kind: str, args: Sequence[str]) -> bool:
-    if kind == "text":
+    if kind in _ONE_ARGUMENT:
         return len(args) == 1
     if kind == "tool":
         return len(args) >= 2 and len(args) % 2 == 0
@@ -99,6 +103,26 @@ def text_answer(debugger: Debugger, text: str) -> ModelResponse:
     waiting_for(debugger, "call_model", "a model answer")
     agent = debugger.run.agent.name
     return ModelResponse((AssistantMessage(text, agent),), Usage(requests=1))
+
+
+def effect_answer(debugger: Debugger, text: str) -> EffectResult:
+    """What the effect the run is about to run returned, `text` being its JSON value, where
+    the run runs one.
+
+    Raises:
+        DebuggerError: the text is not JSON, or the run does not run an effect here.
+    """
+    action = waiting_for(debugger, "run_effect", "an effect's result")
+    try:
+        output = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        shown = text if len(text) <= 60 else text[:59] + "…"
+        raise DebuggerError(f"an effect's result is a JSON value; got {shown!r}") from None
+    return EffectResult(action.effect, output)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def calls_answer(debugger: Debugger, text: str) -> ModelResponse:

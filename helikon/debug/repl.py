@@ -352,20 +352,22 @@ class DebugShell(ShellCompletion, cmd.Cmd):
     # ------------------------------------------------------------ forks and saving
 
     def do_fork(self, arg: str) -> None:
-        """fork text "ANSWER" | tool ID "RESULT" ... | approve | reject: run on with another input.
+        """fork text | tool | effect | approve | reject ...: run on with another input.
 
             fork text "ANSWER" [then "TEXT" ...]
             fork tool CALL_ID "RESULT" [CALL_ID "RESULT" ...] [then "TEXT" ...]
+            fork effect JSON [then "TEXT" ...]
             fork approve [CALL_ID ...] [then "TEXT" ...]
             fork reject [CALL_ID ...] [then "TEXT" ...]
 
         Fork the run here with another input for the next step: a model answer (`text`,
         when the run waits for the model), tool results (`tool`, when it waits for tools;
-        calls not named keep their recorded results) or approval decisions (when it waits
-        for approval, or is suspended: `approve` approves the calls named and rejects the
-        others, `reject` the reverse; naming none means all). The shell then debugs the
-        fork, a new run that shares this one's history up to here; `unfork` returns to the
-        original, unchanged. Breakpoints are carried over (renumbered).
+        calls not named keep their recorded results), an effect's result (`effect`, a JSON
+        value, when it runs an effect) or approval decisions (when it waits for approval,
+        or is suspended: `approve` approves the calls named and rejects the others,
+        `reject` the reverse; naming none means all). The shell then debugs the fork, a
+        new run that shares this one's history up to here; `unfork` returns to the
+        original, unchanged. Breakpoints are carried over, with their numbers.
 
         The fork's later model calls are answered by the `then` texts when given; otherwise,
         offline, by the chart's scripted turns after those the run has used (counted by the
@@ -398,9 +400,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         self._say(f"saved {self.debugger.position} steps to {words[0]}")
 
     def _adopt(self, forked: Debugger) -> None:
-        origin = self.debugger
-        for breakpoint in origin.breakpoints:
-            forked.break_on(breakpoint.kind, breakpoint.value).enabled = breakpoint.enabled
+        origin = self.debugger  # `Debugger.fork` carries the breakpoints over, ids and all
         forked.header = origin.header
         self.origins.append(origin)
         self.debugger = forked

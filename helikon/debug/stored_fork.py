@@ -12,10 +12,10 @@ command line (`helikon runs resume FORK --chart CHART`, `agent.resume(fork, stor
 The effect after SEQ is the fork's future. Without an edit, a resume performs it: the model
 is called again, and of the tool calls the original made there only those that had not
 finished run (a finished call's result is kept, as for a run resumed after a crash). With an
-edit (`edit=`: a model answer, tool results or approval decisions replacing the input the
-original's step SEQ+1 applied), that step is computed again by `transition` on the agent
-given, which must be the run's (the replay up to SEQ checks it), and written as the fork's
-record SEQ+1: a resume then goes on from it.
+edit (`edit=`: a model answer, tool results, an effect's result or approval decisions
+replacing the input the original's step SEQ+1 applied), that step is computed again by
+`transition` on the agent given, which must be the run's (the replay up to SEQ checks it),
+and written as the fork's record SEQ+1: a resume then goes on from it.
 
 The copy takes several transactions, under a lease whose owner begins with `FORKING` and
 which never expires, let go only when the whole copy is written (nested runs first). A crash
@@ -32,7 +32,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from helikon.core.state import TERMINAL_PHASES, ApprovalDecisions, ModelResponse, ToolResults
+from helikon.core.state import (
+    TERMINAL_PHASES,
+    ApprovalDecisions,
+    EffectResult,
+    ModelResponse,
+    ToolResults,
+)
 from helikon.core.transition import match_row, transition
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.fork import waiting_for
@@ -43,11 +49,17 @@ from helikon.run.config import RunContext
 from helikon.run.journal import FORKING, FORKING_SECONDS, owner_id, status_of
 from helikon.run.spec import AgentSpec
 
-Edit = ModelResponse | ToolResults | ApprovalDecisions
+Edit = ModelResponse | ToolResults | EffectResult | ApprovalDecisions
 EditAt = Edit | Callable[[Debugger], Edit]
 """An edit, or a function of the replay at the fork point that makes one (and may refuse
-with `DebuggerError`): `helikon.debug.fork`'s `text_answer`, `tool_answer`, `decisions`."""
-_WAITS = {ModelResponse: "call_model", ToolResults: "execute_tools"}
+with `DebuggerError`): `helikon.debug.fork`'s `text_answer`, `tool_answer`, `effect_answer`,
+`decisions`."""
+_WAITS = {
+    ModelResponse: "call_model",
+    ToolResults: "execute_tools",
+    EffectResult: "run_effect",
+    ApprovalDecisions: "await_approval",
+}
 
 
 async def fork_stored(
@@ -125,10 +137,7 @@ async def _edited_step(
             why = "" if step is None else f": {step.divergence}"
             raise DebuggerError(f"the replay of run {run_id!r} stopped before seq {at}{why}")
     edit = edit_at(debugger) if callable(edit_at) else edit_at
-    if isinstance(edit, ApprovalDecisions):
-        waiting_for(debugger, "await_approval", "approval decisions")
-    else:
-        waiting_for(debugger, _WAITS[type(edit)], "the edit's kind of input")
+    waiting_for(debugger, _WAITS[type(edit)], "the edit's kind of input")
     state, ctx = debugger.state, debugger.run.ctx
     match = match_row(state, edit, ctx)
     outcome = transition(state, edit, ctx)

@@ -1,17 +1,19 @@
 """Render a `TraceView` as one self-contained HTML page: a timeline beside the run's chart.
 
 The page needs nothing outside itself: CSS and a few lines of JS (fold all turns, switch the
-chart between runs) are inline, and a Content-Security-Policy allows no fetch at all and only
-the page's own script (by its hash), so a page opened from disk makes no network request and
-runs nothing it did not ship with.
+chart between runs, and chart_view.js, the studio's too: the chart fitted to the window at
+first, zoomed with the wheel or buttons and panned by dragging) are inline, and a
+Content-Security-Policy allows no fetch at all and only the page's own script (by its hash),
+so a page opened from disk makes no network request and runs nothing it did not ship with.
 
 Every text that comes from the trace goes through jinja2's autoescaping; the template marks
 nothing from the trace safe. The one markup inserted as is is the chart's SVG, made by
 Graphviz's `dot` from the chart (phase, guard and action names), which escapes every label
 (`<` as `&lt;`, `-` as `&#45;`, so a label cannot close a comment either); its comments, XML
-declaration and doctype are dropped. Without `dot` (or with `svg=False`) the chart shows as
-DOT text, escaped like the rest. Output is byte-stable for the same trace, Graphviz and
-helikon.
+declaration and doctype are dropped. The chart is the overview layout (row ids on the edges,
+the timeline naming the rows), which stays legible at the page's first size. Without `dot`
+(or with `svg=False`) the chart shows as DOT text, escaped like the rest. Output is
+byte-stable for the same trace, Graphviz and helikon.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def to_html(view: TraceView, *, svg: bool = True) -> str:
             the page shows the chart's DOT text instead.
     """
     env = environment()
-    script = env.get_template("trace.js").render()
+    script = env.get_template("chart_view.js").render() + env.get_template("trace.js").render()
     panels, note = chart_panels(view, svg)
     page = env.get_template("trace.html.j2").render(
         view=view,
@@ -89,7 +91,7 @@ def chart_panels(view: TraceView, svg: bool) -> tuple[list[ChartPanel], str]:
         overlay = view.overlay(run)
         if overlay is None:
             continue
-        dot = to_dot(extract(table, overlay))
+        dot = to_dot(extract(table, overlay), "overview")  # legible at its first size
         drawn = None
         if svg and not note:
             try:

@@ -2,9 +2,11 @@
 
 `helikon.export` does the drawing: the rows fired so far become a `TraceOverlay` (visited
 phases and edges in blue with their counts, the current phase bold), Graphviz's `dot` turns
-its DOT into SVG. Drawing takes a subprocess, so drawings are cached by path, current
-phase and comparison, and the HTTP threads draw, never the debugger's loop. Without `dot`
-the page gets the DOT text and a note saying why.
+its DOT into SVG. It is the overview layout (row ids on the edges, the step panels naming
+the rows), which the page fits whole and legible into the window (chart_view.js). Drawing
+takes a subprocess, so drawings are cached by path, current phase and comparison, and the
+HTTP threads draw, never the debugger's loop. Without `dot` the page gets the DOT text and a
+note saying why.
 
 A fork shown beside its original (`Session._comparison`) is drawn with both paths marked
 (`compare_marks`): the steps the two share before they diverge, the original's steps from
@@ -103,7 +105,9 @@ class Diagram:
             found = self._drawn.get(key)
         if found is not None:
             return found
-        dot = chart_to_dot(self.table, self.overlay(path, current, marks))
+        dot = chart_to_dot(
+            self.table, self.overlay(path, current, marks), layout="overview"
+        )  # row ids on the edges: legible at the page's first size (the rows are in the step)
         try:
             svg = inline_svg(render(dot, "svg"))
             drawn: dict[str, Any] = {"svg": svg, "dot": None, "note": None}

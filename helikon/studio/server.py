@@ -16,8 +16,9 @@ one machine, so a thread per request is plenty, and it adds no dependency to hel
     POST   /api/decide        {"decisions": [{"call_id", "arguments_hash", "approved", "seq"}]}:
                               answer a suspended live run (bound as agent.resume's), continue;
                               on a run store (with --chart), resume the stored run with them
-    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool", "value": ..., "then": [...]}:
-                              show a fork with that input after step k, compared with the run
+    POST   /api/fork          {"at": k, "kind": "text"|"calls"|"tool"|"effect", "value": ...,
+                              "then": [...]}: show a fork with that input after step k,
+                              compared with the run
     POST   /api/unfork        back to the run the shown fork came from
     POST   /api/step_in       {"run_id": ID} (optional): show the run nested in the last step
     POST   /api/step_out      {"to": k} (optional): back to the run the shown one is nested in
@@ -110,6 +111,7 @@ KEEPALIVE = 15.0  # seconds between comments on an idle event stream
 REQUEST_TIMEOUT = 10.0  # seconds a request's headers and body may take to arrive
 
 STATIC: dict[str, str] = {
+    "chart_view.js": "text/javascript; charset=utf-8",  # the trace page's, in helikon.export
     "studio.js": "text/javascript; charset=utf-8",
     "studio.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
@@ -139,6 +141,8 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 def _read_static(name: str) -> bytes:
+    if name == "chart_view.js":  # one pan and zoom for the studio and the trace page
+        return resources.files("helikon.export").joinpath("templates", name).read_bytes()
     return resources.files("helikon.studio").joinpath("static", name).read_bytes()
 
 

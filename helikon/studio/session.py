@@ -30,7 +30,7 @@ from helikon.core.codec import to_data
 from helikon.core.errors import HelikonError
 from helikon.core.quoting import cut, quoted
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
-from helikon.debug.fork import calls_answer, text_answer, tool_answer
+from helikon.debug.fork import calls_answer, effect_answer, text_answer, tool_answer
 from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
 from helikon.trace import Trace
 
@@ -198,15 +198,15 @@ def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
     """
     if isinstance(at, bool) or not isinstance(at, int):
         raise StudioError(f"at must be a whole number of steps; got {quoted(at)}")
-    if kind not in ("text", "calls", "tool"):
-        raise StudioError(f"kind is text, calls or tool; got {quoted(kind)}")
+    if kind not in ("text", "calls", "tool", "effect"):
+        raise StudioError(f"kind is text, calls, tool or effect; got {quoted(kind)}")
     if kind == "tool":
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise StudioError("a tool edit's value is an object of call id to result text")
     elif not isinstance(value, str):
-        raise StudioError(f"a {kind} edit's value is a string")
+        raise StudioError(f"the {kind} edit's value is a string")
     return at, str(kind), value
 
 
@@ -220,6 +220,8 @@ def edit_for(debugger: Debugger, kind: str, value: Any) -> Any:
         return text_answer(debugger, value)
     if kind == "calls":
         return calls_answer(debugger, value)
+    if kind == "effect":
+        return effect_answer(debugger, value)
     return tool_answer(debugger, [part for pair in value.items() for part in pair])
 
 
@@ -421,7 +423,8 @@ class Session:
     def fork(self, at: object, kind: object, value: object, then: object = None) -> dict[str, Any]:
         """Fork the run after `at` steps with an edited input, and show the fork: `kind`
         "text" (value: the model's answer), "calls" (value: a JSON list of tool calls, the
-        model's answer) or "tool" (value: an object of call id to result). `then`: the texts
+        model's answer), "tool" (value: an object of call id to result) or "effect" (value:
+        the effect's result, as JSON text). `then`: the texts
         the fork's model answers later calls with (default: the agent's own model). The
         original is kept: `unfork` returns to it, and the snapshot compares the two.
 

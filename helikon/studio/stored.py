@@ -6,11 +6,12 @@ nothing the store names is imported; with an agent (`--chart CHART`) each step i
 again and checked. A replay session of a run that has not ended looks at the store every
 `FOLLOW_INTERVAL` seconds (`StoredSource.newer`); when the run or a run nested in it has
 moved on, the debugger takes the newer recording (`Debugger.extend`) and a page at the end
-of the run steps on with it. A suspended run's pending calls are the store's
-(`store.pending`), and with `--chart` a decision on them resumes the run in the studio
-(`helikon.studio.resumes`), which the page then follows. Store rows are hostile: a run that
-does not check out is refused with the store's message, and what the page shows of a run is
-data, never markup.
+of the run steps on with it. Each browser session's replay (`Session.copy`) reads the run
+as the store holds it when the session opens, not as it was when the studio did. A
+suspended run's pending calls are the store's (`store.pending`), and with `--chart` a
+decision on them resumes the run in the studio (`helikon.studio.resumes`), which the page
+then follows. Store rows are hostile: a run that does not check out is refused with the
+store's message, and what the page shows of a run is data, never markup.
 """
 
 from __future__ import annotations
@@ -161,26 +162,32 @@ class StoredRuns:
                 f"no run {quoted(run_id)} in the store (nested runs open in theirs)"
             )
         source = StoredSource(self.store, run_id, self.resumes)
+
+        def fresh() -> Debugger:  # another browser's replay: of the run as stored then
+            return self._replay(run_id, lambda: stored_trace(self.store, run_id))
+
+        return Session(
+            self._replay(run_id, source.newer), mode="replay", fresh=fresh, source=source
+        )
+
+    def _replay(self, run_id: str, read: Callable[[], Trace | None]) -> Debugger:
+        """A replay of the run `read` reads from the store.
+
+        Raises:
+            StudioError: the run does not check out, or was recorded on another agent.
+        """
         try:
-            first = source.newer()
-            assert first is not None
+            trace = read()
+            assert trace is not None  # a source's first read is never None
         except (StoreError, TraceError) as exc:
             raise StudioError(f"cannot open the run: {exc}") from None
-
-        def fresh() -> Debugger:
-            return self._replay(first)
-
         try:
-            debugger = fresh()
+            if self.agent_for is None:
+                return Debugger.replay(trace)
+            agent, context = self.agent_for()
+            return Debugger.replay(trace, agent, context=context)
         except DebuggerError as exc:
             raise StudioError(f"cannot replay the run: {exc}") from None
-        return Session(debugger, mode="replay", fresh=fresh, source=source)
-
-    def _replay(self, trace: Trace) -> Debugger:
-        if self.agent_for is None:
-            return Debugger.replay(trace)
-        agent, context = self.agent_for()
-        return Debugger.replay(trace, agent, context=context)
 
     def fork(self, run_id: str, at: int, kind: str, value: Any) -> str:
         """Fork stored run `run_id` after seq `at` into a new stored run, the input the

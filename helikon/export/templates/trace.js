@@ -17,20 +17,14 @@ if (picker) {
   picker.addEventListener("change", show);
   show();
 }
-// Zoom the chart in (one SVG unit to a CSS pixel; scroll to see it all), or fit it to its column.
-var chart = document.querySelector("aside.chart");
-var zoom = document.getElementById("zoom");
-var toggle = function () {
-  var zoomed = chart.classList.toggle("zoomed");
-  zoom.setAttribute("aria-pressed", String(zoomed));
-  zoom.textContent = zoomed ? "fit to column" : "zoom in";
-  chart.querySelectorAll("svg").forEach(function (svg) {
-    svg.style.width = zoomed ? svg.viewBox.baseVal.width + "px" : "";
-  });
-};
-if (zoom) {
-  zoom.addEventListener("click", toggle);
-  chart.querySelectorAll("svg").forEach(function (svg) {
-    svg.addEventListener("click", toggle);
+// Each run's chart: fitted to the window at first, then zoomed and panned (chart_view.js).
+var views = [];
+document.querySelectorAll(".chart-panel .canvas").forEach(function (frame) {
+  views.push(helikonChartView.attach(frame));
+});
+helikonChartView.buttons(document, function () { return views; });
+if (picker) {
+  picker.addEventListener("change", function () {
+    views.forEach(function (view) { view.fit(); });
   });
 }

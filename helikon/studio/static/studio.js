@@ -16,6 +16,7 @@
   let shownSvg = null;
   let chart = null;
   let latest = null;
+  const chartView = helikonChartView.attach(document.getElementById("diagram"));
 
   // ------------------------------------------------------------ helpers
 
@@ -78,6 +79,7 @@
       ? JSON.stringify(data.next_input.value, null, 2)
       : "none";
     if (data.error) showError(data.error);
+    chartView.refit(); // the panels above the chart may have come or gone
   }
 
   function statusText(data) {
@@ -125,6 +127,7 @@
     if (drawn.svg !== shownSvg) {
       shownSvg = drawn.svg;
       box.replaceChildren();
+      box.style.height = ""; // the DOT text, or the next drawing fitted (chartView.adopt)
       $("dot").hidden = Boolean(drawn.svg);
       $("dot").textContent = drawn.dot || "";
       $("diagram-note").hidden = !drawn.note;
@@ -133,12 +136,8 @@
         const parsed = new DOMParser().parseFromString(drawn.svg, "image/svg+xml");
         const svg = parsed.documentElement;
         if (svg.nodeName === "svg") {
-          const node = document.importNode(svg, true);
-          node.dataset.width = node.getAttribute("width") || "";
-          node.removeAttribute("width");
-          node.removeAttribute("height");
-          box.appendChild(node);
-          applyZoom();
+          box.appendChild(document.importNode(svg, true));
+          chartView.adopt(); // fitted at first, then as the reader zoomed and panned
         }
       }
     }
@@ -149,15 +148,6 @@
       group.classList.toggle("phase", chart.phases.includes(name));
       group.dataset.phase = name;
     });
-  }
-
-  function applyZoom() {
-    const zoomed = $("zoom").getAttribute("aria-pressed") === "true";
-    const svg = $("diagram").querySelector("svg");
-    if (!svg) return;
-    if (zoomed && svg.dataset.width) svg.setAttribute("width", svg.dataset.width);
-    else svg.removeAttribute("width");
-    $("diagram").classList.toggle("zoomed", zoomed);
   }
 
   function renderBreakpoints(breakpoints) {
@@ -599,12 +589,7 @@
     const value = kind === "tool" ? $("bp-tool").value.trim() : $("bp-value").value;
     call("POST", "/api/break", { kind: kind, value: value });
   });
-  $("zoom").addEventListener("click", function () {
-    const zoomed = $("zoom").getAttribute("aria-pressed") !== "true";
-    $("zoom").setAttribute("aria-pressed", String(zoomed));
-    $("zoom").textContent = zoomed ? "fit to width" : "actual size";
-    applyZoom();
-  });
+  helikonChartView.buttons(document, () => [chartView]);
   $("diagram").addEventListener("click", function (event) {
     const group = event.target.closest("g.node.phase");
     if (group) breakOnPhase(group.dataset.phase);
