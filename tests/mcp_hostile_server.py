@@ -3,9 +3,10 @@
 It speaks JSON-RPC lines the way a careless or malicious server might: a tool list over
 several pages with odd names and odd schemas, and tools whose answers are garbage, invalid,
 huge, protocol errors, or never come, or that kill the process mid-call; or (slow-schemas)
-tools whose schemas would be slow to check.
+tools whose schemas would be slow to check; or (slow-output) tools whose output schemas
+would be slow to check against the structured content they answer with.
 
-    python tests/mcp_hostile_server.py [pages|circle|endless|broken-list|slow-schemas]
+    python tests/mcp_hostile_server.py [pages|circle|endless|broken-list|slow-schemas|slow-output]
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ SLOW_SCHEMAS: list[dict[str, Any]] = [
     tool("backreference", {"type": "object", "properties": {"text": {"pattern": "^(a)\\1$"}}}),
 ]
 
+TEXTS = {"type": "object", "additionalProperties": {"type": "string", "pattern": EVIL}}
+SLOW_OUTPUT: list[dict[str, Any]] = [
+    tool("evil_output", outputSchema=TEXTS),
+    tool("no_structure", outputSchema=TEXTS),  # answers with text alone
+    tool(
+        "fan_output",
+        outputSchema={"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": FAN},
+    ),
+    tool(
+        "backreference_output",
+        outputSchema={"type": "object", "properties": {"text": {"pattern": "^(a)\\1$"}}},
+    ),
+]
+A24 = "a" * 23 + "!"  # 24 characters: `^(a+)+$` backtracks a third of a second on them in `re`
+
 
 def send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
@@ -95,6 +111,8 @@ def list_tools(request_id: Any, cursor: str | None) -> None:
         answer(request_id, {"tools": [], "nextCursor": f"n{int((cursor or 'n0')[1:]) + 1}"})
     elif MODE == "slow-schemas":
         answer(request_id, {"tools": SLOW_SCHEMAS})
+    elif MODE == "slow-output":
+        answer(request_id, {"tools": SLOW_OUTPUT})
     elif MODE == "broken-list":  # not valid MCP: the SDK refuses the whole page
         tools = [tool("fine"), tool("odd_schema", {"type": "string"}), {"name": "no_schema"}]
         answer(request_id, {"tools": tools})
@@ -132,6 +150,10 @@ BEHAVIOURS: dict[str, Any] = {
         i, {"content": [], "structuredContent": {"n": "not a number"}}
     ),
     "die": lambda i, arguments: os._exit(1),
+    "evil_output": lambda i, arguments: answer(
+        i, {"content": [], "structuredContent": {f"text{n}": A24 for n in range(4)}}
+    ),
+    "fan_output": lambda i, arguments: answer(i, {"content": [], "structuredContent": {"a": 1}}),
 }
 
 

@@ -111,8 +111,9 @@ async def test_a_listing_that_is_not_one_fails_the_run_in_one_event(
         ("is_error", "error: MCPToolError: the tool failed: disk full"),
         (
             "structured_bad",
-            "error: MCPToolError: the server's answer was refused: Invalid structured content "
-            "returned by tool structured_bad: 'not a number' is not of type 'integer'",
+            "error: MCPToolError: the server's answer was refused: its structured content "
+            "breaks the output schema of tool 'structured_bad': n: 'not a number' is not of "
+            "type 'integer'",
         ),
         ("silent", "error: tool 'silent' timed out after 0.5 seconds"),
     ],
@@ -191,7 +192,7 @@ ITEMS = [{"n": n} for n in range(500)]  # pairwise: about a second
         ("key_names", {A24: 1}, f"(root): {A24!r} does not match '^(a+)+$'"),
         ("unique", {"items": [[1], [1.0]]}, "items: [[1], [1.0]] has non-unique elements"),
         ("unique", {"items": [*ITEMS, {"n": 0}]}, "items: [{'n': 0}, {'n': 1}, "),
-        ("fan_out", {"a": 1}, "(TooCostly: checking the arguments took over 1000 steps plus"),
+        ("fan_out", {"a": 1}, "(TooCostly: the check took over 1000 steps plus"),
     ],
 )
 async def test_a_schema_slow_to_check_never_holds_the_loop(
@@ -216,6 +217,47 @@ async def test_a_pattern_re2_cannot_compile_leaves_its_tool_out() -> None:
     assert server.skipped == {
         "backreference": "tool 'backreference': its schema has a pattern that cannot be "
         "checked in linear time: RE2 cannot compile the pattern '^(a)\\\\1$': "
+        "invalid escape sequence: \\1"
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        (
+            "evil_output",
+            "error: MCPToolError: the server's answer was refused: its structured content "
+            f"breaks the output schema of tool 'evil_output': text0: {A24!r} does not match "
+            "'^(a+)+$'",
+        ),
+        ("fan_output", "(TooCostly: the check took over 1000 steps plus"),
+        (
+            "no_structure",
+            "error: MCPToolError: the server's answer was refused: tool 'no_structure' has an "
+            "output schema, but the answer has no structured content",
+        ),
+    ],
+)
+async def test_an_output_schema_slow_to_check_never_holds_the_loop(name: str, error: str) -> None:
+    model = ScriptedModel([[ToolCall("c0", name, "{}")], "checked"])
+    async with hostile("slow-output", needs_approval=False) as server:
+        agent = Agent("a", model, mcp_servers=[server])
+        async with loop_latency() as worst:
+            events = await drain(agent.run("go", config=RunConfig(timeout=30)))
+    ends_once(events, RunCompleted)
+    assert worst[0] < 0.5  # the SDK's own check (jsonschema on `re`) held it a second or more
+    result = outputs(events)["c0"]
+    assert result.is_error
+    assert error in result.content
+
+
+async def test_an_output_schema_re2_cannot_compile_leaves_its_tool_out() -> None:
+    async with hostile("slow-output") as server:
+        tools = await server.list_tools()
+    assert [each.name for each in tools] == ["evil_output", "no_structure", "fan_output"]
+    assert server.skipped == {
+        "backreference_output": "tool 'backreference_output': its output schema has a pattern "
+        "that cannot be checked in linear time: RE2 cannot compile the pattern '^(a)\\\\1$': "
         "invalid escape sequence: \\1"
     }
 

@@ -4,9 +4,9 @@ for approval when.
 The rules, and why:
 
 - A tool keeps the server's name, unless the server has a `prefix` (then `prefix + name`).
-  A name the model APIs refuse (1-64 letters, digits, `_`, `-`), a name listed twice, and a
-  schema that is not JSON Schema of an object or cannot be checked in linear time
-  (`helikon.tools.schema_keywords`) leave the tool out: it is named in
+  A name the model APIs refuse (1-64 letters, digits, `_`, `-`), a name listed twice, and an
+  input or output schema that is not JSON Schema of an object or cannot be checked in linear
+  time (`helikon.tools.schema_keywords`, `helikon.mcp.output`) leave the tool out: it is named in
   `MCPServer.skipped` with the reason and logged (logger `helikon.mcp`, WARNING), and the
   rest of the listing is kept.
 - Hints only ever tighten. A tool whose `destructiveHint` is true or absent (MCP's default
@@ -38,8 +38,12 @@ ToolFilter = Collection[str] | Callable[[types.Tool], bool]
 ApprovalChoice = bool | Callable[[types.Tool], bool]
 """Whether each of the server's tools needs approval: for all, or by a predicate."""
 
-Caller = Callable[[str], Callable[[dict[str, Any]], Awaitable[str]]]
-"""Given a tool's name on the server, the function that calls it."""
+Caller = Callable[[types.Tool], Callable[[dict[str, Any]], Awaitable[str]]]
+"""Given a listed tool, the function that calls it.
+
+Raises:
+    ValueError: the tool cannot be called safely (its output schema): it is left out.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +126,7 @@ def _tool(listed: types.Tool, rules: ListingRules, caller: Caller) -> Tool:
         rules.prefix + listed.name,
         listed.description or listed.title or "",
         listed.input_schema,
-        caller(listed.name),
+        caller(listed),
         needs_approval=needs_approval(listed, rules),
         read_only=read_only(listed, rules),
         timeout=rules.timeout,

@@ -5,8 +5,9 @@ Theory of operation: `connect()` opens a `Connection` (the SDK's client, held by
 its own). The first run that starts lists the server's tools, page by page through the
 cursor, and the server keeps that listing: every run takes the listing as it is when the
 run starts and keeps those tools to its end; `refresh()` lists again for the runs after.
-Each listed tool is a `Tool.from_schema` whose call sends `tools/call` on the connection
-and turns the answer into text (`helikon.mcp.results`). Failures are sorted by whose they
+Each listed tool is a `Tool.from_schema` whose call sends `tools/call` on the connection,
+checks its structured content against the tool's output schema (`helikon.mcp.output`) and
+turns the answer into text (`helikon.mcp.results`). Failures are sorted by whose they
 are: the model's (bad arguments: an error result, before anything is sent), the tool's or
 the server's (an `isError` result, a protocol error, an invalid or oversized result, a
 call over `timeout`: an error result), or the connection's (it died: `FatalToolError`,
@@ -36,6 +37,7 @@ from helikon.core.quoting import quoted
 from helikon.mcp.connection import Connection
 from helikon.mcp.errors import MCPServerError, MCPToolError
 from helikon.mcp.listing import ApprovalChoice, ListingRules, ToolFilter, tools_of
+from helikon.mcp.output import OutputCheck, output_check
 from helikon.mcp.results import result_text
 from helikon.tools import Tool
 
@@ -259,13 +261,15 @@ class MCPServer:
 
     # ------------------------------------------------------------ calling
 
-    def _caller(self, name: str) -> Callable[[dict[str, Any]], Any]:
+    def _caller(self, listed: types.Tool) -> Callable[[dict[str, Any]], Any]:
+        check = output_check(listed)  # ValueError: the tool is left out of the listing
+
         async def call(arguments: dict[str, Any]) -> str:
-            return await self._call(name, arguments)
+            return await self._call(listed.name, arguments, check)
 
         return call
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> str:
+    async def _call(self, name: str, arguments: dict[str, Any], check: OutputCheck) -> str:
         try:
             client = self._client()
         except MCPServerError as exc:
@@ -273,7 +277,7 @@ class MCPServer:
         _check_sendable(arguments)
         try:
             meta = _trace_context() if self._in_process else None
-            result = await client.call_tool(name, arguments, meta=meta)
+            result = await _send_call(client, name, arguments, meta)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 raise FatalToolError(self._died(name)) from exc
@@ -283,14 +287,26 @@ class MCPServer:
             raise FatalToolError(self._died(name)) from exc
         except ValidationError as exc:
             raise MCPToolError(f"the server's answer {_not_valid(exc)}") from None
-        except RuntimeError as exc:  # e.g. structured content that breaks the output schema
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise MCPToolError(f"the server's answer was refused: {first}") from None
+        check(result)
         return result_text(result, self.max_result_chars)
 
     def _died(self, name: str) -> str:
         self._lost = f"during a call of {name!r}"
         return f"MCP server {self._name!r} closed the connection during a call of {name!r}"
+
+
+async def _send_call(
+    client: Client, name: str, arguments: dict[str, Any], meta: Any
+) -> types.CallToolResult:
+    """`tools/call`, by the SDK's public `send_request`, not its `call_tool`: that checks
+    structured content against the output schema with Python's `re` on the event loop, where
+    a hostile pattern holds every run (`helikon.mcp.output` checks it instead). What else
+    `call_tool` does is not needed here: helikon gives the SDK no sampling or elicitation
+    callbacks to answer a server's input requests with, nor result-claiming extensions; a
+    `HEADER_MISMATCH` (the tool changed since it was listed) is the call's error result."""
+    params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
+    request = types.CallToolRequest(params=params)
+    return await client.session.send_request(request, types.CallToolResult)
 
 
 async def _every_page(client: Client, name: str) -> tuple[types.Tool, ...]:

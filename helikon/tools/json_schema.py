@@ -50,16 +50,21 @@ class SchemaArguments:
             InvalidArguments: one line per problem, `path: message`.
         """
         values = _json_object(arguments)
+        problems = self.problems(values, arguments)
+        if problems:
+            raise InvalidArguments(problems)
+        return values
+
+    def problems(self, values: Any, text: str) -> list[str]:
+        """One line per way `values` (parsed from `text`, whose length bounds the check's
+        steps) breaks the schema, `path: message`; none when it keeps to it."""
         try:
-            found = self.keywords.errors_within(self.validator, values, arguments)
+            found = self.keywords.errors_within(self.validator, values, text)
             errors = sorted(found, key=_error_key)
         except Exception as exc:  # a $ref that does not resolve, a schema that recurses
             problem = cut(f"{type(exc).__name__}: {exc}")
-            lines = [f"(schema): the tool's schema cannot be applied ({problem})"]
-            raise InvalidArguments(lines) from None
-        if errors:
-            raise InvalidArguments([_line(error) for error in errors[:_MAX_LINES]])
-        return values
+            return [f"(schema): the tool's schema cannot be applied ({problem})"]
+        return [_line(error) for error in errors[:_MAX_LINES]]
 
     def bind(
         self, values: Mapping[str, Any], context: ToolContext[Any]
@@ -71,8 +76,11 @@ class SchemaArguments:
         return self.schema
 
 
-def schema_arguments(tool_name: str, schema: Mapping[str, Any]) -> SchemaArguments:
-    """Check `schema` and build its validator.
+def schema_arguments(
+    tool_name: str, schema: Mapping[str, Any], what: str = "schema"
+) -> SchemaArguments:
+    """Check `schema` and build its validator; errors call it "its `what`" (an MCP tool's
+    output schema is checked the same way as an input schema).
 
     A schema without `type` is taken as an object schema (and offered with
     `"type": "object"`), since a tool's arguments are always a JSON object.
@@ -85,35 +93,41 @@ def schema_arguments(tool_name: str, schema: Mapping[str, Any]) -> SchemaArgumen
     validator_for, latest, registry, schema_error, keywords = _jsonschema()
     if not isinstance(schema, Mapping):
         raise ValueError(
-            f"tool {tool_name!r}: its schema must be a JSON object, not {quoted(schema)}"
+            f"tool {tool_name!r}: its {what} must be a JSON object, not {quoted(schema)}"
         )
     offered = dict(schema)
     offered.setdefault("type", "object")
     if offered["type"] != "object":
         raise ValueError(
-            f"tool {tool_name!r}: its arguments must be an object schema, not type "
+            f"tool {tool_name!r}: its {_described(what)} must be an object schema, not type "
             f"{quoted(offered['type'])}"
         )
     if not isinstance(offered.get("$schema", ""), str):
-        raise ValueError(f"tool {tool_name!r}: its schema's $schema is not a URI")
+        raise ValueError(f"tool {tool_name!r}: its {what}'s $schema is not a URI")
     # An unknown $schema falls back to the latest draft (without jsonschema's warning).
     validator_class = keywords.linear(validator_for(offered, default=latest))
     try:
         validator_class.check_schema(offered, format_checker=keywords.regex_checker())
     except schema_error as exc:
-        raise ValueError(f"tool {tool_name!r}: {_schema_problem(exc)}") from None
+        raise ValueError(f"tool {tool_name!r}: its {what} {_schema_problem(exc)}") from None
     except RecursionError:
-        raise ValueError(f"tool {tool_name!r}: its schema is nested too deeply") from None
+        raise ValueError(f"tool {tool_name!r}: its {what} is nested too deeply") from None
     backtracking = keywords.refuse_backtracking(offered)
     if backtracking is not None:
-        raise ValueError(f"tool {tool_name!r}: its schema cannot be checked safely: {backtracking}")
+        problem = f"cannot be checked safely: {backtracking}"
+        raise ValueError(f"tool {tool_name!r}: its {what} {problem}")
     return SchemaArguments(offered, validator_class(offered, registry=registry()), keywords)
 
 
 def _schema_problem(exc: Any) -> str:
     if exc.validator == "format" and exc.validator_value == "regex" and exc.cause is not None:
-        return f"its schema has a pattern that cannot be checked in linear time: {exc.cause}"
-    return f"its schema is not valid JSON Schema: {cut(str(exc.message))}"
+        return f"has a pattern that cannot be checked in linear time: {exc.cause}"
+    return f"is not valid JSON Schema: {cut(str(exc.message))}"
+
+
+def _described(what: str) -> str:
+    """What an object schema describes: the arguments, for a tool's own schema."""
+    return "arguments" if what == "schema" else what
 
 
 def _jsonschema() -> tuple[Any, Any, Any, type[Exception], Any]:

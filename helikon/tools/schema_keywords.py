@@ -110,8 +110,8 @@ def _counted(keyword: Any) -> Any:
             left[0] -= 1
             if left[0] < 0:
                 raise TooCostly(
-                    f"checking the arguments took over {STEPS} steps plus {PER_CHARACTER} "
-                    "per character of them: the schema is too costly to check"
+                    f"the check took over {STEPS} steps plus {PER_CHARACTER} per character "
+                    "checked: the schema is too costly to check"
                 )
         return keyword(validator, value, instance, schema)
 
