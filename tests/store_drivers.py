@@ -43,6 +43,23 @@ def teller(log: Path, **options: Any) -> Agent:
     return Agent("teller", ScriptedModel([[TRANSFER], "Sent."]), tools=[transfer], **options)
 
 
+def filling_payer(paid: Path, fill: Any) -> Agent:
+    """An agent whose one tool, `pay` (not idempotent: each run of it pays again), logs the
+    payment to `paid`, then calls `fill()` (a full disk: the record that takes its result
+    finds no room) and returns a large receipt."""
+
+    @tool
+    async def pay(to: str) -> str:
+        """Pay someone (not idempotent)."""
+        with paid.open("a") as file:
+            file.write(f"paid {to}\n")
+        fill()
+        return "receipt " * 2500
+
+    script = [[ToolCall("p1", "pay", '{"to": "ann"}')], "Paid."]
+    return Agent("payer", ScriptedModel(script), tools=[pay])
+
+
 def remembering() -> tuple[Agent, ScriptedModel]:
     """An agent that answers "Noted." once (a fresh model per run), and its model, whose
     requests show what the run gave it."""

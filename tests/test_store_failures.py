@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from store_drivers import filling_payer
 from store_support import Backend
 
 from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
@@ -34,16 +35,8 @@ async def test_a_full_disk_fails_the_run_once_and_it_resumes_when_there_is_room(
     store = backend.open()
     paid = tmp_path / "paid.log"
 
-    @tool
-    async def pay(to: str) -> str:
-        """Pay someone (not idempotent: each run of it pays again)."""
-        with paid.open("a") as file:
-            file.write(f"paid {to}\n")
-        backend.fill_disk(store)  # the record that takes its result finds no room
-        return "receipt " * 2500
-
     def payer() -> Agent:
-        return Agent("payer", ScriptedModel([[PAY], "Paid."]), tools=[pay])
+        return filling_payer(paid, lambda: backend.fill_disk(store))
 
     events = [event async for event in payer().run("pay ann", store=store, run_id="r1")]
     error = ended_once(events, "StoreError")

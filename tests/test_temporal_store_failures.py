@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_drivers import filling_payer
 from store_support import Backend
 
 pytest.importorskip("temporalio")
 
 from temporalio.client import Client
 
-from helikon import Agent, ScriptedModel, ToolCall, tool
+from helikon import Agent
 from helikon.temporal import helikon_worker, outcome, start_run
 
 WAIT = 60.0
@@ -42,17 +43,8 @@ async def test_a_full_disk_fails_the_write_activity_as_a_store_error_until_there
     store = backend.open()
     paid = tmp_path / "paid.log"
 
-    @tool
-    async def pay(to: str) -> str:
-        """Pay someone (not idempotent)."""
-        with paid.open("a") as file:
-            file.write(f"paid {to}\n")
-        backend.fill_disk(store)  # the record that takes its result finds no room
-        return "receipt " * 2500
-
     def payer() -> Agent:
-        script = [[ToolCall("p1", "pay", '{"to": "ann"}')], "Paid."]
-        return Agent("payer", ScriptedModel(script), tools=[pay])
+        return filling_payer(paid, lambda: backend.fill_disk(store))
 
     run_id, queue = f"r-{uuid.uuid4().hex[:12]}", f"q-{uuid.uuid4().hex[:8]}"
     async with helikon_worker(client, queue, [payer()], store):
