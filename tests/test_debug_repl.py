@@ -21,6 +21,7 @@ from helikon.debug.debugger import Debugger
 from helikon.debug.repl import DebugShell
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
+from helikon.testing import OpenAIServer, PlannedReply
 from helikon.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,14 +39,16 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONIOENCODING": "utf-8"}
 
 
-def debug(*args: str, commands: str = "") -> subprocess.CompletedProcess[str]:
+def debug(
+    *args: str, commands: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "helikon", "debug", *args],
         input=commands,
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=_env(),
+        env={**_env(), **(env or {})},
         timeout=120,
     )
 
@@ -159,6 +162,42 @@ def test_a_saved_session_replays_with_the_chart_its_header_names(tmp_path: Path)
     assert replay.returncode == 0, replay.stderr
     assert f"✓ the run completed: {FINAL}" in replay.stdout
     assert "diverged" not in replay.stdout
+
+
+FORK_GOES_LIVE = (
+    'break tool budget\ncontinue\nfork tool call_budget "{\\"left\\": 1}"\ncontinue\nquit\n'
+)
+NO_MODEL = (
+    "helikon debug calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an "
+    "OpenAI-compatible server), or give --offline for the chart's scripted model"
+)
+
+
+def test_a_replays_fork_that_goes_live_calls_the_model_the_command_line_names(
+    tmp_path: Path,
+) -> None:
+    saved = tmp_path / "saved.jsonl"
+    debug(str(BUDGET), "--offline", commands=f"continue\nsave {saved}\n")
+    replay = ("--trace", str(saved), "--chart", str(BUDGET))
+
+    # No model set up: the replay opens (it calls none); the fork's model call says so.
+    unset = debug(*replay, commands=FORK_GOES_LIVE)
+    assert unset.returncode == 0, unset.stderr
+    assert f"✗ the run failed: ModelCallFailed(reason='unavailable', message=\"{NO_MODEL}\"" in (
+        unset.stdout
+    )
+    assert "no turn" not in unset.stdout
+
+    # --offline: the chart's script answers, after the turns the run has used.
+    offline = debug(*replay, "--offline", commands=FORK_GOES_LIVE)
+    assert "(4 steps)  (scripted model, --offline)" in offline.stdout.splitlines()[0]
+    assert f"✓ the run completed: {FINAL}" in offline.stdout
+
+    # A real model: the fork calls the server the environment names.
+    with OpenAIServer([PlannedReply(text="From the wire.")]) as server:
+        real = debug(*replay, commands=FORK_GOES_LIVE, env={"OPENAI_BASE_URL": server.base_url})
+    assert "✓ the run completed: From the wire." in real.stdout, real.stderr
+    assert len(server.requests) == 1
 
 
 def test_eof_without_quit_ends_the_session_with_status_0() -> None:

@@ -37,10 +37,12 @@ from helikon.core.events import TokenDelta, ToolCallItem, TurnStarted
 from helikon.core.items import ToolCall
 from helikon.debug.debugger import Debugger
 from helikon.models.base import ModelChunk, ModelInput
+from helikon.models.openai import OpenAIModel
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
 from helikon.studio import Session, StudioError, StudioServer
 from helikon.studio.view import attempts, event_entries
+from helikon.testing import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = ROOT / "charts" / "budget_assistant.py"
@@ -890,6 +892,45 @@ def test_the_page_shows_the_runs_text_as_text(tmp_path: Path) -> None:
     finally:
         browser.close()
         server.close()
+
+
+def real_model_session(server: OpenAIServer) -> Session:
+    """The budget agent on a real model: OpenAI's wire format, served by the test server."""
+    return budget_session(OpenAIModel.chat("gpt-test", base_url=server.base_url, api_key="t"))
+
+
+SCRIPTED_BADGE = "(e => e.hidden ? null : e.textContent)(document.getElementById('scripted'))"
+
+
+def test_the_state_says_whether_the_model_is_scripted(tmp_path: Path, capsys: Any) -> None:
+    trace = record(tmp_path)
+    capsys.readouterr()
+    with OpenAIServer() as model_server:
+        sessions = [budget_session(), open_session(studio_args(trace=str(trace)))]
+        sessions.append(real_model_session(model_server))
+        try:
+            assert [s.state()["scripted"] for s in sessions] == [True, True, False]
+        finally:
+            for session in sessions:
+                session.close()
+
+
+@needs_chromium
+def test_the_page_says_scripted_model_only_for_a_scripted_one(tmp_path: Path) -> None:
+    browser = Browser(tmp_path / "profile")
+    with OpenAIServer() as model_server:
+        servers = [serve(budget_session()), serve(real_model_session(model_server))]
+        try:
+            shown = []
+            for server in servers:
+                page = browser.page(server.url)
+                page.wait_for("document.getElementById('mode').textContent === 'live'")
+                shown.append(page.evaluate(SCRIPTED_BADGE))
+            assert shown == ["scripted model", None]
+        finally:
+            browser.close()
+            for server in servers:
+                server.close()
 
 
 BREAKPOINT_VALUES = (

@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from helikon.cli.loading import call, module_label
 from helikon.cli.usage import UsageError
+from helikon.core.errors import ModelCallFailed, ModelError
 from helikon.export.console import safe_text
+from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.names import model_named
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
@@ -46,11 +49,37 @@ def require_model(offline: bool, command: str) -> None:
     Raises:
         UsageError: neither `--offline` nor OPENAI_API_KEY / OPENAI_BASE_URL.
     """
-    if not offline and not any(os.environ.get(name) for name in MODEL_VARIABLES):
-        raise UsageError(
-            f"helikon {command} calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL "
-            "for an OpenAI-compatible server), or give --offline for the chart's scripted model"
-        )
+    if not offline and not model_set_up():
+        raise UsageError(no_model_message(command))
+
+
+def model_set_up() -> bool:
+    """Whether the environment names a real model's server: a key, or a base URL."""
+    return any(os.environ.get(name) for name in MODEL_VARIABLES)
+
+
+def no_model_message(command: str) -> str:
+    """The one line that says `helikon COMMAND` would call a real model but has none."""
+    return (
+        f"helikon {command} calls a real model: set OPENAI_API_KEY (or OPENAI_BASE_URL "
+        "for an OpenAI-compatible server), or give --offline for the chart's scripted model"
+    )
+
+
+@dataclass(frozen=True)
+class NoModel:
+    """The model of a command that calls one only later, if at all (a replay: when a fork
+    goes live), with none set up: each call fails with `no_model_message`, where it is made.
+    """
+
+    command: str
+
+    async def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]:
+        for chunk in self._refuse():
+            yield chunk
+
+    def _refuse(self) -> list[ModelChunk]:
+        raise ModelError(ModelCallFailed("unavailable", no_model_message(self.command)))
 
 
 def scripted_note(offline: bool) -> str:

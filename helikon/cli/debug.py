@@ -12,10 +12,13 @@ import sys
 from typing import Any
 
 from helikon.cli.agents import (
+    NoModel,
     add_agent_arguments,
     chart_context,
     live_agent,
     model_for,
+    model_set_up,
+    scripted_note,
 )
 from helikon.cli.loading import LoadError, call, load_module
 from helikon.cli.usage import UsageError
@@ -23,7 +26,6 @@ from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.repl import DebugShell
 from helikon.durable import StoreError, open_store, stored_trace
 from helikon.export.console import safe_text
-from helikon.models.scripted import ScriptedModel
 from helikon.trace import Trace, TraceError, read_trace
 
 
@@ -139,14 +141,21 @@ def replay_shell(
         steps = len(debugger.expected)
         return DebugShell(debugger, title=f"replay of {name} ({steps} steps, as recorded)")
     module = _agent_module(target)
-    try:
-        model = model_for(module, args.offline, args.model, "debug")
-    except UsageError:  # no model set up: the replay itself calls none
-        model = ScriptedModel([])
+    model = _fork_model(module, args)
     debugger = Debugger.replay(trace, call(module, "agent", model), context=chart_context(module))
-    script = list(module.script()) if args.offline and hasattr(module, "script") else None
-    steps = len(debugger.expected)
-    return DebugShell(debugger, script=script, title=f"replay of {name} ({steps} steps)")
+    script = list(module.script()) if args.offline else None
+    title = f"replay of {name} ({len(debugger.expected)} steps){scripted_note(args.offline)}"
+    return DebugShell(debugger, script=script, title=title)
+
+
+def _fork_model(module: Any, args: argparse.Namespace) -> Any:
+    """The model a fork that goes live calls: the chart's script with --offline, else a
+    real one; with none set up the replay still opens (it calls no model), and the fork's
+    first model call says so (`NoModel`)."""
+
+    if args.offline or model_set_up():
+        return model_for(module, args.offline, args.model, "debug")
+    return NoModel("debug")
 
 
 def _agent_module(target: str) -> Any:

@@ -22,6 +22,7 @@ from helikon.core.events import AgentEvent
 from helikon.core.table import Row, TransitionTable
 from helikon.core.transition import Match
 from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
+from helikon.models.scripted import ScriptedModel
 
 TEXT_LIMIT = 240
 _FOLDED = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})
@@ -79,6 +80,7 @@ def snapshot(
         upcoming = None if match is None else match_data(table, match)
     return {
         "mode": mode,
+        "scripted": isinstance(debugger.run.agent.model, ScriptedModel),
         "agent": debugger.run.agent.name,
         "run_id": debugger.run.run_id,
         "phase": frame.state.phase,

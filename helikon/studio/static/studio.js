@@ -101,6 +101,7 @@
     $("agent").textContent = data.agent + " · " + data.chart.name;
     $("mode").textContent = data.mode;
     $("mode").className = "badge " + data.mode;
+    $("scripted").hidden = !data.scripted; // canned answers never pass for a model's
     $("phase").textContent = data.phase;
     const total = data.recorded ? " of " + data.recorded : "";
     $("position").textContent = "step " + data.position + total;
