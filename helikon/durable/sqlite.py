@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +47,7 @@ from helikon.durable.records import (
 )
 from helikon.durable.rows import RunHead
 from helikon.durable.signing import resolve_key
+from helikon.durable.sqlite_transactions import Transaction, failed, to_wal
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
@@ -85,7 +86,7 @@ class SqliteRunStore:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            _to_wal(self._db, busy_timeout)
+            to_wal(self._db, busy_timeout)
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
@@ -139,9 +140,9 @@ class SqliteRunStore:
                 (str(sql.SCHEMA_VERSION),),
             )
 
-    def _write(self) -> _Transaction:
+    def _write(self) -> Transaction:
         """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back."""
-        return _Transaction(self)
+        return Transaction(self._db, self._lock, self.path)
 
     def _read(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._reading():
@@ -493,7 +494,7 @@ class SqliteRunStore:
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """One read transaction (one snapshot of the file), with SQLite's errors as the
-        store's (`_failed`): a busy or unreadable file is a `StoreError`, a file SQLite
+        store's (`failed`): a busy or unreadable file is a `StoreError`, a file SQLite
         finds damaged `StoreCorrupt`, each with SQLite's error as its cause."""
         try:
             self._db.execute("BEGIN")
@@ -504,7 +505,7 @@ class SqliteRunStore:
         except sqlite3.ProgrammingError as exc:  # a DatabaseError too: caught first
             raise StoreError(f"the run store {self.path} is closed: {exc}") from exc
         except sqlite3.Error as exc:
-            raise _failed(self.path, exc, "be read") from exc
+            raise failed(self.path, exc, "be read") from exc
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
@@ -666,75 +667,6 @@ class SqliteRunStore:
         return found[0][0] if found else None
 
 
-class _Transaction:
-    """`with store._write() as db`: the store's lock and one write transaction, taken at
-    once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises. SQLite's
-    errors come out as `StoreError` naming SQLite's reason (a full disk, a busy file), with
-    the error as its cause: a failed `COMMIT` is rolled back, and a statement that failed
-    may have rolled the transaction back itself, so it is rolled back only while it is
-    open (else "cannot rollback" would hide the reason). A class, not a `@contextmanager`
-    generator: every record and result goes through one, and the generator's machinery
-    costs several calls more on each side."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: SqliteRunStore) -> None:
-        self._store = store
-
-    def __enter__(self) -> sqlite3.Connection:
-        store = self._store
-        store._lock.acquire()
-        try:
-            store._db.execute("BEGIN IMMEDIATE")
-        except BaseException as exc:
-            store._lock.release()
-            if isinstance(exc, sqlite3.Error):
-                raise _failed(store.path, exc) from exc
-            raise
-        return store._db
-
-    def __exit__(self, kind: type[BaseException] | None, error: object, _: object) -> None:
-        store = self._store
-        try:
-            if kind is None:
-                _commit(store._db)
-            else:
-                _roll_back(store._db)
-        except sqlite3.Error as exc:
-            raise _failed(store.path, exc) from exc
-        finally:
-            store._lock.release()
-        if isinstance(error, sqlite3.Error):
-            raise _failed(store.path, error) from error
-
-
-def _commit(db: sqlite3.Connection) -> None:
-    """COMMIT; one that fails (a full disk) is rolled back, and raises."""
-    try:
-        db.execute("COMMIT")
-    except sqlite3.Error:
-        _roll_back(db)
-        raise
-
-
-def _roll_back(db: sqlite3.Connection) -> None:
-    """ROLLBACK the transaction, if a failed statement did not end it already; a rollback
-    that fails too is left to the error being raised (it says why the write failed)."""
-    if db.in_transaction:
-        with suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-
-
-def _failed(path: str, exc: sqlite3.Error, doing: str = "write") -> StoreError:
-    """SQLite's error as the store's, in one line: SQLite's reason and code. Only a file
-    SQLite itself finds damaged is `StoreCorrupt`; a busy file, a failed read or write is
-    not (the rows that do not check out are, as `rows` reads them)."""
-    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else f"cannot {doing}"
-    kind = StoreCorrupt if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") else StoreError
-    return kind(f"the run store {path} {what}: {exc} ({name})")
-
-
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
 
 
@@ -793,21 +725,3 @@ def _info(row: Any) -> RunInfo:
         row[15],
         row[16],
     )
-
-
-def _to_wal(db: sqlite3.Connection, busy_timeout: float) -> None:
-    """Put the database in WAL mode, waiting up to `busy_timeout` for other connections.
-
-    On a new file, connections opening it at once can deadlock on the switch from the
-    rollback journal: SQLite then answers "database is locked" at once, without waiting
-    (its busy handler is not called for a deadlock), so the switch is tried again here.
-    """
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.005)
