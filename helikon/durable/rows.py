@@ -285,6 +285,11 @@ class SessionHead:
         return cls(1, start, 0, start)
 
 
+def session_head(row: Any) -> tuple[SessionHead, str] | None:
+    """A session's head and its signature, from its row (first, base, n, digest, mac)."""
+    return None if row is None else (SessionHead(*row[:4]), row[4])
+
+
 def session_sig(key: bytes, session_id: str, head: SessionHead) -> str:
     return sign(key, "session", session_id, head.first, head.base, head.n, head.digest)
 

@@ -25,6 +25,7 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
 from helikon.core.quoting import cut, quoted
 from helikon.durable import legacy, rows
+from helikon.durable import sqlite_sessions as sessions
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
@@ -554,36 +555,16 @@ class SqliteRunStore:
 
     def session_items(self, session_id: str) -> tuple[Item, ...]:
         with self._lock, self._reading():
-            head = _session_head(self._db, session_id)
-            found = self._db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
-        return rows.read_session(self._key, session_id, head, found)
+            return sessions.read(self._db, self._key, session_id)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
-        if not items:
-            return
-        now = time.time()
-        with self._write() as db:
-            head, _ = _session_head(db, session_id) or (rows.SessionHead.empty(session_id), "")
-            chain = Chain(head.n, head.digest)
-            added = []
-            for item in items:
-                data, mac, n = rows.session_row(chain, item)
-                added.append((session_id, n, data, mac, run_id, now))
-            db.executemany(sql.SESSION_ADD, added)
-            head = replace(head, n=chain.n, digest=chain.digest)
-            self._set_session_head(db, session_id, head)
-
-    def _set_session_head(
-        self, db: sqlite3.Connection, session_id: str, head: rows.SessionHead
-    ) -> None:
-        signature = rows.session_sig(self._key, session_id, head)
-        fields = (head.first, head.base, head.n, head.digest)
-        db.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
+        if items:
+            with self._write() as db:
+                sessions.add(db, self._key, session_id, items, run_id)
 
     def clear_session(self, session_id: str) -> None:
         with self._write() as db:
-            for statement in sql.SESSION_CLEAR:
-                db.execute(statement, (session_id,))
+            sessions.clear(db, session_id)
 
     # ------------------------------------------------------------ retention
 
@@ -622,19 +603,8 @@ class SqliteRunStore:
             old = [row[0] for row in db.execute(sql.OLD_RUNS, (cutoff, now)).fetchall()]
             gone = sum(self._delete_tree(db, run_id) for run_id in old)
             for session_id, upto in db.execute(sql.OLD_SESSIONS, (cutoff,)).fetchall():
-                self._prune_session(db, session_id, upto)
+                sessions.prune(db, self._key, session_id, upto)
         return gone
-
-    def _prune_session(self, db: sqlite3.Connection, session_id: str, upto: int) -> None:
-        """Delete a session's items up to `upto`; its chain then starts after them."""
-        kept = _session_head(db, session_id)
-        base = db.execute(sql.SESSION_ITEM, (session_id, upto)).fetchone()
-        db.execute(sql.SESSION_PRUNE, (session_id, upto))
-        head = rows.pruned_session(self._key, session_id, kept, upto, base[0] if base else "")
-        if head is None:
-            db.execute(sql.SESSION_CLEAR[1], (session_id,))
-        elif kept is not None and head != kept[0]:
-            self._set_session_head(db, session_id, head)
 
     async def aprune(self, older_than: float) -> int:
         return await asyncio.to_thread(self.prune, older_than)
@@ -668,11 +638,6 @@ class SqliteRunStore:
 
 
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
-
-
-def _session_head(db: sqlite3.Connection, session_id: str) -> tuple[rows.SessionHead, str] | None:
-    row = db.execute(sql.SESSION_HEAD, (session_id,)).fetchone()
-    return None if row is None else (rows.SessionHead(*row[:4]), row[4])
 
 
 def _rechain(db: sqlite3.Connection, key: bytes) -> None:
