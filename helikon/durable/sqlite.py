@@ -24,7 +24,7 @@ from typing import Any, Literal
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
 from helikon.core.quoting import cut, quoted
-from helikon.durable import legacy, rows
+from helikon.durable import rows
 from helikon.durable import sqlite_sessions as sessions
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -42,12 +42,12 @@ from helikon.durable.records import (
     RunNotFound,
     RunStatus,
     StepRecord,
-    StoreCorrupt,
     StoredRun,
     StoreError,
 )
 from helikon.durable.rows import RunHead
 from helikon.durable.signing import resolve_key
+from helikon.durable.sqlite_migrate import migrate
 from helikon.durable.sqlite_transactions import Transaction, failed, to_wal
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
@@ -90,7 +90,8 @@ class SqliteRunStore:
             to_wal(self._db, busy_timeout)
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            with self._write() as db:
+                migrate(db, self._key, self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
 
@@ -112,34 +113,6 @@ class SqliteRunStore:
         self.close()
 
     # ------------------------------------------------------------ schema
-
-    def _migrate(self) -> None:
-        """Bring the schema to `SCHEMA_VERSION`, one migration at a time, in one transaction
-        (a second process opening the same file waits, then finds it done)."""
-        with self._write() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            try:
-                version = int(row[0]) if row else 0
-            except ValueError:
-                raise StoreCorrupt(
-                    f"the run store {self.path} names schema version {quoted(row[0])}, not a number"
-                ) from None
-            if version > sql.SCHEMA_VERSION:
-                raise StoreCorrupt(
-                    f"the run store {self.path} has schema version {version}, newer than this "
-                    f"helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon to open it"
-                )
-            for step in range(version, sql.SCHEMA_VERSION):
-                for statement in sql.MIGRATIONS[step].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                if step + 1 == sql.CHAINED_AT:
-                    _rechain(db, self._key)
-            db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
-                (str(sql.SCHEMA_VERSION),),
-            )
 
     def _write(self) -> Transaction:
         """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back."""
@@ -638,31 +611,6 @@ class SqliteRunStore:
 
 
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
-
-
-def _rechain(db: sqlite3.Connection, key: bytes) -> None:
-    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
-    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
-    for run_id, run_key, *head in db.execute(sql.V3_RUNS).fetchall():
-        reads = zip(sql.V3_READS, (run_key, run_id, run_id, run_id), strict=True)
-        found = tuple(db.execute(query, (arg,)).fetchall() for query, arg in reads)
-        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
-        if done is not None:
-            db.executemany(sql.CHAIN_RECORD, [(*row, run_key) for row in done.records])
-            for query, links in zip(_CHAINS, done.parts()[1:], strict=True):
-                db.executemany(query, [(*row, run_id) for row in links])
-            db.execute(sql.CHAIN_RUN, (*done.head, run_id))
-    for (session_id,) in db.execute(sql.V3_SESSIONS).fetchall():
-        items = db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
-        chained = legacy.rechain_session(key, session_id, items)
-        if chained is not None:
-            db.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
-            db.execute(sql.SESSION_SET_HEAD, chained[1])
-    for guard in sql.GUARDS:
-        db.execute(guard)
-
-
-_CHAINS = (sql.CHAIN_EFFECT, sql.CHAIN_CALL, sql.CHAIN_DECISION)
 
 
 def _check_seq(run_id: str, seq: int) -> None:
