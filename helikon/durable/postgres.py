@@ -22,7 +22,6 @@ import asyncio
 import os
 import secrets
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import Future
@@ -44,22 +43,18 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
-from helikon.core.quoting import cut, quoted
-from helikon.durable import legacy, rows
+from helikon.core.quoting import quoted
+from helikon.durable import legacy, refusals, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
-    DecisionSpent,
     EffectRecord,
     Lease,
     LeaseLost,
-    RunExists,
     RunHeader,
     RunInfo,
-    RunLeased,
-    RunNotFound,
     RunStatus,
     StepRecord,
     StoreCorrupt,
@@ -315,7 +310,7 @@ class PostgresRunStore:
             )
             row = await cur.fetchone()
             if row is None:
-                raise RunExists(f"a run {quoted(header.run_id)} is already in the store")
+                raise refusals.run_exists(header.run_id)
             numbered = zip(enumerate(effects, start=1), events, strict=True)
             await cur.executemany(
                 sql.INSERT_EFFECT, [(header.run_id, n, e.after_seq, *r) for (n, e), r in numbered]
@@ -338,17 +333,11 @@ class PostgresRunStore:
             await cur.execute(sql.LEASE, (run_id,))
             held = await cur.fetchone()
             if held is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+                raise refusals.run_not_found(run_id, self._where)
             await cur.execute(sql.CLAIM, (owner, ttl, run_id, force))
             taken = await cur.fetchone()
             if taken is None:
-                raise RunLeased(
-                    f"run {quoted(run_id)} is driven by {cut(held[0])} until "
-                    f"{time.strftime('%H:%M:%S', time.localtime(held[2]))} (its lease); "
-                    "resume it after that, or with force=True if that owner is known dead",
-                    owner=held[0],
-                    expires_at=held[2],
-                )
+                raise refusals.run_leased(run_id, held[0], held[2])
         return Lease(owner, int(taken[0]), taken[1])
 
     async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
@@ -528,22 +517,16 @@ class PostgresRunStore:
             await cur.execute(sql.CHAIN, (run_id,))
             row = await cur.fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+                raise refusals.run_not_found(run_id, self._where)
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
-                raise StoreError(
-                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
-                    "decisions for that suspension cannot be spent"
-                )
+                raise refusals.not_suspended_at(run_id, head.seq, seq)
             for decision in decisions:
                 data, mac, link = rows.decision_row(chain, seq, decision)
                 args = (run_id, seq, decision.call_id, data, mac, link)
                 await cur.execute(sql.INSERT_DECISION, args)
                 if await cur.fetchone() is None:
-                    raise DecisionSpent(
-                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
-                        f"decided at suspension {seq}: a decision is spent once"
-                    )
+                    raise refusals.decision_spent(run_id, decision.call_id, seq)
             await self._seal(cur, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
@@ -557,16 +540,7 @@ class PostgresRunStore:
     async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
         await cur.execute(sql.HOLDER, (run_id,))
         row = await cur.fetchone()
-        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
-            return LeaseLost(
-                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
-                "not the one this driver wrote after): stopping without writing"
-            )
-        holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
-        return LeaseLost(
-            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
-            f"held by {holder}: stopping without writing"
-        )
+        return refusals.lease_lost(run_id, lease, row)
 
     # ------------------------------------------------------------ reading
 
@@ -638,7 +612,7 @@ class PostgresRunStore:
             await cur.execute(sql.REVISION, (run_id, run_id))
             row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+            raise refusals.run_not_found(run_id, self._where)
         return tuple(row)
 
     async def _header(self, run_id: str) -> RunHeader:
@@ -650,7 +624,7 @@ class PostgresRunStore:
         await cur.execute(sql.RUN_ROW, (run_id,))
         row = await cur.fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+            raise refusals.run_not_found(run_id, self._where)
         return row, rows.read_header(self._key, run_id, row[13], row[14])
 
     @staticmethod
@@ -791,7 +765,7 @@ class PostgresRunStore:
         async with self._transaction() as cur:
             gone = [row[0] for row in await self._all(cur, tree, arg)]
             if missing is not None and not gone:
-                raise RunNotFound(f"no run {quoted(missing)} in the store {self._where}")
+                raise refusals.run_not_found(missing, self._where)
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:

@@ -23,23 +23,19 @@ from typing import Any, Literal
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
-from helikon.core.quoting import cut, quoted
-from helikon.durable import rows
+from helikon.core.quoting import quoted
+from helikon.durable import refusals, rows
 from helikon.durable import sqlite_sessions as sessions
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
-    DecisionSpent,
     EffectRecord,
     Lease,
     LeaseLost,
-    RunExists,
     RunHeader,
     RunInfo,
-    RunLeased,
-    RunNotFound,
     RunStatus,
     StepRecord,
     StoredRun,
@@ -177,7 +173,7 @@ class SqliteRunStore:
                     ),
                 )
             except sqlite3.IntegrityError:
-                raise RunExists(f"a run {quoted(header.run_id)} is already in the store") from None
+                raise refusals.run_exists(header.run_id) from None
             db.executemany(
                 sql.INSERT_EFFECT,
                 [
@@ -204,15 +200,9 @@ class SqliteRunStore:
                 (run_id,),
             ).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             if not db.execute(sql.CLAIM, (owner, now + ttl, now, run_id, now, force)).rowcount:
-                raise RunLeased(
-                    f"run {quoted(run_id)} is driven by {cut(row[0])} until "
-                    f"{time.strftime('%H:%M:%S', time.localtime(row[2]))} (its lease); "
-                    "resume it after that, or with force=True if that owner is known dead",
-                    owner=row[0],
-                    expires_at=row[2],
-                )
+                raise refusals.run_leased(run_id, row[0], row[2])
             return Lease(owner, int(row[1]) + 1, now + ttl)
 
     async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
@@ -354,23 +344,17 @@ class SqliteRunStore:
         with self._write() as db:
             row = db.execute(sql.CHAIN, (run_id,)).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
-                raise StoreError(
-                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
-                    "decisions for that suspension cannot be spent"
-                )
+                raise refusals.not_suspended_at(run_id, head.seq, seq)
             for decision in decisions:
                 data, mac, link = rows.decision_row(chain, seq, decision)
                 args = (run_id, seq, decision.call_id, data, mac, link)
                 try:
                     db.execute(sql.INSERT_DECISION, args)
                 except sqlite3.IntegrityError:
-                    raise DecisionSpent(
-                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
-                        f"decided at suspension {seq}: a decision is spent once"
-                    ) from None
+                    raise refusals.decision_spent(run_id, decision.call_id, seq) from None
             self._seal(db, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
@@ -381,16 +365,7 @@ class SqliteRunStore:
         row = self._db.execute(
             "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
-            return LeaseLost(
-                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
-                "not the one this driver wrote after): stopping without writing"
-            )
-        holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
-        return LeaseLost(
-            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
-            f"held by {holder}: stopping without writing"
-        )
+        return refusals.lease_lost(run_id, lease, row)
 
     # ------------------------------------------------------------ reading
 
@@ -444,7 +419,7 @@ class SqliteRunStore:
         with self._lock, self._reading():
             row = self._db.execute(sql.REVISION, (run_id, run_id)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+            raise refusals.run_not_found(run_id, self.path)
         return tuple(row)
 
     def header(self, run_id: str) -> RunHeader:
@@ -462,7 +437,7 @@ class SqliteRunStore:
         """The run's row and its header, checked (inside a read of the caller's)."""
         row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+            raise refusals.run_not_found(run_id, self.path)
         return row, rows.read_header(self._key, run_id, row[1], row[2])
 
     @contextmanager
@@ -549,7 +524,7 @@ class SqliteRunStore:
         """
         with self._write() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             return self._delete_tree(db, run_id)
 
     async def adelete(self, run_id: str) -> int:
