@@ -28,7 +28,6 @@ from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 try:
     import psycopg
@@ -48,6 +47,15 @@ from helikon.durable import legacy, refusals, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
+from helikon.durable.postgres_engine import (
+    Cursor,
+    Pool,
+    fetch_all,
+    reason,
+    serve,
+    shut_down,
+    without_password,
+)
 from helikon.durable.records import (
     CallRecord,
     EffectRecord,
@@ -66,8 +74,6 @@ from helikon.durable.signing import KEY_VARIABLE, resolve_key
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 T = TypeVar("T")
-Cursor = psycopg.AsyncCursor[Any]
-Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
 
 CONNECT_TIMEOUT = 10.0
 """Seconds opening the store waits for the database before it gives up."""
@@ -101,16 +107,16 @@ class PostgresRunStore:
         max_size: int = 10,
     ) -> None:
         self._url = url
-        self._where = _without_password(url)
+        self._where = without_password(url)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=_serve, args=(self._loop,), name="helikon-postgres", daemon=True
+            target=serve, args=(self._loop,), name="helikon-postgres", daemon=True
         )
         self._thread.start()
         self._pools: list[Pool] = []  # the one pool, once open (the finalizer closes it)
         # Closes the pool and stops the loop on close(), when the store is collected, or
         # at exit, whichever comes first: a store never closed leaks no connection.
-        self._closing = weakref.finalize(self, _shut_down, self._loop, self._thread, self._pools)
+        self._closing = weakref.finalize(self, shut_down, self._loop, self._thread, self._pools)
         try:
             self._key = self._wait(self._open(key, min_size, max_size))
         except BaseException:
@@ -162,7 +168,7 @@ class PostgresRunStore:
                 self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
+            raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
         async with connection:
             found = await self._migrate(connection, key, keyless)
         pool: Pool = AsyncConnectionPool(
@@ -177,7 +183,7 @@ class PostgresRunStore:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
         except psycopg.Error as exc:
             await pool.close()
-            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
+            raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
         self._pools.append(pool)
         return found
 
@@ -209,7 +215,7 @@ class PostgresRunStore:
                     await cur.execute(sql.SET_SCHEMA, (str(sql.SCHEMA_VERSION),))
                 return found
         except psycopg.Error as exc:
-            raise StoreError(f"cannot migrate the run store {self._where}: {_reason(exc)}") from exc
+            raise StoreError(f"cannot migrate the run store {self._where}: {reason(exc)}") from exc
 
     async def _kept_key(self, cur: Cursor) -> bytes:
         """The key kept in `meta`, made on first use."""
@@ -247,7 +253,7 @@ class PostgresRunStore:
                     await cur.execute(sql.READ_ONLY)
                 yield cur
         except psycopg.Error as exc:
-            raise StoreError(f"the run store {self._where} failed: {_reason(exc)}") from exc
+            raise StoreError(f"the run store {self._where} failed: {reason(exc)}") from exc
 
     # ------------------------------------------------------------ driving a run
 
@@ -563,7 +569,7 @@ class PostgresRunStore:
             info, (head_mac, signature, n, last) = RunInfo(*row[:13]), row[15:19]
             head = RunHead(info.seq, head_mac, n, last)
             rows.check_head(self._key, run_id, head, signature)
-            found = [await self._all(cur, query, run_id) for query in _PARTS]
+            found = [await fetch_all(cur, query, run_id) for query in _PARTS]
             await cur.execute(sql.CHART, (header.chart_digest,))
             chart = await cur.fetchone()
         records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
@@ -627,11 +633,6 @@ class PostgresRunStore:
             raise refusals.run_not_found(run_id, self._where)
         return row, rows.read_header(self._key, run_id, row[13], row[14])
 
-    @staticmethod
-    async def _all(cur: Cursor, query: str, *args: Any) -> list[Any]:
-        await cur.execute(query, args)
-        return await cur.fetchall()
-
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]:
@@ -653,7 +654,7 @@ class PostgresRunStore:
             clauses.append("parent_run_id IS NULL")
         query = sql.RUN_LIST + (" WHERE " + " AND ".join(clauses) if clauses else "")
         async with self._transaction() as cur:
-            found = await self._all(cur, query + sql.RUN_ORDER, *args)
+            found = await fetch_all(cur, query + sql.RUN_ORDER, *args)
         return [RunInfo(*row) for row in found]
 
     def pending(self, run_id: str) -> tuple[ApprovalRequest, ...]:
@@ -693,7 +694,7 @@ class PostgresRunStore:
     async def _session_items(self, session_id: str) -> tuple[Item, ...]:
         async with self._transaction(read_only=True) as cur:
             head = await _session_head(cur, session_id)
-            found = await self._all(cur, sql.SESSION_ITEMS, session_id)
+            found = await fetch_all(cur, sql.SESSION_ITEMS, session_id)
         return rows.read_session(self._key, session_id, head, found)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
@@ -763,13 +764,13 @@ class PostgresRunStore:
         sessions: float | None = None,
     ) -> int:
         async with self._transaction() as cur:
-            gone = [row[0] for row in await self._all(cur, tree, arg)]
+            gone = [row[0] for row in await fetch_all(cur, tree, arg)]
             if missing is not None and not gone:
                 raise refusals.run_not_found(missing, self._where)
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:
-                for session_id, upto in await self._all(cur, sql.OLD_SESSIONS, sessions):
+                for session_id, upto in await fetch_all(cur, sql.OLD_SESSIONS, sessions):
                     await self._prune_session(cur, session_id, upto)
         return len(gone)
 
@@ -777,7 +778,7 @@ class PostgresRunStore:
         """Delete a session's items up to `upto`; its chain then starts after them."""
         await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
         kept = await _session_head(cur, session_id)
-        base = await self._all(cur, sql.SESSION_ITEM, session_id, upto)
+        base = await fetch_all(cur, sql.SESSION_ITEM, session_id, upto)
         await cur.execute(sql.SESSION_PRUNE, (session_id, upto))
         head = rows.pruned_session(self._key, session_id, kept, upto, base[0][0] if base else "")
         if head is None:
@@ -798,7 +799,7 @@ class PostgresRunStore:
 
     async def _payload(self, run_id: str, digest: str) -> bytes:
         async with self._transaction() as cur:
-            found = await self._all(cur, sql.PAYLOAD, run_id, digest)
+            found = await fetch_all(cur, sql.PAYLOAD, run_id, digest)
         return checked(run_id, digest, found[0][0] if found else None, self._where)
 
     def put_chart(self, digest: str, data: str) -> None:
@@ -809,7 +810,7 @@ class PostgresRunStore:
 
     async def _chart(self, digest: str) -> str | None:
         async with self._transaction() as cur:
-            found = await self._all(cur, sql.CHART, digest)
+            found = await fetch_all(cur, sql.CHART, digest)
         return found[0][0] if found else None
 
 
@@ -827,7 +828,7 @@ async def _rechain(cur: Cursor, key: bytes) -> None:
     refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
     await cur.execute(sql.V1_RUNS)
     for run_id, *head in await cur.fetchall():
-        found = [await PostgresRunStore._all(cur, query, run_id) for query in sql.V1_READS]
+        found = [await fetch_all(cur, query, run_id) for query in sql.V1_READS]
         done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
         if done is not None:
             for query, links in zip(sql.CHAINS, done.parts(), strict=True):
@@ -835,53 +836,9 @@ async def _rechain(cur: Cursor, key: bytes) -> None:
             await cur.execute(sql.CHAIN_RUN, (*done.head, run_id))
     await cur.execute(sql.V1_SESSIONS)
     for (session_id,) in await cur.fetchall():
-        items = await PostgresRunStore._all(cur, sql.SESSION_ITEMS, session_id)
+        items = await fetch_all(cur, sql.SESSION_ITEMS, session_id)
         chained = legacy.rechain_session(key, session_id, items)
         if chained is not None:
             await cur.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
             await cur.execute(sql.SESSION_SET_HEAD, chained[1])
     await cur.execute(sql.GUARDS.encode())
-
-
-def _serve(loop: asyncio.AbstractEventLoop) -> None:
-    """The store's thread: its loop, until the store shuts it down."""
-    try:
-        loop.run_forever()
-    finally:
-        loop.close()
-
-
-def _shut_down(
-    loop: asyncio.AbstractEventLoop, thread: threading.Thread, pools: list[Pool]
-) -> None:
-    """Close the pools on the store's loop, then stop the loop and its thread."""
-
-    async def close_pools() -> None:
-        for pool in pools:
-            await pool.close()
-
-    if threading.current_thread() is thread:  # collected on its own loop: cannot wait there
-        loop.create_task(close_pools()).add_done_callback(lambda _: loop.stop())
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(close_pools(), loop).result()
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-
-
-def _reason(exc: psycopg.Error) -> str:
-    """psycopg's error in one line: the server's message and its kind (`DiskFull`), without
-    the lines of detail and context that follow it."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{first} ({type(exc).__name__})"
-
-
-def _without_password(url: str) -> str:
-    """`url` as messages name it: the password left out."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=user + host))
