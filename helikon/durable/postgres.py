@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Sequence
@@ -42,9 +41,8 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
-from helikon.core.quoting import quoted
-from helikon.durable import legacy, refusals, rows
 from helikon.durable import postgres_sql as sql
+from helikon.durable import refusals, rows
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.postgres_engine import (
@@ -56,6 +54,7 @@ from helikon.durable.postgres_engine import (
     shut_down,
     without_password,
 )
+from helikon.durable.postgres_migrate import migrate
 from helikon.durable.records import (
     CallRecord,
     EffectRecord,
@@ -65,12 +64,11 @@ from helikon.durable.records import (
     RunInfo,
     RunStatus,
     StepRecord,
-    StoreCorrupt,
     StoredRun,
     StoreError,
 )
 from helikon.durable.rows import RunHead
-from helikon.durable.signing import KEY_VARIABLE, resolve_key
+from helikon.durable.signing import KEY_VARIABLE
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 T = TypeVar("T")
@@ -170,7 +168,7 @@ class PostgresRunStore:
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
         async with connection:
-            found = await self._migrate(connection, key, keyless)
+            found = await migrate(connection, key, keyless, self._where)
         pool: Pool = AsyncConnectionPool(
             self._url,
             min_size=min_size,
@@ -186,57 +184,6 @@ class PostgresRunStore:
             raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
         self._pools.append(pool)
         return found
-
-    async def _migrate(
-        self, connection: psycopg.AsyncConnection[Any], key: bytes | str | None, keyless: bool
-    ) -> bytes:
-        """Bring the schema to `SCHEMA_VERSION` in one transaction, under an advisory lock
-        (a second worker waits, then finds it done); the store's key (kept in `meta` when
-        `keyless`), which chaining the rows of an earlier format needs."""
-        try:
-            async with connection.transaction(), connection.cursor() as cur:
-                await cur.execute(sql.LOCK_SCHEMA, (sql.MIGRATION_LOCK,))
-                await cur.execute(sql.META)
-                await cur.execute(sql.SCHEMA)
-                row = await cur.fetchone()
-                version = self._version(row[0] if row else "0")
-                if version > sql.SCHEMA_VERSION:
-                    raise StoreCorrupt(
-                        f"the run store {self._where} has schema version {version}, newer "
-                        f"than this helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon "
-                        "to open it"
-                    )
-                found = await self._kept_key(cur) if keyless else resolve_key(key, None)
-                for step in range(version, sql.SCHEMA_VERSION):
-                    await cur.execute(sql.MIGRATIONS[step].encode())
-                    if step + 1 == sql.CHAINED_AT:
-                        await _rechain(cur, found)
-                if version < sql.SCHEMA_VERSION:
-                    await cur.execute(sql.SET_SCHEMA, (str(sql.SCHEMA_VERSION),))
-                return found
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot migrate the run store {self._where}: {reason(exc)}") from exc
-
-    async def _kept_key(self, cur: Cursor) -> bytes:
-        """The key kept in `meta`, made on first use."""
-        await cur.execute(sql.PUT_KEY, (secrets.token_bytes(32).hex(),))
-        await cur.execute(sql.KEY)
-        stored = await cur.fetchone()
-        assert stored is not None
-        try:
-            return bytes.fromhex(str(stored[0]))
-        except ValueError:
-            raise StoreCorrupt(
-                f"the run store {self._where} keeps a key that is not 64 hex digits"
-            ) from None
-
-    def _version(self, text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise StoreCorrupt(
-                f"the run store {self._where} has schema version {quoted(text)}, not a number"
-            ) from None
 
     @asynccontextmanager
     async def _transaction(self, *, read_only: bool = False) -> AsyncIterator[Cursor]:
@@ -821,24 +768,3 @@ async def _session_head(cur: Cursor, session_id: str) -> tuple[rows.SessionHead,
     await cur.execute(sql.SESSION_HEAD, (session_id,))
     row = await cur.fetchone()
     return None if row is None else (rows.SessionHead(*row[:4]), row[4])
-
-
-async def _rechain(cur: Cursor, key: bytes) -> None:
-    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
-    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
-    await cur.execute(sql.V1_RUNS)
-    for run_id, *head in await cur.fetchall():
-        found = [await fetch_all(cur, query, run_id) for query in sql.V1_READS]
-        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
-        if done is not None:
-            for query, links in zip(sql.CHAINS, done.parts(), strict=True):
-                await cur.executemany(query, [(*row, run_id) for row in links])
-            await cur.execute(sql.CHAIN_RUN, (*done.head, run_id))
-    await cur.execute(sql.V1_SESSIONS)
-    for (session_id,) in await cur.fetchall():
-        items = await fetch_all(cur, sql.SESSION_ITEMS, session_id)
-        chained = legacy.rechain_session(key, session_id, items)
-        if chained is not None:
-            await cur.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
-            await cur.execute(sql.SESSION_SET_HEAD, chained[1])
-    await cur.execute(sql.GUARDS.encode())

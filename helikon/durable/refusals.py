@@ -14,6 +14,7 @@ from helikon.durable.records import (
     RunExists,
     RunLeased,
     RunNotFound,
+    StoreCorrupt,
     StoreError,
 )
 
@@ -62,4 +63,11 @@ def decision_spent(run_id: str, call_id: str, seq: int) -> DecisionSpent:
     return DecisionSpent(
         f"call {quoted(call_id)} of run {quoted(run_id)} was already "
         f"decided at suspension {seq}: a decision is spent once"
+    )
+
+
+def newer_schema(where: str, version: int, known: int) -> StoreCorrupt:
+    return StoreCorrupt(
+        f"the run store {where} has schema version {version}, newer than this "
+        f"helikon knows ({known}): upgrade helikon to open it"
     )

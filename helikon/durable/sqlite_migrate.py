@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from helikon.core.quoting import quoted
-from helikon.durable import legacy
+from helikon.durable import legacy, refusals
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.records import StoreCorrupt
 
@@ -18,10 +18,7 @@ def migrate(db: sqlite3.Connection, key: bytes, path: str) -> None:
     row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     version = _version(row[0] if row else "0", path)
     if version > sql.SCHEMA_VERSION:
-        raise StoreCorrupt(
-            f"the run store {path} has schema version {version}, newer than this "
-            f"helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon to open it"
-        )
+        raise refusals.newer_schema(path, version, sql.SCHEMA_VERSION)
     for step in range(version, sql.SCHEMA_VERSION):
         for statement in sql.MIGRATIONS[step].split(";"):
             if statement.strip():
