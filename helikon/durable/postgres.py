@@ -41,8 +41,8 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
+from helikon.durable import postgres_sessions, refusals, rows
 from helikon.durable import postgres_sql as sql
-from helikon.durable import refusals, rows
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.postgres_engine import (
@@ -640,9 +640,7 @@ class PostgresRunStore:
 
     async def _session_items(self, session_id: str) -> tuple[Item, ...]:
         async with self._transaction(read_only=True) as cur:
-            head = await _session_head(cur, session_id)
-            found = await fetch_all(cur, sql.SESSION_ITEMS, session_id)
-        return rows.read_session(self._key, session_id, head, found)
+            return await postgres_sessions.read(cur, self._key, session_id)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if items:
@@ -650,32 +648,14 @@ class PostgresRunStore:
 
     async def _add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         async with self._transaction() as cur:
-            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-            kept = await _session_head(cur, session_id)
-            head = kept[0] if kept else rows.SessionHead.empty(session_id)
-            chain = Chain(head.n, head.digest)
-            added = []
-            for item in items:
-                data, mac, n = rows.session_row(chain, item)
-                added.append((session_id, n, data, mac, run_id))
-            await cur.executemany(sql.SESSION_ADD, added)
-            await self._set_session_head(
-                cur, session_id, replace(head, n=chain.n, digest=chain.digest)
-            )
-
-    async def _set_session_head(self, cur: Cursor, session_id: str, head: rows.SessionHead) -> None:
-        signature = rows.session_sig(self._key, session_id, head)
-        fields = (head.first, head.base, head.n, head.digest)
-        await cur.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
+            await postgres_sessions.add(cur, self._key, session_id, items, run_id)
 
     def clear_session(self, session_id: str) -> None:
         self._wait(self._clear_session(session_id))
 
     async def _clear_session(self, session_id: str) -> None:
         async with self._transaction() as cur:
-            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-            for statement in sql.SESSION_CLEAR:
-                await cur.execute(statement, (session_id,))
+            await postgres_sessions.clear(cur, session_id)
 
     async def _execute(self, query: str, *args: Any) -> None:
         async with self._transaction() as cur:
@@ -718,20 +698,8 @@ class PostgresRunStore:
                 await cur.execute(statement, (gone,))
             if sessions is not None:
                 for session_id, upto in await fetch_all(cur, sql.OLD_SESSIONS, sessions):
-                    await self._prune_session(cur, session_id, upto)
+                    await postgres_sessions.prune(cur, self._key, session_id, upto)
         return len(gone)
-
-    async def _prune_session(self, cur: Cursor, session_id: str, upto: int) -> None:
-        """Delete a session's items up to `upto`; its chain then starts after them."""
-        await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-        kept = await _session_head(cur, session_id)
-        base = await fetch_all(cur, sql.SESSION_ITEM, session_id, upto)
-        await cur.execute(sql.SESSION_PRUNE, (session_id, upto))
-        head = rows.pruned_session(self._key, session_id, kept, upto, base[0][0] if base else "")
-        if head is None:
-            await cur.execute(sql.SESSION_CLEAR[1], (session_id,))
-        elif kept is not None and head != kept[0]:
-            await self._set_session_head(cur, session_id, head)
 
     async def aput_payload(self, run_id: str, data: bytes) -> str:
         """Keep `data` for `run_id` (once: a second put of the same bytes is the first); its
@@ -762,9 +730,3 @@ class PostgresRunStore:
 
 
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
-
-
-async def _session_head(cur: Cursor, session_id: str) -> tuple[rows.SessionHead, str] | None:
-    await cur.execute(sql.SESSION_HEAD, (session_id,))
-    row = await cur.fetchone()
-    return None if row is None else (rows.SessionHead(*row[:4]), row[4])

@@ -8,6 +8,8 @@ a row means, and whether it can be believed, is decided here, once for all of th
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from hmac import compare_digest
 from typing import Any, TypeVar
 
@@ -298,6 +300,20 @@ def session_row(chain: Chain, item: Item) -> tuple[str, str, int]:
     """(the item's JSON, its digest, its number), chained after `chain`'s head."""
     data = dumps(item, Item)
     return _linked(data, chain.add("item", chain.n + 1, data))
+
+
+def session_rows(
+    session_id: str, kept: tuple[SessionHead, str] | None, items: Sequence[Item]
+) -> tuple[list[tuple[int, str, str]], SessionHead]:
+    """`items` chained after the session's head (`kept`, None for a new session): each
+    item's (number, JSON, digest), and the head after them (to sign)."""
+    head = kept[0] if kept else SessionHead.empty(session_id)
+    chain = Chain(head.n, head.digest)
+    added = []
+    for item in items:
+        data, mac, n = session_row(chain, item)
+        added.append((n, data, mac))
+    return added, replace(head, n=chain.n, digest=chain.digest)
 
 
 def read_session(

@@ -6,12 +6,10 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 
 from helikon.core.items import Item
 from helikon.durable import rows
 from helikon.durable import sqlite_sql as sql
-from helikon.durable.chain import Chain
 
 
 def read(db: sqlite3.Connection, key: bytes, session_id: str) -> tuple[Item, ...]:
@@ -26,14 +24,9 @@ def add(
 ) -> None:
     """Chain `items` after the session's last, and sign its new head."""
     now = time.time()
-    kept, _ = head(db, session_id) or (rows.SessionHead.empty(session_id), "")
-    chain = Chain(kept.n, kept.digest)
-    added = []
-    for item in items:
-        data, mac, n = rows.session_row(chain, item)
-        added.append((session_id, n, data, mac, run_id, now))
-    db.executemany(sql.SESSION_ADD, added)
-    set_head(db, key, session_id, replace(kept, n=chain.n, digest=chain.digest))
+    added, new = rows.session_rows(session_id, head(db, session_id), items)
+    db.executemany(sql.SESSION_ADD, [(session_id, *row, run_id, now) for row in added])
+    set_head(db, key, session_id, new)
 
 
 def clear(db: sqlite3.Connection, session_id: str) -> None:
