@@ -87,6 +87,17 @@ def effect_row(chain: Chain, n: int, effect: EffectRecord) -> tuple[str, str, in
     return _linked(data, chain.add("event", n, effect.after_seq, data))
 
 
+def effect_rows(
+    run_id: str, chain: Chain, first: int, effects: Sequence[EffectRecord]
+) -> list[tuple[Any, ...]]:
+    """`effects` numbered from `first`, each a link of `chain`: (run, n, after, JSON,
+    digest, link), the columns of an effect's row."""
+    return [
+        (run_id, first + i, effect.after_seq, *effect_row(chain, first + i, effect))
+        for i, effect in enumerate(effects)
+    ]
+
+
 def call_row(chain: Chain, call: CallRecord) -> tuple[str | None, str, int]:
     """A call's start (no result) or its result, as the next link of `chain`."""
     if call.result is None:

@@ -25,6 +25,7 @@ from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
 from helikon.core.quoting import quoted
 from helikon.durable import refusals, rows
+from helikon.durable import sqlite_links as links
 from helikon.durable import sqlite_sessions as sessions
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -33,7 +34,6 @@ from helikon.durable.records import (
     CallRecord,
     EffectRecord,
     Lease,
-    LeaseLost,
     RunHeader,
     RunInfo,
     RunStatus,
@@ -141,7 +141,7 @@ class SqliteRunStore:
         now = time.time()
         data, mac = rows.header_row(self._key, header)
         chain = Chain(0, genesis("run", header.run_id))
-        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        events = rows.effect_rows(header.run_id, chain, 1, effects)
         record_data, record_mac, record_link = rows.record_row(chain, record)
         head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         with self._write() as db:
@@ -174,13 +174,7 @@ class SqliteRunStore:
                 )
             except sqlite3.IntegrityError:
                 raise refusals.run_exists(header.run_id) from None
-            db.executemany(
-                sql.INSERT_EFFECT,
-                [
-                    (header.run_id, n, e.after_seq, *row)
-                    for (n, e), row in zip(enumerate(effects, start=1), events, strict=True)
-                ],
-            )
+            db.executemany(sql.INSERT_EFFECT, events)
             args = (header.run_id, record.seq, record_data, record_mac, record_link)
             db.execute(sql.INSERT_RECORD, args)
         self._charts.add(header.chart_digest)  # committed (charts are never deleted)
@@ -209,7 +203,7 @@ class SqliteRunStore:
         expires = time.time() + ttl
         with self._write() as db:
             if not db.execute(sql.RENEW, (expires, run_id, lease.owner, lease.epoch)).rowcount:
-                raise self._lost(run_id, lease)
+                raise links.lost(db, run_id, lease)
         return Lease(lease.owner, lease.epoch, expires)
 
     async def append(
@@ -234,13 +228,13 @@ class SqliteRunStore:
         turns = rows.turns_of(record)
         ended = status in ENDED
         with self._write() as db:
-            before, chain = self._chain(db, run_id, lease)
+            before, chain = links.held(db, run_id, lease)
             if (before.seq, before.mac) != (record.seq - 1, previous_mac):
-                raise self._lost(run_id, lease)
-            self._insert_effects(db, run_id, effects, chain)
+                raise links.lost(db, run_id, lease)
+            links.insert_effects(db, run_id, effects, chain)
             data, mac, link = rows.record_row(chain, record)
             db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
-            self._write_calls(db, run_id, calls, chain)
+            links.write_calls(db, run_id, calls, chain)
             head = RunHead(record.seq, mac, chain.n, chain.digest)
             advanced = db.execute(
                 sql.ADVANCE,
@@ -264,76 +258,31 @@ class SqliteRunStore:
                 ),
             ).rowcount
             if not advanced:
-                raise self._lost(run_id, lease)
+                raise links.lost(db, run_id, lease)
         return mac
-
-    def _chain(self, db: sqlite3.Connection, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
-        """The run's head and its chain to extend, if `lease` still holds."""
-        row = db.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch)).fetchone()
-        if row is None:
-            raise self._lost(run_id, lease)
-        return RunHead(*row), Chain(row[2], row[3])
-
-    def _seal(self, db: sqlite3.Connection, run_id: str, head: RunHead, chain: Chain) -> None:
-        """Sign the run's head anew when this transaction added links to its chain."""
-        if chain.n != head.n:
-            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
-            signature = rows.head_sig(self._key, run_id, head)
-            db.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
-
-    def _write_calls(
-        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord], chain: Chain
-    ) -> None:
-        """Start or finish `calls`, each written a link of `chain` (none when the row was
-        there: a call starts once, its first result wins)."""
-        for call in calls:
-            result, mac, link = rows.call_row(chain, call)
-            if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
-                written = db.execute(sql.START_CALL, args).rowcount
-            else:
-                finished = (result, mac, link, run_id, call.seq, call.call_id)
-                written = db.execute(sql.FINISH_CALL, finished).rowcount
-            if not written:
-                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         if not effects:
             return
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._insert_effects(db, run_id, effects, chain)
-            self._seal(db, run_id, head, chain)
-
-    def _insert_effects(
-        self, db: sqlite3.Connection, run_id: str, effects: Sequence[EffectRecord], chain: Chain
-    ) -> None:
-        """Add `effects` after the run's last, each a link of `chain`."""
-        if not effects:
-            return
-        first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
-        db.executemany(
-            sql.INSERT_EFFECT,
-            [
-                (run_id, first + i, effect.after_seq, *rows.effect_row(chain, first + i, effect))
-                for i, effect in enumerate(effects)
-            ],
-        )
+            head, chain = links.held(db, run_id, lease)
+            links.insert_effects(db, run_id, effects, chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row; a result the
         record carries is not written: that is `finish_call`'s)."""
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._write_calls(db, run_id, (replace(call, result=None),), chain)
-            self._seal(db, run_id, head, chain)
+            head, chain = links.held(db, run_id, lease)
+            links.write_calls(db, run_id, (replace(call, result=None),), chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins."""
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._write_calls(db, run_id, calls, chain)
-            self._seal(db, run_id, head, chain)
+            head, chain = links.held(db, run_id, lease)
+            links.write_calls(db, run_id, calls, chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.
@@ -355,17 +304,11 @@ class SqliteRunStore:
                     db.execute(sql.INSERT_DECISION, args)
                 except sqlite3.IntegrityError:
                     raise refusals.decision_spent(run_id, decision.call_id, seq) from None
-            self._seal(db, run_id, head, chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         with self._write() as db:
             db.execute(sql.RELEASE, (status, time.time(), run_id, lease.owner, lease.epoch))
-
-    def _lost(self, run_id: str, lease: Lease) -> LeaseLost:
-        row = self._db.execute(
-            "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        return refusals.lease_lost(run_id, lease, row)
 
     # ------------------------------------------------------------ reading
 
