@@ -41,6 +41,7 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
+from helikon.durable import postgres_links as links
 from helikon.durable import postgres_sessions, refusals, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -59,7 +60,6 @@ from helikon.durable.records import (
     CallRecord,
     EffectRecord,
     Lease,
-    LeaseLost,
     RunHeader,
     RunInfo,
     RunStatus,
@@ -234,7 +234,7 @@ class PostgresRunStore:
         rows.check_run_id(header.run_id)
         data, mac = rows.header_row(self._key, header)
         chain = Chain(0, genesis("run", header.run_id))
-        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        events = rows.effect_rows(header.run_id, chain, 1, effects)
         record_data, record_mac, record_link = rows.record_row(chain, record)
         head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         async with self._transaction() as cur:
@@ -264,10 +264,7 @@ class PostgresRunStore:
             row = await cur.fetchone()
             if row is None:
                 raise refusals.run_exists(header.run_id)
-            numbered = zip(enumerate(effects, start=1), events, strict=True)
-            await cur.executemany(
-                sql.INSERT_EFFECT, [(header.run_id, n, e.after_seq, *r) for (n, e), r in numbered]
-            )
+            await cur.executemany(sql.INSERT_EFFECT, events)
             args = (header.run_id, record.seq, record_data, record_mac, record_link)
             await cur.execute(sql.INSERT_RECORD, args)
         return Lease(owner, 1, row[0]), record_mac
@@ -306,7 +303,7 @@ class PostgresRunStore:
             await cur.execute(sql.RENEW, (ttl, run_id, lease.owner, lease.epoch))
             row = await cur.fetchone()
             if row is None:
-                raise await self._lost(cur, run_id, lease)
+                raise await links.lost(cur, run_id, lease)
         return Lease(lease.owner, lease.epoch, row[0])
 
     async def append(
@@ -342,52 +339,21 @@ class PostgresRunStore:
     ) -> str:
         where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
-            before, chain = await self._chain(cur, run_id, lease)
+            before, chain = await links.held(cur, run_id, lease)
             if (before.seq, before.mac) != (record.seq - 1, previous_mac):
-                raise await self._lost(cur, run_id, lease)
-            await self._insert_effects(cur, run_id, effects, chain)
+                raise await links.lost(cur, run_id, lease)
+            await links.insert_effects(cur, run_id, effects, chain)
             data, mac, link = rows.record_row(chain, record)
             await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
-            await self._write_calls(cur, run_id, calls, chain)
+            await links.write_calls(cur, run_id, calls, chain)
             new = RunHead(record.seq, mac, chain.n, chain.digest)
             signed = (new.seq, mac, rows.head_sig(self._key, run_id, new), new.n, new.digest)
             ended = status in ("completed", "failed")  # its last record lets go of the lease
             changes = (*signed, status, record.state_after.phase, rows.turns_of(record))
             await cur.execute(sql.ADVANCE, (*changes, ended, ended, *where))
             if not cur.rowcount:
-                raise await self._lost(cur, run_id, lease)
+                raise await links.lost(cur, run_id, lease)
         return mac
-
-    async def _chain(self, cur: Cursor, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
-        """The run's head and its chain to extend, locked, if `lease` still holds."""
-        await cur.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch))
-        row = await cur.fetchone()
-        if row is None:
-            raise await self._lost(cur, run_id, lease)
-        return RunHead(*row), Chain(row[2], row[3])
-
-    async def _seal(self, cur: Cursor, run_id: str, head: RunHead, chain: Chain) -> None:
-        """Sign the run's head anew when this transaction added links to its chain."""
-        if chain.n != head.n:
-            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
-            signature = rows.head_sig(self._key, run_id, head)
-            await cur.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
-
-    async def _write_calls(
-        self, cur: Cursor, run_id: str, calls: Sequence[CallRecord], chain: Chain
-    ) -> None:
-        """Start or finish `calls`, each written a link of `chain` (none when the row was
-        there: a call starts once, its first result wins)."""
-        for call in calls:
-            result, mac, link = rows.call_row(chain, call)
-            if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
-                await cur.execute(sql.START_CALL, args)
-            else:
-                finished = (result, mac, link, run_id, call.seq, call.call_id)
-                await cur.execute(sql.FINISH_CALL, finished)
-            if not cur.rowcount:
-                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         """Write effects that no record follows yet (when a run stops).
@@ -402,31 +368,9 @@ class PostgresRunStore:
         self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]
     ) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._insert_effects(cur, run_id, effects, chain)
-            await self._seal(cur, run_id, head, chain)
-
-    async def _insert_effects(
-        self, cur: Cursor, run_id: str, effects: Sequence[EffectRecord], chain: Chain
-    ) -> None:
-        if not effects:
-            return
-        await cur.execute(sql.NEXT_EFFECT, (run_id,))
-        row = await cur.fetchone()
-        assert row is not None
-        n = int(row[0])
-        await cur.executemany(
-            sql.INSERT_EFFECT,
-            [
-                (
-                    run_id,
-                    n + i,
-                    effect.after_seq,
-                    *rows.effect_row(chain, n + i, effect),
-                )
-                for i, effect in enumerate(effects)
-            ],
-        )
+            head, chain = await links.held(cur, run_id, lease)
+            await links.insert_effects(cur, run_id, effects, chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row).
@@ -438,9 +382,9 @@ class PostgresRunStore:
 
     async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._write_calls(cur, run_id, (replace(call, result=None),), chain)
-            await self._seal(cur, run_id, head, chain)
+            head, chain = await links.held(cur, run_id, lease)
+            await links.write_calls(cur, run_id, (replace(call, result=None),), chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins.
@@ -452,9 +396,9 @@ class PostgresRunStore:
 
     async def _finish_call(self, run_id: str, lease: Lease, calls: Sequence[CallRecord]) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._write_calls(cur, run_id, calls, chain)
-            await self._seal(cur, run_id, head, chain)
+            head, chain = await links.held(cur, run_id, lease)
+            await links.write_calls(cur, run_id, calls, chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once (all
@@ -480,7 +424,7 @@ class PostgresRunStore:
                 await cur.execute(sql.INSERT_DECISION, args)
                 if await cur.fetchone() is None:
                     raise refusals.decision_spent(run_id, decision.call_id, seq)
-            await self._seal(cur, run_id, head, chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         """Give the lease up, leaving the run `status` (nothing, when the lease is gone)."""
@@ -489,11 +433,6 @@ class PostgresRunStore:
     async def _release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         async with self._transaction() as cur:
             await cur.execute(sql.RELEASE, (status, run_id, lease.owner, lease.epoch))
-
-    async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
-        await cur.execute(sql.HOLDER, (run_id,))
-        row = await cur.fetchone()
-        return refusals.lease_lost(run_id, lease, row)
 
     # ------------------------------------------------------------ reading
 
