@@ -42,6 +42,7 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
 from helikon.durable import postgres_links as links
+from helikon.durable import postgres_reads as reads
 from helikon.durable import postgres_sessions, refusals, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
@@ -450,25 +451,7 @@ class PostgresRunStore:
         return self._wait(self._get(run_id))
 
     async def _get(self, run_id: str) -> StoredRun:
-        async with self._transaction(read_only=True) as cur:
-            row, header = await self._run_row(cur, run_id)
-            info, (head_mac, signature, n, last) = RunInfo(*row[:13]), row[15:19]
-            head = RunHead(info.seq, head_mac, n, last)
-            rows.check_head(self._key, run_id, head, signature)
-            found = [await fetch_all(cur, query, run_id) for query in _PARTS]
-            await cur.execute(sql.CHART, (header.chart_digest,))
-            chart = await cur.fetchone()
-        records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
-        return StoredRun(
-            header,
-            info,
-            records,
-            effects,
-            calls,
-            decisions,
-            rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
-            head_mac,
-        )
+        return await reads.stored(self._transaction, self._key, self._where, run_id)
 
     async def aheader(self, run_id: str) -> RunHeader:
         """`header`, awaited."""
@@ -501,23 +484,11 @@ class PostgresRunStore:
 
     async def _revision(self, run_id: str) -> Revision:
         async with self._transaction(read_only=True) as cur:
-            await cur.execute(sql.REVISION, (run_id, run_id))
-            row = await cur.fetchone()
-        if row is None:
-            raise refusals.run_not_found(run_id, self._where)
-        return tuple(row)
+            return await reads.revision(cur, self._where, run_id)
 
     async def _header(self, run_id: str) -> RunHeader:
         async with self._transaction(read_only=True) as cur:
-            return (await self._run_row(cur, run_id))[1]
-
-    async def _run_row(self, cur: Cursor, run_id: str) -> tuple[Any, RunHeader]:
-        """The run's row and its header, checked (in the caller's transaction)."""
-        await cur.execute(sql.RUN_ROW, (run_id,))
-        row = await cur.fetchone()
-        if row is None:
-            raise refusals.run_not_found(run_id, self._where)
-        return row, rows.read_header(self._key, run_id, row[13], row[14])
+            return (await reads.run_row(cur, self._key, self._where, run_id))[1]
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
@@ -531,17 +502,8 @@ class PostgresRunStore:
         return await self._await(self._runs(status, include_nested))
 
     async def _runs(self, status: RunStatus | None, include_nested: bool) -> list[RunInfo]:
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = %s")
-            args.append(status)
-        if not include_nested:
-            clauses.append("parent_run_id IS NULL")
-        query = sql.RUN_LIST + (" WHERE " + " AND ".join(clauses) if clauses else "")
         async with self._transaction() as cur:
-            found = await fetch_all(cur, query + sql.RUN_ORDER, *args)
-        return [RunInfo(*row) for row in found]
+            return await reads.run_list(cur, status, include_nested)
 
     def pending(self, run_id: str) -> tuple[ApprovalRequest, ...]:
         """The `ApprovalRequest`s a suspended run waits on (stamped: decide on these)."""
@@ -666,6 +628,3 @@ class PostgresRunStore:
         async with self._transaction() as cur:
             found = await fetch_all(cur, sql.CHART, digest)
         return found[0][0] if found else None
-
-
-_PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)

@@ -365,6 +365,19 @@ def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
 MAX_RUN_ID = 512
 
 
+def run_filter(status: str | None, include_nested: bool, mark: str) -> tuple[str, list[Any]]:
+    """The WHERE clause listing runs takes (`mark`: the driver's placeholder), and its
+    arguments: runs of `status` only, top-level runs only unless `include_nested`."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if status is not None:
+        clauses.append(f"status = {mark}")
+        args.append(status)
+    if not include_nested:
+        clauses.append("parent_run_id IS NULL")
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
 def check_run_id(run_id: str) -> None:
     """Refuse a run id no store can keep alike: empty, too long, or holding NUL."""
     if not run_id or len(run_id) > MAX_RUN_ID or "\x00" in run_id:

@@ -403,17 +403,8 @@ class SqliteRunStore:
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]:
         """The runs in the store, newest first: id, agent, phase, seq, status, turns, times."""
-        query = sql.RUN_LIST
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            args.append(status)
-        if not include_nested:
-            clauses.append("parent_run_id IS NULL")
-        if clauses:
-            query += " WHERE " + " AND ".join(clauses)
-        query += " ORDER BY updated_at DESC, run_id"
+        where, args = rows.run_filter(status, include_nested, "?")
+        query = sql.RUN_LIST + where + " ORDER BY updated_at DESC, run_id"
         return [_info(row) for row in self._read(query, args)]
 
     async def aruns(
