@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 try:
     import psycopg
-    from psycopg_pool import AsyncConnectionPool
+    import psycopg_pool  # noqa: F401  (used by postgres_engine: a missing one is named here)
 except ModuleNotFoundError as exc:  # say which extra, not just which module
     if exc.name not in ("psycopg", "psycopg_pool"):
         raise
@@ -48,9 +48,14 @@ from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.postgres_engine import (
+    CONNECT_TIMEOUT as CONNECT_TIMEOUT,
+)
+from helikon.durable.postgres_engine import (
     Cursor,
     Pool,
+    connect,
     fetch_all,
+    open_pool,
     reason,
     serve,
     shut_down,
@@ -73,9 +78,6 @@ from helikon.durable.signing import KEY_VARIABLE
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 T = TypeVar("T")
-
-CONNECT_TIMEOUT = 10.0
-"""Seconds opening the store waits for the database before it gives up."""
 
 
 class PostgresRunStore:
@@ -162,28 +164,9 @@ class PostgresRunStore:
         """Migrate the schema and find the key on a connection of their own (a wrong URL
         fails here at once, with libpq's reason), then open the pool."""
         keyless = key is None and not os.environ.get(KEY_VARIABLE)
-        try:
-            connection = await psycopg.AsyncConnection.connect(
-                self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
-            )
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
-        async with connection:
+        async with await connect(self._url, self._where) as connection:
             found = await migrate(connection, key, keyless, self._where)
-        pool: Pool = AsyncConnectionPool(
-            self._url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="helikon-runs",
-        )
-        try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
-        except psycopg.Error as exc:
-            await pool.close()
-            raise StoreError(f"cannot open the run store {self._where}: {reason(exc)}") from exc
-        self._pools.append(pool)
+        self._pools.append(await open_pool(self._url, self._where, min_size, max_size))
         return found
 
     @asynccontextmanager

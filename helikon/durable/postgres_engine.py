@@ -11,8 +11,43 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from helikon.durable.records import StoreError
+
 Cursor = psycopg.AsyncCursor[Any]
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds opening the store waits for the database before it gives up."""
+
+
+async def connect(url: str, where: str) -> psycopg.AsyncConnection[Any]:
+    """One connection of its own (the migration's): a wrong URL fails here, with libpq's
+    reason."""
+    try:
+        return await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
+        )
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot open the run store {where}: {reason(exc)}") from exc
+
+
+async def open_pool(url: str, where: str, min_size: int, max_size: int) -> Pool:
+    """The store's pool, open, with `min_size` connections made."""
+    pool: Pool = AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs={"autocommit": True},
+        open=False,
+        name="helikon-runs",
+    )
+    try:
+        await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        await pool.close()
+        raise StoreError(f"cannot open the run store {where}: {reason(exc)}") from exc
+    return pool
 
 
 async def fetch_all(cur: Cursor, query: str, *args: Any) -> list[Any]:
