@@ -13,7 +13,10 @@ Every write is one transaction conditioned on the writer's lease (owner and epoc
 it locks, so a claim waits until the write is committed; a record is written only if the
 run's head is the record before (compare and swap). What a row means and whether it checks
 out is decided in `helikon.durable.rows`, as for SQLite; SQL text is in
-`helikon.durable.postgres_sql`. psycopg's errors come out as `StoreError`.
+`helikon.durable.postgres_sql`. psycopg's errors come out as `StoreError`. The loop, the
+pool and psycopg's errors are in `postgres_engine`, the migrations in `postgres_migrate`,
+the reads in `postgres_reads`, sessions in `postgres_sessions`, what a write adds to a
+run's chain in `postgres_links`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ at the cost the benchmark prints). Every write is one `BEGIN IMMEDIATE` transact
 conditioned on the writer's lease (owner and epoch) and, for a record, on the run's head
 (compare and swap), so a second driver is refused and a stale one stops at its next write.
 The async methods the driver awaits run inline: a WAL commit takes tens of microseconds,
-less than a hop to a worker thread would. SQL text is in `helikon.durable.sqlite_sql`.
+less than a hop to a worker thread would. SQL text is in `helikon.durable.sqlite_sql`;
+the transaction and SQLite's errors in `sqlite_transactions`, the migrations in
+`sqlite_migrate`, sessions in `sqlite_sessions`, what a write adds to a run's chain in
+`sqlite_links`.
 """
 
 from __future__ import annotations
