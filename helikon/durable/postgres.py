@@ -13,27 +13,27 @@ Every write is one transaction conditioned on the writer's lease (owner and epoc
 it locks, so a claim waits until the write is committed; a record is written only if the
 run's head is the record before (compare and swap). What a row means and whether it checks
 out is decided in `helikon.durable.rows`, as for SQLite; SQL text is in
-`helikon.durable.postgres_sql`. psycopg's errors come out as `StoreError`.
+`helikon.durable.postgres_sql`. psycopg's errors come out as `StoreError`. The loop, the
+pool and psycopg's errors are in `postgres_engine`, the migrations in `postgres_migrate`,
+the reads in `postgres_reads`, sessions in `postgres_sessions`, what a write adds to a
+run's chain in `postgres_links`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 try:
     import psycopg
-    from psycopg_pool import AsyncConnectionPool
+    import psycopg_pool  # noqa: F401  (used by postgres_engine: a missing one is named here)
 except ModuleNotFoundError as exc:  # say which extra, not just which module
     if exc.name not in ("psycopg", "psycopg_pool"):
         raise
@@ -44,38 +44,43 @@ except ModuleNotFoundError as exc:  # say which extra, not just which module
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.items import Item
-from helikon.core.quoting import cut, quoted
-from helikon.durable import legacy, rows
+from helikon.durable import postgres_links as links
+from helikon.durable import postgres_reads as reads
+from helikon.durable import postgres_sessions, refusals, rows
 from helikon.durable import postgres_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
+from helikon.durable.postgres_engine import (
+    CONNECT_TIMEOUT as CONNECT_TIMEOUT,
+)
+from helikon.durable.postgres_engine import (
+    Cursor,
+    Pool,
+    connect,
+    fetch_all,
+    open_pool,
+    reason,
+    serve,
+    shut_down,
+    without_password,
+)
+from helikon.durable.postgres_migrate import migrate
 from helikon.durable.records import (
     CallRecord,
-    DecisionSpent,
     EffectRecord,
     Lease,
-    LeaseLost,
-    RunExists,
     RunHeader,
     RunInfo,
-    RunLeased,
-    RunNotFound,
     RunStatus,
     StepRecord,
-    StoreCorrupt,
     StoredRun,
     StoreError,
 )
 from helikon.durable.rows import RunHead
-from helikon.durable.signing import KEY_VARIABLE, resolve_key
+from helikon.durable.signing import KEY_VARIABLE
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 T = TypeVar("T")
-Cursor = psycopg.AsyncCursor[Any]
-Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
-
-CONNECT_TIMEOUT = 10.0
-"""Seconds opening the store waits for the database before it gives up."""
 
 
 class PostgresRunStore:
@@ -106,16 +111,16 @@ class PostgresRunStore:
         max_size: int = 10,
     ) -> None:
         self._url = url
-        self._where = _without_password(url)
+        self._where = without_password(url)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=_serve, args=(self._loop,), name="helikon-postgres", daemon=True
+            target=serve, args=(self._loop,), name="helikon-postgres", daemon=True
         )
         self._thread.start()
         self._pools: list[Pool] = []  # the one pool, once open (the finalizer closes it)
         # Closes the pool and stops the loop on close(), when the store is collected, or
         # at exit, whichever comes first: a store never closed leaks no connection.
-        self._closing = weakref.finalize(self, _shut_down, self._loop, self._thread, self._pools)
+        self._closing = weakref.finalize(self, shut_down, self._loop, self._thread, self._pools)
         try:
             self._key = self._wait(self._open(key, min_size, max_size))
         except BaseException:
@@ -162,80 +167,10 @@ class PostgresRunStore:
         """Migrate the schema and find the key on a connection of their own (a wrong URL
         fails here at once, with libpq's reason), then open the pool."""
         keyless = key is None and not os.environ.get(KEY_VARIABLE)
-        try:
-            connection = await psycopg.AsyncConnection.connect(
-                self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
-            )
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
-        async with connection:
-            found = await self._migrate(connection, key, keyless)
-        pool: Pool = AsyncConnectionPool(
-            self._url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="helikon-runs",
-        )
-        try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
-        except psycopg.Error as exc:
-            await pool.close()
-            raise StoreError(f"cannot open the run store {self._where}: {_reason(exc)}") from exc
-        self._pools.append(pool)
+        async with await connect(self._url, self._where) as connection:
+            found = await migrate(connection, key, keyless, self._where)
+        self._pools.append(await open_pool(self._url, self._where, min_size, max_size))
         return found
-
-    async def _migrate(
-        self, connection: psycopg.AsyncConnection[Any], key: bytes | str | None, keyless: bool
-    ) -> bytes:
-        """Bring the schema to `SCHEMA_VERSION` in one transaction, under an advisory lock
-        (a second worker waits, then finds it done); the store's key (kept in `meta` when
-        `keyless`), which chaining the rows of an earlier format needs."""
-        try:
-            async with connection.transaction(), connection.cursor() as cur:
-                await cur.execute(sql.LOCK_SCHEMA, (sql.MIGRATION_LOCK,))
-                await cur.execute(sql.META)
-                await cur.execute(sql.SCHEMA)
-                row = await cur.fetchone()
-                version = self._version(row[0] if row else "0")
-                if version > sql.SCHEMA_VERSION:
-                    raise StoreCorrupt(
-                        f"the run store {self._where} has schema version {version}, newer "
-                        f"than this helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon "
-                        "to open it"
-                    )
-                found = await self._kept_key(cur) if keyless else resolve_key(key, None)
-                for step in range(version, sql.SCHEMA_VERSION):
-                    await cur.execute(sql.MIGRATIONS[step].encode())
-                    if step + 1 == sql.CHAINED_AT:
-                        await _rechain(cur, found)
-                if version < sql.SCHEMA_VERSION:
-                    await cur.execute(sql.SET_SCHEMA, (str(sql.SCHEMA_VERSION),))
-                return found
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot migrate the run store {self._where}: {_reason(exc)}") from exc
-
-    async def _kept_key(self, cur: Cursor) -> bytes:
-        """The key kept in `meta`, made on first use."""
-        await cur.execute(sql.PUT_KEY, (secrets.token_bytes(32).hex(),))
-        await cur.execute(sql.KEY)
-        stored = await cur.fetchone()
-        assert stored is not None
-        try:
-            return bytes.fromhex(str(stored[0]))
-        except ValueError:
-            raise StoreCorrupt(
-                f"the run store {self._where} keeps a key that is not 64 hex digits"
-            ) from None
-
-    def _version(self, text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise StoreCorrupt(
-                f"the run store {self._where} has schema version {quoted(text)}, not a number"
-            ) from None
 
     @asynccontextmanager
     async def _transaction(self, *, read_only: bool = False) -> AsyncIterator[Cursor]:
@@ -252,7 +187,7 @@ class PostgresRunStore:
                     await cur.execute(sql.READ_ONLY)
                 yield cur
         except psycopg.Error as exc:
-            raise StoreError(f"the run store {self._where} failed: {_reason(exc)}") from exc
+            raise StoreError(f"the run store {self._where} failed: {reason(exc)}") from exc
 
     # ------------------------------------------------------------ driving a run
 
@@ -286,7 +221,7 @@ class PostgresRunStore:
         rows.check_run_id(header.run_id)
         data, mac = rows.header_row(self._key, header)
         chain = Chain(0, genesis("run", header.run_id))
-        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        events = rows.effect_rows(header.run_id, chain, 1, effects)
         record_data, record_mac, record_link = rows.record_row(chain, record)
         head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         async with self._transaction() as cur:
@@ -315,11 +250,8 @@ class PostgresRunStore:
             )
             row = await cur.fetchone()
             if row is None:
-                raise RunExists(f"a run {quoted(header.run_id)} is already in the store")
-            numbered = zip(enumerate(effects, start=1), events, strict=True)
-            await cur.executemany(
-                sql.INSERT_EFFECT, [(header.run_id, n, e.after_seq, *r) for (n, e), r in numbered]
-            )
+                raise refusals.run_exists(header.run_id)
+            await cur.executemany(sql.INSERT_EFFECT, events)
             args = (header.run_id, record.seq, record_data, record_mac, record_link)
             await cur.execute(sql.INSERT_RECORD, args)
         return Lease(owner, 1, row[0]), record_mac
@@ -338,17 +270,11 @@ class PostgresRunStore:
             await cur.execute(sql.LEASE, (run_id,))
             held = await cur.fetchone()
             if held is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+                raise refusals.run_not_found(run_id, self._where)
             await cur.execute(sql.CLAIM, (owner, ttl, run_id, force))
             taken = await cur.fetchone()
             if taken is None:
-                raise RunLeased(
-                    f"run {quoted(run_id)} is driven by {cut(held[0])} until "
-                    f"{time.strftime('%H:%M:%S', time.localtime(held[2]))} (its lease); "
-                    "resume it after that, or with force=True if that owner is known dead",
-                    owner=held[0],
-                    expires_at=held[2],
-                )
+                raise refusals.run_leased(run_id, held[0], held[2])
         return Lease(owner, int(taken[0]), taken[1])
 
     async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
@@ -364,7 +290,7 @@ class PostgresRunStore:
             await cur.execute(sql.RENEW, (ttl, run_id, lease.owner, lease.epoch))
             row = await cur.fetchone()
             if row is None:
-                raise await self._lost(cur, run_id, lease)
+                raise await links.lost(cur, run_id, lease)
         return Lease(lease.owner, lease.epoch, row[0])
 
     async def append(
@@ -400,52 +326,21 @@ class PostgresRunStore:
     ) -> str:
         where = (run_id, lease.owner, lease.epoch, record.seq - 1, previous_mac)
         async with self._transaction() as cur:
-            before, chain = await self._chain(cur, run_id, lease)
+            before, chain = await links.held(cur, run_id, lease)
             if (before.seq, before.mac) != (record.seq - 1, previous_mac):
-                raise await self._lost(cur, run_id, lease)
-            await self._insert_effects(cur, run_id, effects, chain)
+                raise await links.lost(cur, run_id, lease)
+            await links.insert_effects(cur, run_id, effects, chain)
             data, mac, link = rows.record_row(chain, record)
             await cur.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
-            await self._write_calls(cur, run_id, calls, chain)
+            await links.write_calls(cur, run_id, calls, chain)
             new = RunHead(record.seq, mac, chain.n, chain.digest)
             signed = (new.seq, mac, rows.head_sig(self._key, run_id, new), new.n, new.digest)
             ended = status in ("completed", "failed")  # its last record lets go of the lease
             changes = (*signed, status, record.state_after.phase, rows.turns_of(record))
             await cur.execute(sql.ADVANCE, (*changes, ended, ended, *where))
             if not cur.rowcount:
-                raise await self._lost(cur, run_id, lease)
+                raise await links.lost(cur, run_id, lease)
         return mac
-
-    async def _chain(self, cur: Cursor, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
-        """The run's head and its chain to extend, locked, if `lease` still holds."""
-        await cur.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch))
-        row = await cur.fetchone()
-        if row is None:
-            raise await self._lost(cur, run_id, lease)
-        return RunHead(*row), Chain(row[2], row[3])
-
-    async def _seal(self, cur: Cursor, run_id: str, head: RunHead, chain: Chain) -> None:
-        """Sign the run's head anew when this transaction added links to its chain."""
-        if chain.n != head.n:
-            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
-            signature = rows.head_sig(self._key, run_id, head)
-            await cur.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
-
-    async def _write_calls(
-        self, cur: Cursor, run_id: str, calls: Sequence[CallRecord], chain: Chain
-    ) -> None:
-        """Start or finish `calls`, each written a link of `chain` (none when the row was
-        there: a call starts once, its first result wins)."""
-        for call in calls:
-            result, mac, link = rows.call_row(chain, call)
-            if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
-                await cur.execute(sql.START_CALL, args)
-            else:
-                finished = (result, mac, link, run_id, call.seq, call.call_id)
-                await cur.execute(sql.FINISH_CALL, finished)
-            if not cur.rowcount:
-                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         """Write effects that no record follows yet (when a run stops).
@@ -460,31 +355,9 @@ class PostgresRunStore:
         self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]
     ) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._insert_effects(cur, run_id, effects, chain)
-            await self._seal(cur, run_id, head, chain)
-
-    async def _insert_effects(
-        self, cur: Cursor, run_id: str, effects: Sequence[EffectRecord], chain: Chain
-    ) -> None:
-        if not effects:
-            return
-        await cur.execute(sql.NEXT_EFFECT, (run_id,))
-        row = await cur.fetchone()
-        assert row is not None
-        n = int(row[0])
-        await cur.executemany(
-            sql.INSERT_EFFECT,
-            [
-                (
-                    run_id,
-                    n + i,
-                    effect.after_seq,
-                    *rows.effect_row(chain, n + i, effect),
-                )
-                for i, effect in enumerate(effects)
-            ],
-        )
+            head, chain = await links.held(cur, run_id, lease)
+            await links.insert_effects(cur, run_id, effects, chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row).
@@ -496,9 +369,9 @@ class PostgresRunStore:
 
     async def _start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._write_calls(cur, run_id, (replace(call, result=None),), chain)
-            await self._seal(cur, run_id, head, chain)
+            head, chain = await links.held(cur, run_id, lease)
+            await links.write_calls(cur, run_id, (replace(call, result=None),), chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins.
@@ -510,9 +383,9 @@ class PostgresRunStore:
 
     async def _finish_call(self, run_id: str, lease: Lease, calls: Sequence[CallRecord]) -> None:
         async with self._transaction() as cur:
-            head, chain = await self._chain(cur, run_id, lease)
-            await self._write_calls(cur, run_id, calls, chain)
-            await self._seal(cur, run_id, head, chain)
+            head, chain = await links.held(cur, run_id, lease)
+            await links.write_calls(cur, run_id, calls, chain)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once (all
@@ -528,23 +401,17 @@ class PostgresRunStore:
             await cur.execute(sql.CHAIN, (run_id,))
             row = await cur.fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
+                raise refusals.run_not_found(run_id, self._where)
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
-                raise StoreError(
-                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
-                    "decisions for that suspension cannot be spent"
-                )
+                raise refusals.not_suspended_at(run_id, head.seq, seq)
             for decision in decisions:
                 data, mac, link = rows.decision_row(chain, seq, decision)
                 args = (run_id, seq, decision.call_id, data, mac, link)
                 await cur.execute(sql.INSERT_DECISION, args)
                 if await cur.fetchone() is None:
-                    raise DecisionSpent(
-                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
-                        f"decided at suspension {seq}: a decision is spent once"
-                    )
-            await self._seal(cur, run_id, head, chain)
+                    raise refusals.decision_spent(run_id, decision.call_id, seq)
+            await links.seal(cur, self._key, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         """Give the lease up, leaving the run `status` (nothing, when the lease is gone)."""
@@ -553,20 +420,6 @@ class PostgresRunStore:
     async def _release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         async with self._transaction() as cur:
             await cur.execute(sql.RELEASE, (status, run_id, lease.owner, lease.epoch))
-
-    async def _lost(self, cur: Cursor, run_id: str, lease: Lease) -> LeaseLost:
-        await cur.execute(sql.HOLDER, (run_id,))
-        row = await cur.fetchone()
-        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
-            return LeaseLost(
-                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
-                "not the one this driver wrote after): stopping without writing"
-            )
-        holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
-        return LeaseLost(
-            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
-            f"held by {holder}: stopping without writing"
-        )
 
     # ------------------------------------------------------------ reading
 
@@ -584,25 +437,7 @@ class PostgresRunStore:
         return self._wait(self._get(run_id))
 
     async def _get(self, run_id: str) -> StoredRun:
-        async with self._transaction(read_only=True) as cur:
-            row, header = await self._run_row(cur, run_id)
-            info, (head_mac, signature, n, last) = RunInfo(*row[:13]), row[15:19]
-            head = RunHead(info.seq, head_mac, n, last)
-            rows.check_head(self._key, run_id, head, signature)
-            found = [await self._all(cur, query, run_id) for query in _PARTS]
-            await cur.execute(sql.CHART, (header.chart_digest,))
-            chart = await cur.fetchone()
-        records, effects, calls, decisions = rows.read_rows(run_id, head, *found)
-        return StoredRun(
-            header,
-            info,
-            records,
-            effects,
-            calls,
-            decisions,
-            rows.read_chart(chart[0] if chart else None, header.chart_digest, run_id),
-            head_mac,
-        )
+        return await reads.stored(self._transaction, self._key, self._where, run_id)
 
     async def aheader(self, run_id: str) -> RunHeader:
         """`header`, awaited."""
@@ -635,28 +470,11 @@ class PostgresRunStore:
 
     async def _revision(self, run_id: str) -> Revision:
         async with self._transaction(read_only=True) as cur:
-            await cur.execute(sql.REVISION, (run_id, run_id))
-            row = await cur.fetchone()
-        if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
-        return tuple(row)
+            return await reads.revision(cur, self._where, run_id)
 
     async def _header(self, run_id: str) -> RunHeader:
         async with self._transaction(read_only=True) as cur:
-            return (await self._run_row(cur, run_id))[1]
-
-    async def _run_row(self, cur: Cursor, run_id: str) -> tuple[Any, RunHeader]:
-        """The run's row and its header, checked (in the caller's transaction)."""
-        await cur.execute(sql.RUN_ROW, (run_id,))
-        row = await cur.fetchone()
-        if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self._where}")
-        return row, rows.read_header(self._key, run_id, row[13], row[14])
-
-    @staticmethod
-    async def _all(cur: Cursor, query: str, *args: Any) -> list[Any]:
-        await cur.execute(query, args)
-        return await cur.fetchall()
+            return (await reads.run_row(cur, self._key, self._where, run_id))[1]
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
@@ -670,17 +488,8 @@ class PostgresRunStore:
         return await self._await(self._runs(status, include_nested))
 
     async def _runs(self, status: RunStatus | None, include_nested: bool) -> list[RunInfo]:
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = %s")
-            args.append(status)
-        if not include_nested:
-            clauses.append("parent_run_id IS NULL")
-        query = sql.RUN_LIST + (" WHERE " + " AND ".join(clauses) if clauses else "")
         async with self._transaction() as cur:
-            found = await self._all(cur, query + sql.RUN_ORDER, *args)
-        return [RunInfo(*row) for row in found]
+            return await reads.run_list(cur, status, include_nested)
 
     def pending(self, run_id: str) -> tuple[ApprovalRequest, ...]:
         """The `ApprovalRequest`s a suspended run waits on (stamped: decide on these)."""
@@ -718,9 +527,7 @@ class PostgresRunStore:
 
     async def _session_items(self, session_id: str) -> tuple[Item, ...]:
         async with self._transaction(read_only=True) as cur:
-            head = await _session_head(cur, session_id)
-            found = await self._all(cur, sql.SESSION_ITEMS, session_id)
-        return rows.read_session(self._key, session_id, head, found)
+            return await postgres_sessions.read(cur, self._key, session_id)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         if items:
@@ -728,32 +535,14 @@ class PostgresRunStore:
 
     async def _add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
         async with self._transaction() as cur:
-            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-            kept = await _session_head(cur, session_id)
-            head = kept[0] if kept else rows.SessionHead.empty(session_id)
-            chain = Chain(head.n, head.digest)
-            added = []
-            for item in items:
-                data, mac, n = rows.session_row(chain, item)
-                added.append((session_id, n, data, mac, run_id))
-            await cur.executemany(sql.SESSION_ADD, added)
-            await self._set_session_head(
-                cur, session_id, replace(head, n=chain.n, digest=chain.digest)
-            )
-
-    async def _set_session_head(self, cur: Cursor, session_id: str, head: rows.SessionHead) -> None:
-        signature = rows.session_sig(self._key, session_id, head)
-        fields = (head.first, head.base, head.n, head.digest)
-        await cur.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
+            await postgres_sessions.add(cur, self._key, session_id, items, run_id)
 
     def clear_session(self, session_id: str) -> None:
         self._wait(self._clear_session(session_id))
 
     async def _clear_session(self, session_id: str) -> None:
         async with self._transaction() as cur:
-            await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-            for statement in sql.SESSION_CLEAR:
-                await cur.execute(statement, (session_id,))
+            await postgres_sessions.clear(cur, session_id)
 
     async def _execute(self, query: str, *args: Any) -> None:
         async with self._transaction() as cur:
@@ -789,27 +578,15 @@ class PostgresRunStore:
         sessions: float | None = None,
     ) -> int:
         async with self._transaction() as cur:
-            gone = [row[0] for row in await self._all(cur, tree, arg)]
+            gone = [row[0] for row in await fetch_all(cur, tree, arg)]
             if missing is not None and not gone:
-                raise RunNotFound(f"no run {quoted(missing)} in the store {self._where}")
+                raise refusals.run_not_found(missing, self._where)
             for statement in sql.DELETE_RUNS:
                 await cur.execute(statement, (gone,))
             if sessions is not None:
-                for session_id, upto in await self._all(cur, sql.OLD_SESSIONS, sessions):
-                    await self._prune_session(cur, session_id, upto)
+                for session_id, upto in await fetch_all(cur, sql.OLD_SESSIONS, sessions):
+                    await postgres_sessions.prune(cur, self._key, session_id, upto)
         return len(gone)
-
-    async def _prune_session(self, cur: Cursor, session_id: str, upto: int) -> None:
-        """Delete a session's items up to `upto`; its chain then starts after them."""
-        await cur.execute(sql.SESSION_LOCK_TAKE, (sql.SESSION_LOCK, session_id))
-        kept = await _session_head(cur, session_id)
-        base = await self._all(cur, sql.SESSION_ITEM, session_id, upto)
-        await cur.execute(sql.SESSION_PRUNE, (session_id, upto))
-        head = rows.pruned_session(self._key, session_id, kept, upto, base[0][0] if base else "")
-        if head is None:
-            await cur.execute(sql.SESSION_CLEAR[1], (session_id,))
-        elif kept is not None and head != kept[0]:
-            await self._set_session_head(cur, session_id, head)
 
     async def aput_payload(self, run_id: str, data: bytes) -> str:
         """Keep `data` for `run_id` (once: a second put of the same bytes is the first); its
@@ -824,7 +601,7 @@ class PostgresRunStore:
 
     async def _payload(self, run_id: str, digest: str) -> bytes:
         async with self._transaction() as cur:
-            found = await self._all(cur, sql.PAYLOAD, run_id, digest)
+            found = await fetch_all(cur, sql.PAYLOAD, run_id, digest)
         return checked(run_id, digest, found[0][0] if found else None, self._where)
 
     def put_chart(self, digest: str, data: str) -> None:
@@ -835,79 +612,5 @@ class PostgresRunStore:
 
     async def _chart(self, digest: str) -> str | None:
         async with self._transaction() as cur:
-            found = await self._all(cur, sql.CHART, digest)
+            found = await fetch_all(cur, sql.CHART, digest)
         return found[0][0] if found else None
-
-
-_PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
-
-
-async def _session_head(cur: Cursor, session_id: str) -> tuple[rows.SessionHead, str] | None:
-    await cur.execute(sql.SESSION_HEAD, (session_id,))
-    row = await cur.fetchone()
-    return None if row is None else (rows.SessionHead(*row[:4]), row[4])
-
-
-async def _rechain(cur: Cursor, key: bytes) -> None:
-    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
-    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
-    await cur.execute(sql.V1_RUNS)
-    for run_id, *head in await cur.fetchall():
-        found = [await PostgresRunStore._all(cur, query, run_id) for query in sql.V1_READS]
-        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
-        if done is not None:
-            for query, links in zip(sql.CHAINS, done.parts(), strict=True):
-                await cur.executemany(query, [(*row, run_id) for row in links])
-            await cur.execute(sql.CHAIN_RUN, (*done.head, run_id))
-    await cur.execute(sql.V1_SESSIONS)
-    for (session_id,) in await cur.fetchall():
-        items = await PostgresRunStore._all(cur, sql.SESSION_ITEMS, session_id)
-        chained = legacy.rechain_session(key, session_id, items)
-        if chained is not None:
-            await cur.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
-            await cur.execute(sql.SESSION_SET_HEAD, chained[1])
-    await cur.execute(sql.GUARDS.encode())
-
-
-def _serve(loop: asyncio.AbstractEventLoop) -> None:
-    """The store's thread: its loop, until the store shuts it down."""
-    try:
-        loop.run_forever()
-    finally:
-        loop.close()
-
-
-def _shut_down(
-    loop: asyncio.AbstractEventLoop, thread: threading.Thread, pools: list[Pool]
-) -> None:
-    """Close the pools on the store's loop, then stop the loop and its thread."""
-
-    async def close_pools() -> None:
-        for pool in pools:
-            await pool.close()
-
-    if threading.current_thread() is thread:  # collected on its own loop: cannot wait there
-        loop.create_task(close_pools()).add_done_callback(lambda _: loop.stop())
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(close_pools(), loop).result()
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-
-
-def _reason(exc: psycopg.Error) -> str:
-    """psycopg's error in one line: the server's message and its kind (`DiskFull`), without
-    the lines of detail and context that follow it."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{first} ({type(exc).__name__})"
-
-
-def _without_password(url: str) -> str:
-    """`url` as messages name it: the password left out."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=user + host))

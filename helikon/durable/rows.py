@@ -8,6 +8,8 @@ a row means, and whether it can be believed, is decided here, once for all of th
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from hmac import compare_digest
 from typing import Any, TypeVar
 
@@ -83,6 +85,17 @@ def record_json(record: StepRecord) -> str:
 def effect_row(chain: Chain, n: int, effect: EffectRecord) -> tuple[str, str, int]:
     data = dumps(effect)
     return _linked(data, chain.add("event", n, effect.after_seq, data))
+
+
+def effect_rows(
+    run_id: str, chain: Chain, first: int, effects: Sequence[EffectRecord]
+) -> list[tuple[Any, ...]]:
+    """`effects` numbered from `first`, each a link of `chain`: (run, n, after, JSON,
+    digest, link), the columns of an effect's row."""
+    return [
+        (run_id, first + i, effect.after_seq, *effect_row(chain, first + i, effect))
+        for i, effect in enumerate(effects)
+    ]
 
 
 def call_row(chain: Chain, call: CallRecord) -> tuple[str | None, str, int]:
@@ -285,6 +298,11 @@ class SessionHead:
         return cls(1, start, 0, start)
 
 
+def session_head(row: Any) -> tuple[SessionHead, str] | None:
+    """A session's head and its signature, from its row (first, base, n, digest, mac)."""
+    return None if row is None else (SessionHead(*row[:4]), row[4])
+
+
 def session_sig(key: bytes, session_id: str, head: SessionHead) -> str:
     return sign(key, "session", session_id, head.first, head.base, head.n, head.digest)
 
@@ -293,6 +311,20 @@ def session_row(chain: Chain, item: Item) -> tuple[str, str, int]:
     """(the item's JSON, its digest, its number), chained after `chain`'s head."""
     data = dumps(item, Item)
     return _linked(data, chain.add("item", chain.n + 1, data))
+
+
+def session_rows(
+    session_id: str, kept: tuple[SessionHead, str] | None, items: Sequence[Item]
+) -> tuple[list[tuple[int, str, str]], SessionHead]:
+    """`items` chained after the session's head (`kept`, None for a new session): each
+    item's (number, JSON, digest), and the head after them (to sign)."""
+    head = kept[0] if kept else SessionHead.empty(session_id)
+    chain = Chain(head.n, head.digest)
+    added = []
+    for item in items:
+        data, mac, n = session_row(chain, item)
+        added.append((n, data, mac))
+    return added, replace(head, n=chain.n, digest=chain.digest)
 
 
 def read_session(
@@ -331,6 +363,19 @@ def read_chart(data: str | None, digest: str, run_id: str) -> str | None:
 
 
 MAX_RUN_ID = 512
+
+
+def run_filter(status: str | None, include_nested: bool, mark: str) -> tuple[str, list[Any]]:
+    """The WHERE clause listing runs takes (`mark`: the driver's placeholder), and its
+    arguments: runs of `status` only, top-level runs only unless `include_nested`."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if status is not None:
+        clauses.append(f"status = {mark}")
+        args.append(status)
+    if not include_nested:
+        clauses.append("parent_run_id IS NULL")
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
 
 def check_run_id(run_id: str) -> None:

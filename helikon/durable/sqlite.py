@@ -6,7 +6,10 @@ at the cost the benchmark prints). Every write is one `BEGIN IMMEDIATE` transact
 conditioned on the writer's lease (owner and epoch) and, for a record, on the run's head
 (compare and swap), so a second driver is refused and a stale one stops at its next write.
 The async methods the driver awaits run inline: a WAL commit takes tens of microseconds,
-less than a hop to a worker thread would. SQL text is in `helikon.durable.sqlite_sql`.
+less than a hop to a worker thread would. SQL text is in `helikon.durable.sqlite_sql`;
+the transaction and SQLite's errors in `sqlite_transactions`, the migrations in
+`sqlite_migrate`, sessions in `sqlite_sessions`, what a write adds to a run's chain in
+`sqlite_links`.
 """
 
 from __future__ import annotations
@@ -16,37 +19,35 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.items import Item
-from helikon.core.quoting import cut, quoted
-from helikon.durable import legacy, rows
+from helikon.core.quoting import quoted
+from helikon.durable import refusals, rows
+from helikon.durable import sqlite_links as links
+from helikon.durable import sqlite_sessions as sessions
 from helikon.durable import sqlite_sql as sql
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.payloads import checked, digest_of
 from helikon.durable.records import (
     CallRecord,
-    DecisionSpent,
     EffectRecord,
     Lease,
-    LeaseLost,
-    RunExists,
     RunHeader,
     RunInfo,
-    RunLeased,
-    RunNotFound,
     RunStatus,
     StepRecord,
-    StoreCorrupt,
     StoredRun,
     StoreError,
 )
 from helikon.durable.rows import RunHead
 from helikon.durable.signing import resolve_key
+from helikon.durable.sqlite_migrate import migrate
+from helikon.durable.sqlite_transactions import Transaction, failed, to_wal
 from helikon.durable.views import EventStream, Revision, Session, pending_of
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
@@ -85,10 +86,11 @@ class SqliteRunStore:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            _to_wal(self._db, busy_timeout)
+            to_wal(self._db, busy_timeout)
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            with self._write() as db:
+                migrate(db, self._key, self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
 
@@ -111,37 +113,9 @@ class SqliteRunStore:
 
     # ------------------------------------------------------------ schema
 
-    def _migrate(self) -> None:
-        """Bring the schema to `SCHEMA_VERSION`, one migration at a time, in one transaction
-        (a second process opening the same file waits, then finds it done)."""
-        with self._write() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            try:
-                version = int(row[0]) if row else 0
-            except ValueError:
-                raise StoreCorrupt(
-                    f"the run store {self.path} names schema version {quoted(row[0])}, not a number"
-                ) from None
-            if version > sql.SCHEMA_VERSION:
-                raise StoreCorrupt(
-                    f"the run store {self.path} has schema version {version}, newer than this "
-                    f"helikon knows ({sql.SCHEMA_VERSION}): upgrade helikon to open it"
-                )
-            for step in range(version, sql.SCHEMA_VERSION):
-                for statement in sql.MIGRATIONS[step].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                if step + 1 == sql.CHAINED_AT:
-                    _rechain(db, self._key)
-            db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
-                (str(sql.SCHEMA_VERSION),),
-            )
-
-    def _write(self) -> _Transaction:
+    def _write(self) -> Transaction:
         """One write transaction, taken at once (`BEGIN IMMEDIATE`), committed or rolled back."""
-        return _Transaction(self)
+        return Transaction(self._db, self._lock, self.path)
 
     def _read(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._reading():
@@ -170,7 +144,7 @@ class SqliteRunStore:
         now = time.time()
         data, mac = rows.header_row(self._key, header)
         chain = Chain(0, genesis("run", header.run_id))
-        events = [rows.effect_row(chain, n, e) for n, e in enumerate(effects, start=1)]
+        events = rows.effect_rows(header.run_id, chain, 1, effects)
         record_data, record_mac, record_link = rows.record_row(chain, record)
         head = RunHead(record.seq, record_mac, chain.n, chain.digest)
         with self._write() as db:
@@ -202,14 +176,8 @@ class SqliteRunStore:
                     ),
                 )
             except sqlite3.IntegrityError:
-                raise RunExists(f"a run {quoted(header.run_id)} is already in the store") from None
-            db.executemany(
-                sql.INSERT_EFFECT,
-                [
-                    (header.run_id, n, e.after_seq, *row)
-                    for (n, e), row in zip(enumerate(effects, start=1), events, strict=True)
-                ],
-            )
+                raise refusals.run_exists(header.run_id) from None
+            db.executemany(sql.INSERT_EFFECT, events)
             args = (header.run_id, record.seq, record_data, record_mac, record_link)
             db.execute(sql.INSERT_RECORD, args)
         self._charts.add(header.chart_digest)  # committed (charts are never deleted)
@@ -229,22 +197,16 @@ class SqliteRunStore:
                 (run_id,),
             ).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             if not db.execute(sql.CLAIM, (owner, now + ttl, now, run_id, now, force)).rowcount:
-                raise RunLeased(
-                    f"run {quoted(run_id)} is driven by {cut(row[0])} until "
-                    f"{time.strftime('%H:%M:%S', time.localtime(row[2]))} (its lease); "
-                    "resume it after that, or with force=True if that owner is known dead",
-                    owner=row[0],
-                    expires_at=row[2],
-                )
+                raise refusals.run_leased(run_id, row[0], row[2])
             return Lease(owner, int(row[1]) + 1, now + ttl)
 
     async def renew(self, run_id: str, lease: Lease, ttl: float) -> Lease:
         expires = time.time() + ttl
         with self._write() as db:
             if not db.execute(sql.RENEW, (expires, run_id, lease.owner, lease.epoch)).rowcount:
-                raise self._lost(run_id, lease)
+                raise links.lost(db, run_id, lease)
         return Lease(lease.owner, lease.epoch, expires)
 
     async def append(
@@ -269,13 +231,13 @@ class SqliteRunStore:
         turns = rows.turns_of(record)
         ended = status in ENDED
         with self._write() as db:
-            before, chain = self._chain(db, run_id, lease)
+            before, chain = links.held(db, run_id, lease)
             if (before.seq, before.mac) != (record.seq - 1, previous_mac):
-                raise self._lost(run_id, lease)
-            self._insert_effects(db, run_id, effects, chain)
+                raise links.lost(db, run_id, lease)
+            links.insert_effects(db, run_id, effects, chain)
             data, mac, link = rows.record_row(chain, record)
             db.execute(sql.INSERT_RECORD, (run_id, record.seq, data, mac, link))
-            self._write_calls(db, run_id, calls, chain)
+            links.write_calls(db, run_id, calls, chain)
             head = RunHead(record.seq, mac, chain.n, chain.digest)
             advanced = db.execute(
                 sql.ADVANCE,
@@ -299,76 +261,31 @@ class SqliteRunStore:
                 ),
             ).rowcount
             if not advanced:
-                raise self._lost(run_id, lease)
+                raise links.lost(db, run_id, lease)
         return mac
-
-    def _chain(self, db: sqlite3.Connection, run_id: str, lease: Lease) -> tuple[RunHead, Chain]:
-        """The run's head and its chain to extend, if `lease` still holds."""
-        row = db.execute(sql.HOLDS, (run_id, lease.owner, lease.epoch)).fetchone()
-        if row is None:
-            raise self._lost(run_id, lease)
-        return RunHead(*row), Chain(row[2], row[3])
-
-    def _seal(self, db: sqlite3.Connection, run_id: str, head: RunHead, chain: Chain) -> None:
-        """Sign the run's head anew when this transaction added links to its chain."""
-        if chain.n != head.n:
-            head = RunHead(head.seq, head.mac, chain.n, chain.digest)
-            signature = rows.head_sig(self._key, run_id, head)
-            db.execute(sql.SET_CHAIN, (head.n, head.digest, signature, run_id))
-
-    def _write_calls(
-        self, db: sqlite3.Connection, run_id: str, calls: Sequence[CallRecord], chain: Chain
-    ) -> None:
-        """Start or finish `calls`, each written a link of `chain` (none when the row was
-        there: a call starts once, its first result wins)."""
-        for call in calls:
-            result, mac, link = rows.call_row(chain, call)
-            if result is None:
-                args = (run_id, call.seq, call.call_id, call.tool, call.arguments_hash, mac, link)
-                written = db.execute(sql.START_CALL, args).rowcount
-            else:
-                finished = (result, mac, link, run_id, call.seq, call.call_id)
-                written = db.execute(sql.FINISH_CALL, finished).rowcount
-            if not written:
-                chain.drop()
 
     async def add_effects(self, run_id: str, lease: Lease, effects: Sequence[EffectRecord]) -> None:
         if not effects:
             return
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._insert_effects(db, run_id, effects, chain)
-            self._seal(db, run_id, head, chain)
-
-    def _insert_effects(
-        self, db: sqlite3.Connection, run_id: str, effects: Sequence[EffectRecord], chain: Chain
-    ) -> None:
-        """Add `effects` after the run's last, each a link of `chain`."""
-        if not effects:
-            return
-        first = int(db.execute(sql.NEXT_EFFECT, (run_id,)).fetchone()[0])
-        db.executemany(
-            sql.INSERT_EFFECT,
-            [
-                (run_id, first + i, effect.after_seq, *rows.effect_row(chain, first + i, effect))
-                for i, effect in enumerate(effects)
-            ],
-        )
+            head, chain = links.held(db, run_id, lease)
+            links.insert_effects(db, run_id, effects, chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def start_call(self, run_id: str, lease: Lease, call: CallRecord) -> None:
         """Record that a call starts (a call already recorded keeps its row; a result the
         record carries is not written: that is `finish_call`'s)."""
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._write_calls(db, run_id, (replace(call, result=None),), chain)
-            self._seal(db, run_id, head, chain)
+            head, chain = links.held(db, run_id, lease)
+            links.write_calls(db, run_id, (replace(call, result=None),), chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def finish_call(self, run_id: str, lease: Lease, *calls: CallRecord) -> None:
         """Record calls' results, in one transaction; the first result written wins."""
         with self._write() as db:
-            head, chain = self._chain(db, run_id, lease)
-            self._write_calls(db, run_id, calls, chain)
-            self._seal(db, run_id, head, chain)
+            head, chain = links.held(db, run_id, lease)
+            links.write_calls(db, run_id, calls, chain)
+            links.seal(db, self._key, run_id, head, chain)
 
     async def decide(self, run_id: str, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
         """Spend approval decisions for suspension `seq`: each call is decided once.
@@ -379,43 +296,22 @@ class SqliteRunStore:
         with self._write() as db:
             row = db.execute(sql.CHAIN, (run_id,)).fetchone()
             if row is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             head, chain = RunHead(*row), Chain(row[2], row[3])
             if head.seq != seq:
-                raise StoreError(
-                    f"run {quoted(run_id)} is at step {head.seq}, not at suspension {seq}: "
-                    "decisions for that suspension cannot be spent"
-                )
+                raise refusals.not_suspended_at(run_id, head.seq, seq)
             for decision in decisions:
                 data, mac, link = rows.decision_row(chain, seq, decision)
                 args = (run_id, seq, decision.call_id, data, mac, link)
                 try:
                     db.execute(sql.INSERT_DECISION, args)
                 except sqlite3.IntegrityError:
-                    raise DecisionSpent(
-                        f"call {quoted(decision.call_id)} of run {quoted(run_id)} was already "
-                        f"decided at suspension {seq}: a decision is spent once"
-                    ) from None
-            self._seal(db, run_id, head, chain)
+                    raise refusals.decision_spent(run_id, decision.call_id, seq) from None
+            links.seal(db, self._key, run_id, head, chain)
 
     async def release(self, run_id: str, lease: Lease, status: RunStatus) -> None:
         with self._write() as db:
             db.execute(sql.RELEASE, (status, time.time(), run_id, lease.owner, lease.epoch))
-
-    def _lost(self, run_id: str, lease: Lease) -> LeaseLost:
-        row = self._db.execute(
-            "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        if row is not None and (row[0], row[1]) == (lease.owner, lease.epoch):
-            return LeaseLost(
-                f"run {quoted(run_id)}: another write of this step came first (the run's head is "
-                "not the one this driver wrote after): stopping without writing"
-            )
-        holder = "nobody" if row is None or row[0] is None else f"{row[0]} (epoch {row[1]})"
-        return LeaseLost(
-            f"run {quoted(run_id)}: this driver's lease (epoch {lease.epoch}) is gone; the run is "
-            f"held by {holder}: stopping without writing"
-        )
 
     # ------------------------------------------------------------ reading
 
@@ -469,7 +365,7 @@ class SqliteRunStore:
         with self._lock, self._reading():
             row = self._db.execute(sql.REVISION, (run_id, run_id)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+            raise refusals.run_not_found(run_id, self.path)
         return tuple(row)
 
     def header(self, run_id: str) -> RunHeader:
@@ -487,13 +383,13 @@ class SqliteRunStore:
         """The run's row and its header, checked (inside a read of the caller's)."""
         row = self._db.execute(sql.RUN_ROW, (run_id,)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+            raise refusals.run_not_found(run_id, self.path)
         return row, rows.read_header(self._key, run_id, row[1], row[2])
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """One read transaction (one snapshot of the file), with SQLite's errors as the
-        store's (`_failed`): a busy or unreadable file is a `StoreError`, a file SQLite
+        store's (`failed`): a busy or unreadable file is a `StoreError`, a file SQLite
         finds damaged `StoreCorrupt`, each with SQLite's error as its cause."""
         try:
             self._db.execute("BEGIN")
@@ -504,23 +400,14 @@ class SqliteRunStore:
         except sqlite3.ProgrammingError as exc:  # a DatabaseError too: caught first
             raise StoreError(f"the run store {self.path} is closed: {exc}") from exc
         except sqlite3.Error as exc:
-            raise _failed(self.path, exc, "be read") from exc
+            raise failed(self.path, exc, "be read") from exc
 
     def runs(
         self, status: RunStatus | None = None, *, include_nested: bool = False
     ) -> list[RunInfo]:
         """The runs in the store, newest first: id, agent, phase, seq, status, turns, times."""
-        query = sql.RUN_LIST
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            args.append(status)
-        if not include_nested:
-            clauses.append("parent_run_id IS NULL")
-        if clauses:
-            query += " WHERE " + " AND ".join(clauses)
-        query += " ORDER BY updated_at DESC, run_id"
+        where, args = rows.run_filter(status, include_nested, "?")
+        query = sql.RUN_LIST + where + " ORDER BY updated_at DESC, run_id"
         return [_info(row) for row in self._read(query, args)]
 
     async def aruns(
@@ -553,36 +440,16 @@ class SqliteRunStore:
 
     def session_items(self, session_id: str) -> tuple[Item, ...]:
         with self._lock, self._reading():
-            head = _session_head(self._db, session_id)
-            found = self._db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
-        return rows.read_session(self._key, session_id, head, found)
+            return sessions.read(self._db, self._key, session_id)
 
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
-        if not items:
-            return
-        now = time.time()
-        with self._write() as db:
-            head, _ = _session_head(db, session_id) or (rows.SessionHead.empty(session_id), "")
-            chain = Chain(head.n, head.digest)
-            added = []
-            for item in items:
-                data, mac, n = rows.session_row(chain, item)
-                added.append((session_id, n, data, mac, run_id, now))
-            db.executemany(sql.SESSION_ADD, added)
-            head = replace(head, n=chain.n, digest=chain.digest)
-            self._set_session_head(db, session_id, head)
-
-    def _set_session_head(
-        self, db: sqlite3.Connection, session_id: str, head: rows.SessionHead
-    ) -> None:
-        signature = rows.session_sig(self._key, session_id, head)
-        fields = (head.first, head.base, head.n, head.digest)
-        db.execute(sql.SESSION_SET_HEAD, (session_id, *fields, signature))
+        if items:
+            with self._write() as db:
+                sessions.add(db, self._key, session_id, items, run_id)
 
     def clear_session(self, session_id: str) -> None:
         with self._write() as db:
-            for statement in sql.SESSION_CLEAR:
-                db.execute(statement, (session_id,))
+            sessions.clear(db, session_id)
 
     # ------------------------------------------------------------ retention
 
@@ -594,7 +461,7 @@ class SqliteRunStore:
         """
         with self._write() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                raise RunNotFound(f"no run {quoted(run_id)} in the store {self.path}")
+                raise refusals.run_not_found(run_id, self.path)
             return self._delete_tree(db, run_id)
 
     async def adelete(self, run_id: str) -> int:
@@ -621,19 +488,8 @@ class SqliteRunStore:
             old = [row[0] for row in db.execute(sql.OLD_RUNS, (cutoff, now)).fetchall()]
             gone = sum(self._delete_tree(db, run_id) for run_id in old)
             for session_id, upto in db.execute(sql.OLD_SESSIONS, (cutoff,)).fetchall():
-                self._prune_session(db, session_id, upto)
+                sessions.prune(db, self._key, session_id, upto)
         return gone
-
-    def _prune_session(self, db: sqlite3.Connection, session_id: str, upto: int) -> None:
-        """Delete a session's items up to `upto`; its chain then starts after them."""
-        kept = _session_head(db, session_id)
-        base = db.execute(sql.SESSION_ITEM, (session_id, upto)).fetchone()
-        db.execute(sql.SESSION_PRUNE, (session_id, upto))
-        head = rows.pruned_session(self._key, session_id, kept, upto, base[0] if base else "")
-        if head is None:
-            db.execute(sql.SESSION_CLEAR[1], (session_id,))
-        elif kept is not None and head != kept[0]:
-            self._set_session_head(db, session_id, head)
 
     async def aprune(self, older_than: float) -> int:
         return await asyncio.to_thread(self.prune, older_than)
@@ -666,106 +522,7 @@ class SqliteRunStore:
         return found[0][0] if found else None
 
 
-class _Transaction:
-    """`with store._write() as db`: the store's lock and one write transaction, taken at
-    once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises. SQLite's
-    errors come out as `StoreError` naming SQLite's reason (a full disk, a busy file), with
-    the error as its cause: a failed `COMMIT` is rolled back, and a statement that failed
-    may have rolled the transaction back itself, so it is rolled back only while it is
-    open (else "cannot rollback" would hide the reason). A class, not a `@contextmanager`
-    generator: every record and result goes through one, and the generator's machinery
-    costs several calls more on each side."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: SqliteRunStore) -> None:
-        self._store = store
-
-    def __enter__(self) -> sqlite3.Connection:
-        store = self._store
-        store._lock.acquire()
-        try:
-            store._db.execute("BEGIN IMMEDIATE")
-        except BaseException as exc:
-            store._lock.release()
-            if isinstance(exc, sqlite3.Error):
-                raise _failed(store.path, exc) from exc
-            raise
-        return store._db
-
-    def __exit__(self, kind: type[BaseException] | None, error: object, _: object) -> None:
-        store = self._store
-        try:
-            if kind is None:
-                _commit(store._db)
-            else:
-                _roll_back(store._db)
-        except sqlite3.Error as exc:
-            raise _failed(store.path, exc) from exc
-        finally:
-            store._lock.release()
-        if isinstance(error, sqlite3.Error):
-            raise _failed(store.path, error) from error
-
-
-def _commit(db: sqlite3.Connection) -> None:
-    """COMMIT; one that fails (a full disk) is rolled back, and raises."""
-    try:
-        db.execute("COMMIT")
-    except sqlite3.Error:
-        _roll_back(db)
-        raise
-
-
-def _roll_back(db: sqlite3.Connection) -> None:
-    """ROLLBACK the transaction, if a failed statement did not end it already; a rollback
-    that fails too is left to the error being raised (it says why the write failed)."""
-    if db.in_transaction:
-        with suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-
-
-def _failed(path: str, exc: sqlite3.Error, doing: str = "write") -> StoreError:
-    """SQLite's error as the store's, in one line: SQLite's reason and code. Only a file
-    SQLite itself finds damaged is `StoreCorrupt`; a busy file, a failed read or write is
-    not (the rows that do not check out are, as `rows` reads them)."""
-    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    what = "is busy" if name in ("SQLITE_BUSY", "SQLITE_LOCKED") else f"cannot {doing}"
-    kind = StoreCorrupt if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") else StoreError
-    return kind(f"the run store {path} {what}: {exc} ({name})")
-
-
 _PARTS = (sql.RECORDS, sql.EFFECTS, sql.CALLS, sql.DECISIONS)
-
-
-def _session_head(db: sqlite3.Connection, session_id: str) -> tuple[rows.SessionHead, str] | None:
-    row = db.execute(sql.SESSION_HEAD, (session_id,)).fetchone()
-    return None if row is None else (rows.SessionHead(*row[:4]), row[4])
-
-
-def _rechain(db: sqlite3.Connection, key: bytes) -> None:
-    """Chain the runs and sessions written in format 1 (`helikon.durable.legacy`), then
-    refuse the writes of a helikon that does not chain them (`sql.GUARDS`)."""
-    for run_id, run_key, *head in db.execute(sql.V3_RUNS).fetchall():
-        reads = zip(sql.V3_READS, (run_key, run_id, run_id, run_id), strict=True)
-        found = tuple(db.execute(query, (arg,)).fetchall() for query, arg in reads)
-        done = legacy.rechain_run(key, run_id, (head[0], head[1], head[2]), found)
-        if done is not None:
-            db.executemany(sql.CHAIN_RECORD, [(*row, run_key) for row in done.records])
-            for query, links in zip(_CHAINS, done.parts()[1:], strict=True):
-                db.executemany(query, [(*row, run_id) for row in links])
-            db.execute(sql.CHAIN_RUN, (*done.head, run_id))
-    for (session_id,) in db.execute(sql.V3_SESSIONS).fetchall():
-        items = db.execute(sql.SESSION_ITEMS, (session_id,)).fetchall()
-        chained = legacy.rechain_session(key, session_id, items)
-        if chained is not None:
-            db.executemany(sql.CHAIN_ITEM, [(*row, session_id) for row in chained[0]])
-            db.execute(sql.SESSION_SET_HEAD, chained[1])
-    for guard in sql.GUARDS:
-        db.execute(guard)
-
-
-_CHAINS = (sql.CHAIN_EFFECT, sql.CHAIN_CALL, sql.CHAIN_DECISION)
 
 
 def _check_seq(run_id: str, seq: int) -> None:
@@ -793,21 +550,3 @@ def _info(row: Any) -> RunInfo:
         row[15],
         row[16],
     )
-
-
-def _to_wal(db: sqlite3.Connection, busy_timeout: float) -> None:
-    """Put the database in WAL mode, waiting up to `busy_timeout` for other connections.
-
-    On a new file, connections opening it at once can deadlock on the switch from the
-    rollback journal: SQLite then answers "database is locked" at once, without waiting
-    (its busy handler is not called for a deadlock), so the switch is tried again here.
-    """
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.005)
