@@ -37,6 +37,9 @@ FLAGS = (
     "--remote-debugging-pipe",
 )
 TIMEOUT = 15.0
+STARTUP = 60.0
+"""How long a new Chromium may take to answer its first command: on a loaded machine a
+fresh profile takes far longer than any later command."""
 # Moves two inherited pipe ends onto the fds Chromium reads and writes (3 and 4), then
 # becomes Chromium: a trampoline, since a shell takes only one-digit fds.
 ONTO_3_AND_4 = (
@@ -61,6 +64,15 @@ class Browser:
     """One headless Chromium process; `page(url)` opens a tab."""
 
     def __init__(self, user_data_dir: Path) -> None:
+        """Start Chromium; one that does not answer its first command within `STARTUP`
+        (it died at start, or hangs) is stopped and started once more."""
+        try:
+            self._start(user_data_dir)
+        except BrowserError:
+            self._stop()
+            self._start(user_data_dir)
+
+    def _start(self, user_data_dir: Path) -> None:
         assert CHROMIUM is not None
         commands_read, self._commands = map(_above_4, os.pipe())
         self._replies, replies_write = map(_above_4, os.pipe())
@@ -87,6 +99,11 @@ class Browser:
         self._ids = iter(range(1, 1_000_000))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        try:
+            self.send("Browser.getVersion", timeout=STARTUP)
+        except BrowserError as exc:
+            code = self.process.poll()
+            raise BrowserError(f"Chromium did not start ({exc}; exit status {code})") from None
 
     def _read(self) -> None:
         pending = b""
@@ -101,12 +118,19 @@ class Browser:
                 self._arrived.notify_all()
         os.close(self._replies)
 
-    def send(self, method: str, params: dict[str, Any] | None = None, **where: Any) -> Any:
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float = TIMEOUT,
+        **where: Any,
+    ) -> Any:
         """Send a command (to a page with `sessionId=`) and return its result."""
         number = next(self._ids)
         message = {"id": number, "method": method, "params": params or {}, **where}
         os.write(self._commands, json.dumps(message).encode() + b"\0")
-        reply = self.wait_message(lambda m: m.get("id") == number)
+        reply = self.wait_message(lambda m: m.get("id") == number, timeout)
         if "error" in reply:
             raise BrowserError(f"{method}: {reply['error']}")
         return reply.get("result", {})
@@ -154,6 +178,14 @@ class Browser:
             )
         )
         return page
+
+    def _stop(self) -> None:
+        """Kill a Chromium that did not start, and let go of its pipes."""
+        self.process.kill()
+        self.process.wait()
+        with contextlib.suppress(OSError):
+            os.close(self._commands)
+        self._reader.join(TIMEOUT)
 
     def close(self) -> None:
         with contextlib.suppress(BrowserError, OSError):
