@@ -159,6 +159,23 @@ def test_a_megabyte_in_a_tool_schema_is_quoted_cut_short(name: str, schema: Any)
     assert_short(str(refused.value))
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "array"}, "no schema", {"properties": {"a": {"pattern": "(a)\\1"}}}],
+)
+def test_a_megabyte_tool_name_with_a_bad_output_schema_is_quoted_cut_short(schema: Any) -> None:
+    # The output schema is checked before the tool's name (helikon.mcp.listing._tool), so a
+    # server's huge name reaches that message first.
+    from mcp import types
+
+    from helikon.mcp.output import output_check
+
+    listed = types.Tool.model_construct(name=BIG, input_schema={}, output_schema=schema)
+    with pytest.raises(ValueError) as refused:
+        output_check(listed)
+    assert_short(str(refused.value))
+
+
 # -- HTTP ---------------------------------------------------------------------------------------
 
 SIXTY_KB = "x" * 60_000  # a body is at most 64 KB

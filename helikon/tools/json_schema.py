@@ -93,29 +93,29 @@ def schema_arguments(
     validator_for, latest, registry, schema_error, keywords = _jsonschema()
     if not isinstance(schema, Mapping):
         raise ValueError(
-            f"tool {tool_name!r}: its {what} must be a JSON object, not {quoted(schema)}"
+            f"tool {quoted(tool_name)}: its {what} must be a JSON object, not {quoted(schema)}"
         )
     offered = dict(schema)
     offered.setdefault("type", "object")
     if offered["type"] != "object":
         raise ValueError(
-            f"tool {tool_name!r}: its {_described(what)} must be an object schema, not type "
+            f"tool {quoted(tool_name)}: its {_described(what)} must be an object schema, not type "
             f"{quoted(offered['type'])}"
         )
     if not isinstance(offered.get("$schema", ""), str):
-        raise ValueError(f"tool {tool_name!r}: its {what}'s $schema is not a URI")
+        raise ValueError(f"tool {quoted(tool_name)}: its {what}'s $schema is not a URI")
     # An unknown $schema falls back to the latest draft (without jsonschema's warning).
     validator_class = keywords.linear(validator_for(offered, default=latest))
     try:
         validator_class.check_schema(offered, format_checker=keywords.regex_checker())
     except schema_error as exc:
-        raise ValueError(f"tool {tool_name!r}: its {what} {_schema_problem(exc)}") from None
+        raise ValueError(f"tool {quoted(tool_name)}: its {what} {_schema_problem(exc)}") from None
     except RecursionError:
-        raise ValueError(f"tool {tool_name!r}: its {what} is nested too deeply") from None
+        raise ValueError(f"tool {quoted(tool_name)}: its {what} is nested too deeply") from None
     backtracking = keywords.refuse_backtracking(offered)
     if backtracking is not None:
         problem = f"cannot be checked safely: {backtracking}"
-        raise ValueError(f"tool {tool_name!r}: its {what} {problem}")
+        raise ValueError(f"tool {quoted(tool_name)}: its {what} {problem}")
     return SchemaArguments(offered, validator_class(offered, registry=registry()), keywords)
 
 
