@@ -551,17 +551,23 @@ def stopped_by_its_store(run_id: str, last: Any, args: argparse.Namespace) -> No
     error = last.error
     if error.reason == "LeaseLost":  # another driver has it: nothing to resume here
         raise UsageError(error.message)
-    command = f"helikon runs resume {shlex.quote(run_id)} --chart {shlex.quote(args.chart)}"
+    command = resume_command(run_id, args)
     raise UsageError(
         f"{error.message}; run {run_id} is kept at its last step: once the store takes "
         f"writes again, resume it with {command} --force{with_store(args)}"
     )
 
 
+def resume_command(run_id: str, args: argparse.Namespace) -> str:
+    """`helikon runs resume RUN_ID --chart CHART` for `run_id` on `args`' chart (quoted for a
+    shell, not escaped: the hints that end in it say how)."""
+    return f"helikon runs resume {shlex.quote(run_id)} --chart {shlex.quote(args.chart)}"
+
+
 def resume_hint(run_id: str, args: argparse.Namespace) -> str:
     """How to go on with a suspended run, as a command to type (escaped): on the model it
     ran on (`--offline`, `--model NAME`)."""
-    command = f"helikon runs resume {shlex.quote(run_id)} --chart {shlex.quote(args.chart)}"
+    command = resume_command(run_id, args)
     model = " --offline" if args.offline else ""
     model += f" --model {shlex.quote(args.model)}" if args.model else ""
     hint = f"run {run_id} is suspended: {command} --approve all{model}"
