@@ -17,8 +17,7 @@ from helikon.core.items import Item, ToolResult
 from helikon.core.quoting import quoted
 from helikon.durable.chain import Chain, genesis
 from helikon.durable.records import CallRecord, EffectRecord, StepRecord, StoreCorrupt
-from helikon.durable.rows import RunHead, SessionHead, head_sig, session_sig
-from helikon.durable.rows import _load as _loads
+from helikon.durable.rows import RunHead, SessionHead, _load, head_sig, session_sig
 from helikon.durable.signing import matches
 
 
@@ -126,7 +125,7 @@ def read_records(
                 f"run {quoted(run_id)}: record {seq} does not match its signature: the record was "
                 "edited, or one before it"
             )
-        record: StepRecord = _loads(StepRecord, data, f"run {quoted(run_id)}: record {seq}")
+        record: StepRecord = _load(StepRecord, data, f"run {quoted(run_id)}: record {seq}")
         if record.seq != seq:
             raise StoreCorrupt(f"run {quoted(run_id)}: record {seq} says it is record {record.seq}")
         records.append(record)
@@ -146,7 +145,7 @@ def read_effects(
     for n, after_seq, data, mac in rows:
         if not matches(mac, key, "effect", run_id, n, after_seq, data):
             raise StoreCorrupt(f"run {quoted(run_id)}: event {n} does not match its signature")
-        effects.append(_loads(EffectRecord, data, f"run {quoted(run_id)}: event {n}"))
+        effects.append(_load(EffectRecord, data, f"run {quoted(run_id)}: event {n}"))
     return tuple(effects)
 
 
@@ -161,7 +160,7 @@ def read_calls(
                 f"run {quoted(run_id)}: call {quoted(call_id)} of step {seq} does not match "
                 "its signature"
             )
-        value = None if result is None else _loads(ToolResult, result, f"call {quoted(call_id)}")
+        value = None if result is None else _load(ToolResult, result, f"call {quoted(call_id)}")
         calls.append(CallRecord(seq, call_id, tool, arguments_hash, value))
     return tuple(calls)
 
@@ -176,7 +175,7 @@ def read_decisions(
                 f"run {quoted(run_id)}: the decision for call {quoted(call_id)} at step {seq} "
                 "does not match its signature (a forged approval)"
             )
-        decision: ApprovalDecision = _loads(ApprovalDecision, data, f"decision {quoted(call_id)}")
+        decision: ApprovalDecision = _load(ApprovalDecision, data, f"decision {quoted(call_id)}")
         if (decision.call_id, decision.run_id, decision.seq) != (call_id, run_id, seq):
             raise StoreCorrupt(
                 f"run {quoted(run_id)}: the decision for call {quoted(call_id)} is misfiled"
@@ -194,5 +193,5 @@ def read_session(
             raise StoreCorrupt(
                 f"session {quoted(session_id)}: item {n} does not match its signature (edited)"
             )
-        items.append(_loads(Item, data, f"session {quoted(session_id)}: item {n}"))
+        items.append(_load(Item, data, f"session {quoted(session_id)}: item {n}"))
     return tuple(items)

@@ -106,7 +106,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 1 -> 2: one hash chain per run over every row it owns, one per session over its items
     # (`helikon.durable.chain`): each row gets its link number, and its `mac` holds its
     # link's digest; the run's row keeps the chain's head. The rows written before are
-    # chained by `helikon.durable.legacy.rechain` in the same transaction, then `GUARDS`.
+    # chained by `helikon.durable.legacy` in the same transaction, then `GUARDS`.
     # Payloads a run keeps by reference (helikon.durable.payloads), keyed by their run and
     # the sha256 of their bytes, get their table.
     """

@@ -614,9 +614,7 @@ class Run(RunEffects):
 
     def _store_stopped(self, exc: StoreError) -> tuple[AgentEvent, ...]:
         """The run fails where its store failed, and writes nothing more."""
-        if self.journal is not None:
-            self.journal.lost = exc
-        error = store_failed(exc)
+        error = self._refused(exc)
         self.state = Failed(error, self.usage)
         self.pending = None
         return (RunFailed(error),)
