@@ -531,7 +531,7 @@ def test_a_run_whose_store_fills_up_is_one_line_exit_2_and_resumes_once_there_is
     assert done.returncode == 2 and "Traceback" not in done.stderr
     line = error_line(done.stderr)
     assert "database or disk is full (SQLITE_FULL)" in line
-    assert f"helikon runs resume f1 --chart {chart} --force --store {url(db)}" in line
+    assert f"helikon runs resume f1 --chart {chart} --offline --force --store {url(db)}" in line
     failed = f"✗ failed: the run store failed (StoreError): the run store {db} cannot write: "
     assert failed + "database or disk is full (SQLITE_FULL)\n" in done.stdout  # not a repr
     assert stored(db, "f1").info.status == "running"

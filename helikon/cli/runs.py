@@ -554,7 +554,7 @@ def stopped_by_its_store(run_id: str, last: Any, args: argparse.Namespace) -> No
     command = resume_command(run_id, args)
     raise UsageError(
         f"{error.message}; run {run_id} is kept at its last step: once the store takes "
-        f"writes again, resume it with {command} --force{with_store(args)}"
+        f"writes again, resume it with {command}{model_flags(args)} --force{with_store(args)}"
     )
 
 
@@ -568,10 +568,15 @@ def resume_hint(run_id: str, args: argparse.Namespace) -> str:
     """How to go on with a suspended run, as a command to type (escaped): on the model it
     ran on (`--offline`, `--model NAME`)."""
     command = resume_command(run_id, args)
-    model = " --offline" if args.offline else ""
-    model += f" --model {shlex.quote(args.model)}" if args.model else ""
-    hint = f"run {run_id} is suspended: {command} --approve all{model}"
+    hint = f"run {run_id} is suspended: {command} --approve all{model_flags(args)}"
     return safe_text(hint) + with_store(args)
+
+
+def model_flags(args: argparse.Namespace) -> str:
+    """The model a run ran on, as `runs resume` takes it (`--offline`, `--model NAME`): a
+    resume without them is refused when no real model is set up."""
+    model = " --offline" if args.offline else ""
+    return model + (f" --model {shlex.quote(args.model)}" if args.model else "")
 
 
 def command_recover(args: argparse.Namespace) -> int:
