@@ -1,0 +1,260 @@
+"""Custom phases are visible: `helikon run` names the phase of a turn outside CallingModel and
+prints each effect phase and its effect's result; the HTML, Markdown and Mermaid traces show
+an effect's arguments and result; the debugger and the studio name the phase and the result.
+
+The values shown are the ones a trace records (redacted when the run redacts), cut short on
+one line where a terminal shows them (`helikon.core.quoting.cut`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from helikon import (
+    AGENT_LOOP,
+    Agent,
+    EffectContext,
+    RunConfig,
+    ScriptedModel,
+    compile_chart,
+    effect,
+    extend,
+    to,
+)
+from helikon.cli import main
+from helikon.core.quoting import cut
+from helikon.export import extract_trace, trace_to_html, trace_to_markdown, trace_to_mermaid
+from helikon.export.console import EventPrinter, StepNotes, streamed_by
+from helikon.export.trace_view import EffectView
+from helikon.run.driver import Run
+from helikon.run.results import RunResultStreaming
+from helikon.trace import Sinks, Trace, TraceWriter, read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "sk-live-0123456789"
+MARKUP = "<b>bold</b>"
+
+
+def _first_reply(state: Any, inp: Any, ctx: Any) -> bool:
+    """The model answers turn 0: its answer is checked before it counts."""
+    return bool(state.turn == 0)
+
+
+# An effect phase in front of the loop (as charts/retrieve_answer.py), and a second one the
+# model's first answer enters, so an effect phase also follows streamed text.
+LOOKUP = compile_chart(
+    extend(AGENT_LOOP, "Lookup")
+    .phase("Retrieving", effect="lookup")
+    .phase("Checking", effect="check")
+    .retarget(
+        "CallingModel", "start", "start_turn -> CallingModel", to="Retrieving", on="enter_effect"
+    )
+    .rows("Retrieving", "effect_result", to("CallingModel", on="keep_effect_result"))
+    .insert(
+        "CallingModel",
+        "model_response",
+        to("Checking", cond="first_reply", on="enter_effect"),
+        before="complete",
+    )
+    .rows("Checking", "effect_result", to("CallingModel", on="keep_effect_result"))
+    .guards(first_reply=_first_reply)
+    .build()
+)
+DRAFT = "A first draft."
+ANSWER = "The answer, checked."
+
+
+@effect
+async def lookup(context: EffectContext) -> JsonValue:
+    """Passages for the question: one holds markup and a secret, one is long."""
+    return {"passages": [f"{MARKUP} key {SECRET}", "x" * 300]}
+
+
+@effect
+async def check(context: EffectContext) -> JsonValue:
+    return {"checked": True}
+
+
+def lookup_agent(config: RunConfig | None = None) -> Agent:
+    model = ScriptedModel([DRAFT, ANSWER])
+    config = config or RunConfig()
+    return Agent("looker", model, chart=LOOKUP, effects=[lookup, check], config=config)
+
+
+def hide_secret(text: str) -> str:
+    return text.replace(SECRET, "[secret]")
+
+
+def json_text(data: JsonValue) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+
+async def _printed(agent: Agent, trace: Path | None = None) -> str:
+    out = io.StringIO()
+    printer = EventPrinter(out, colour=False)
+    run = Run(agent, input="Look it up.", run_id="run-look")
+    notes = StepNotes(printer, run.run_id)
+    writer = TraceWriter(trace) if trace is not None else None
+    run.trace = Sinks(writer, notes) if writer is not None else notes
+    async for event in RunResultStreaming(run):
+        printer(event)
+    if writer is not None:
+        writer.close()
+    return out.getvalue()
+
+
+def printed(agent: Agent, trace: Path | None = None) -> str:
+    return asyncio.run(_printed(agent, trace))
+
+
+# ---------------------------------------------------------------- helikon run
+
+
+def test_helikon_run_names_the_planning_phase_of_plan_act(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    code = main(["run", "charts/plan_act.py", "--offline", "--store", "none"])
+    out = capsys.readouterr().out
+    turns = [line for line in out.splitlines() if line.startswith("──")]
+    assert (code, turns) == (0, ["── turn 0 · Planning", "── turn 1", "── turn 2"])
+
+
+def test_helikon_run_prints_the_effect_phase_and_its_result(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(ROOT)
+    trace = tmp_path / "run.jsonl"
+    argv = ["run", "charts/retrieve_answer.py", "--offline", "--store", "none"]
+    assert main([*argv, "--trace", str(trace)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    recorded = read_trace(trace)  # the trace is written as before, beside the console
+    inputs = [line.input for line in recorded.transitions()]
+    result = next(inp for inp in inputs if inp.kind == "effect_result")
+    shown = f"  ↳ retrieve returned: {cut(json_text(result.output))}"
+    at = lines.index("── Retrieving: effect retrieve")
+    assert lines[at + 1 : at + 3] == [shown, "── turn 0"]
+    assert shown.endswith(f"… ({len(json_text(result.output))} characters)")
+
+
+def test_each_effect_phase_and_result_is_printed_in_stream_order() -> None:
+    out = printed(lookup_agent())
+    passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+    assert out.splitlines()[1:] == [
+        "── Retrieving: effect lookup",
+        f"  ↳ lookup returned: {cut(passages)}",
+        "── turn 0",
+        DRAFT,  # streamed, then the effect phase its answer entered
+        "── Checking: effect check",
+        '  ↳ check returned: {"checked": true}',
+        "── turn 1",
+        ANSWER,
+        "",
+        "✓ completed  2 model calls, 0 tokens",
+    ]
+    assert out.count(DRAFT) == 1  # streamed once, not printed again
+
+
+def test_the_console_shows_the_redacted_result_a_trace_records(tmp_path: Path) -> None:
+    out = printed(lookup_agent(RunConfig(redact=hide_secret)), tmp_path / "run.jsonl")
+    assert SECRET not in out
+    assert "key [secret]" in out
+    assert SECRET not in (tmp_path / "run.jsonl").read_text()
+
+
+def test_without_the_transitions_the_console_prints_as_before() -> None:
+    async def events() -> list[Any]:
+        return [event async for event in lookup_agent().run("Look it up.")]
+
+    out = io.StringIO()
+    printer = EventPrinter(out, colour=False)
+    for event in asyncio.run(events()):
+        printer(event)
+    assert [line for line in out.getvalue().splitlines() if line.startswith("──")] == [
+        "── turn 0",
+        "── turn 1",
+    ]
+    assert "returned" not in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "streamed"),
+    [
+        ("r", True),
+        ("r/3", True),  # a handoff target: its events continue the stream
+        ("r/3/7", True),
+        ("r/3:call_a", False),  # an agent run as a tool streams nothing into it
+        ("r/3/7:call_b", False),
+        ("r/x", False),
+        ("rr/3", False),
+        ("other", False),
+    ],
+)
+def test_which_runs_stream_into_the_roots_events(run_id: str, streamed: bool) -> None:
+    assert streamed_by(run_id, "r") is streamed
+
+
+# ---------------------------------------------------------------- traces
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    path = tmp_path_factory.mktemp("trace") / "run.jsonl"
+    printed(lookup_agent(), path)
+    return read_trace(path)
+
+
+def effects_of(trace: Trace) -> list[EffectView]:
+    view = extract_trace(trace)
+    return [e for turn in view.root.turns for e in turn.entries if isinstance(e, EffectView)]
+
+
+def test_the_trace_view_holds_each_effect_with_its_arguments_and_result(trace: Trace) -> None:
+    passages = {"passages": [f"{MARKUP} key {SECRET}", "x" * 300]}
+    retrieving, checking = effects_of(trace)
+    question = json_text({"text": "Look it up."})
+    assert (retrieving.phase, retrieving.effect, retrieving.arguments) == (
+        "Retrieving",
+        "lookup",
+        question,
+    )
+    assert retrieving.output == json_text(passages)
+    assert retrieving.pretty == json.dumps(passages, indent=2, ensure_ascii=False)
+    assert (checking.phase, checking.effect, checking.output) == (
+        "Checking",
+        "check",
+        '{"checked": true}',
+    )
+    assert checking.arguments == json_text({"text": DRAFT})
+
+
+def test_the_html_trace_shows_the_effect_result_escaped(trace: Trace) -> None:
+    page = trace_to_html(trace, svg=False)
+    assert page.count('<div class="entry effect">') == 2
+    assert "effect <b>lookup</b>" in page and "effect <b>check</b>" in page
+    assert MARKUP not in page
+    assert "&lt;b&gt;bold&lt;/b&gt; key " + SECRET in page
+    assert "{&#34;checked&#34;: true}" in page
+
+
+def test_markdown_and_mermaid_list_the_effects(trace: Trace) -> None:
+    markdown = trace_to_markdown(trace)
+    assert "## Effects" in markdown
+    assert "| looker | start | Retrieving | `lookup` |" in markdown
+    mermaid = trace_to_mermaid(trace)
+    assert '    Note over a0: Checking ran check: {"checked": true}' in mermaid
+
+
+def test_a_redacted_runs_trace_shows_the_redacted_result(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    printed(lookup_agent(RunConfig(redact=hide_secret)), path)
+    retrieving = effects_of(read_trace(path))[0]
+    assert SECRET not in retrieving.output and "key [secret]" in retrieving.output
+    assert SECRET not in trace_to_html(read_trace(path), svg=False)
