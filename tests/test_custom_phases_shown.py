@@ -29,12 +29,16 @@ from helikon import (
     to,
 )
 from helikon.cli import main
+from helikon.cli.loading import load_module
 from helikon.core.quoting import cut
+from helikon.debug.debugger import Debugger
+from helikon.debug.view import step_report
 from helikon.export import extract_trace, trace_to_html, trace_to_markdown, trace_to_mermaid
 from helikon.export.console import EventPrinter, StepNotes, streamed_by
 from helikon.export.trace_view import EffectView
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
+from helikon.studio.view import step_summary
 from helikon.trace import Sinks, Trace, TraceWriter, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,3 +262,68 @@ def test_a_redacted_runs_trace_shows_the_redacted_result(tmp_path: Path) -> None
     retrieving = effects_of(read_trace(path))[0]
     assert SECRET not in retrieving.output and "key [secret]" in retrieving.output
     assert SECRET not in trace_to_html(read_trace(path), svg=False)
+
+
+# ---------------------------------------------------------------- debugger and studio
+
+
+async def _steps(debugger: Debugger) -> list[Any]:
+    steps = []
+    while (step := await debugger.step()) is not None:
+        steps.append(step)
+    return steps
+
+
+def test_the_debugger_names_the_phase_and_shows_the_effects_result() -> None:
+    steps = asyncio.run(_steps(Debugger.live(lookup_agent(), "Look it up.")))
+    report = [line for step in steps for line in step_report(step)]
+    passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+    moves = [line.split(" · row")[0] for line in report[:5]]  # row numbers are the chart's
+    assert moves == [
+        "#1 CallingModel → Retrieving  on start",
+        "  ── Retrieving: effect lookup",
+        "#2 Retrieving → CallingModel  on effect_result",
+        f"    ↳ lookup returned: {cut(passages)}",
+        "  ── turn 0",
+    ]
+    assert '    ↳ check returned: {"checked": true}' in report
+
+
+def test_a_replayed_trace_shows_the_redacted_result(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    printed(lookup_agent(RunConfig(redact=hide_secret)), path)
+    steps = asyncio.run(_steps(Debugger.replay(read_trace(path))))
+    report = "\n".join(line for step in steps for line in step_report(step))
+    assert "↳ lookup returned: " in report and "key [secret]" in report
+    assert SECRET not in report
+
+
+def test_the_studio_names_a_turns_phase_and_carries_the_effects_result() -> None:
+    steps = asyncio.run(_steps(Debugger.live(lookup_agent(), "Look it up.")))
+    summaries = [step_summary(step) for step in steps]
+    assert summaries[0]["effect"] is None
+    assert summaries[1]["effect"] == {
+        "phase": "Retrieving",
+        "effect": "lookup",
+        "text": cut(json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})),
+    }
+    assert summaries[3]["effect"] == {
+        "phase": "Checking",
+        "effect": "check",
+        "text": '{"checked": true}',
+    }
+    turns = [e["text"] for s in summaries for e in s["events"] if e["type"] == "turn_started"]
+    assert turns == ['{"turn": 0}', '{"turn": 1}']  # both in CallingModel: numbers alone
+
+
+def test_the_studio_names_a_custom_turn_phase() -> None:
+    plan_act = load_module(str(ROOT / "charts" / "plan_act.py"))
+    agent = plan_act.agent(ScriptedModel(plan_act.script()))
+    steps = asyncio.run(_steps(Debugger.live(agent, "When?")))
+    turns = [
+        entry["text"]
+        for step in steps
+        for entry in step_summary(step)["events"]
+        if entry["type"] == "turn_started"
+    ]
+    assert turns == ["turn 0 · Planning", '{"turn": 1}', '{"turn": 2}']

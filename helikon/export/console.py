@@ -107,9 +107,7 @@ class EventPrinter:
             self.line(self.paint(f"── {state.phase}: effect {effect}", "dim"))
 
     def _turn_started(self, e: Any) -> None:
-        phase = self._phase
-        named = f" · {phase}" if phase is not None and phase != "CallingModel" else ""
-        self.line(self.paint(f"── turn {e.turn}{named}", "dim"))
+        self.line(self.paint(f"── {turn_label(e.turn, self._phase)}", "dim"))
 
     def _token_delta(self, e: Any) -> None:
         self.out.write(safe_text(e.text, multiline=True))
@@ -161,6 +159,18 @@ class EventPrinter:
     def _run_suspended(self, e: Any) -> None:
         names = ", ".join(request.call.name for request in e.pending)
         self.line(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow", "bold"))
+
+
+def turn_phase(phase: str | None) -> str | None:
+    """The phase a turn's line names: `phase`, unless it is CallingModel (the loop's own
+    model-calling phase: a turn there is named by its number alone)."""
+    return None if phase == "CallingModel" else phase
+
+
+def turn_label(turn: int, phase: str | None) -> str:
+    """`turn 2`, or `turn 2 · Reviewing` for a turn that runs in a phase of its own."""
+    named = turn_phase(phase)
+    return f"turn {turn}" if named is None else f"turn {turn} · {named}"
 
 
 @dataclass
