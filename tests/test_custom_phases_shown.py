@@ -327,3 +327,65 @@ def test_the_studio_names_a_custom_turn_phase() -> None:
         if entry["type"] == "turn_started"
     ]
     assert turns == ["turn 0 · Planning", '{"turn": 1}', '{"turn": 2}']
+
+
+REVIEW_CHART = '''
+from typing import Any
+
+from helikon import AGENT_LOOP, Agent, ToolCall, compile_chart, extend, to, tool
+from helikon.core.chart.guards import text_of
+
+
+def approved(state: Any, inp: Any, ctx: Any) -> bool:
+    return text_of(inp.items).startswith("APPROVED")
+
+
+ReviewChart = (
+    extend(AGENT_LOOP, "ReviewChart")
+    .phase("Reviewing", prompt="Review the answer; reply APPROVED if it is right.")
+    .retarget("CallingModel", "model_response", "complete", to="Reviewing", on="review")
+    .rows(
+        "Reviewing",
+        "model_response",
+        to("Done", cond="approved", on="complete"),
+        to("CallingModel", on="revise"),
+    )
+    .guards(approved)
+    .actions(review="enter_phase", revise="keep_reply")
+    .build()
+)
+EXAMPLE_INPUT = "Send hi."
+
+
+@tool(needs_approval=True)
+def send(text: str) -> str:
+    """Send a message.
+
+    Args:
+        text: what to send.
+    """
+    return "sent"
+
+
+def agent(model: Any) -> Agent:
+    return Agent("sender", model, tools=[send], chart=compile_chart(ReviewChart))
+
+
+def script() -> list[Any]:
+    return [[ToolCall("call_send", "send", '{"text": "hi"}')], "Sent it.", "APPROVED"]
+'''
+
+
+def test_runs_resume_names_the_phase_of_the_turns_it_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(ROOT)
+    chart = tmp_path / "review_chart.py"
+    chart.write_text(REVIEW_CHART)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    ran = main(["run", str(chart), "--offline", "--store", store, "--run-id", "r1"])
+    assert (ran, "suspended: waiting for approval of send" in capsys.readouterr().out) == (0, True)
+    argv = ["runs", "resume", "r1", "--chart", str(chart), "--approve", "all", "--offline"]
+    assert main([*argv, "--store", store]) == 0
+    turns = [line for line in capsys.readouterr().out.splitlines() if line.startswith("──")]
+    assert turns == ["── turn 1", "── turn 2 · Reviewing"]
