@@ -23,6 +23,7 @@ from helikon import (
     EffectContext,
     RunConfig,
     ScriptedModel,
+    ToolCall,
     compile_chart,
     effect,
     extend,
@@ -389,3 +390,24 @@ def test_runs_resume_names_the_phase_of_the_turns_it_runs(
     assert main([*argv, "--store", store]) == 0
     turns = [line for line in capsys.readouterr().out.splitlines() if line.startswith("──")]
     assert turns == ["── turn 1", "── turn 2 · Reviewing"]
+
+
+def test_a_handoff_targets_phases_show_and_a_tool_agents_do_not() -> None:
+    """The target of a handoff continues the stream, so its turns name their phase; an
+    agent run as a tool streams nothing into it, so its effect phases print nothing."""
+    plan_act = load_module(str(ROOT / "charts" / "plan_act.py"))
+    model = ScriptedModel(
+        [
+            [ToolCall("call_look", "looker", '{"input": "Look it up."}')],
+            DRAFT,  # the looker, run as a tool
+            ANSWER,
+            [ToolCall("call_plan", "transfer_to_planner", "{}")],
+            *plan_act.script(),
+        ]
+    )
+    looker = Agent("looker", model, chart=LOOKUP, effects=[lookup, check])
+    front = Agent("front", model, tools=[looker.as_tool()], handoffs=[plan_act.agent(model)])
+    out = printed(front).splitlines()
+    assert "── turn 0 · Planning" in out
+    assert out.index("● planner") < out.index("── turn 0 · Planning")
+    assert not any("returned" in line or "Retrieving" in line for line in out)
