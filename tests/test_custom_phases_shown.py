@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import CHROMIUM, Browser
 from pydantic import JsonValue
 
 from helikon import (
@@ -39,6 +41,7 @@ from helikon.export.console import EventPrinter, StepNotes, streamed_by
 from helikon.export.trace_view import EffectView
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
+from helikon.studio import Session, StudioServer
 from helikon.studio.view import step_summary
 from helikon.trace import Sinks, Trace, TraceWriter, read_trace
 
@@ -411,3 +414,32 @@ def test_a_handoff_targets_phases_show_and_a_tool_agents_do_not() -> None:
     assert "── turn 0 · Planning" in out
     assert out.index("● planner") < out.index("── turn 0 · Planning")
     assert not any("returned" in line or "Retrieving" in line for line in out)
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None or shutil.which("dot") is None,
+    reason="the page test needs Debian's chromium and Graphviz's dot",
+)
+def test_the_studio_page_shows_each_effects_result_as_text(tmp_path: Path) -> None:
+    server = StudioServer(Session(Debugger.live(lookup_agent(), "Look it up.")), port=0)
+    server.start()
+    browser = Browser(tmp_path / "profile")
+    try:
+        page = browser.page(server.url)
+        page.wait_for("document.querySelector('#diagram g.node.current') !== null")
+        page.click("#continue")
+        page.wait_for("document.getElementById('status').textContent === 'finished'")
+        shown = page.evaluate(
+            "[...document.querySelectorAll('#timeline .effect-result')].map(e => e.textContent)"
+        )
+        passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+        assert shown == [f"lookup returned {cut(passages)}", 'check returned {"checked": true}']
+        assert page.evaluate("document.querySelector('.effect-result code b') === null")
+        turns = page.evaluate(
+            "[...document.querySelectorAll('#timeline .event-type.turn_started')].length"
+        )
+        assert turns == 2
+        assert page.console_errors() == []
+    finally:
+        browser.close()
+        server.close()
