@@ -59,7 +59,9 @@ def _short(text: str, limit: int = 160) -> str:
 
 @dataclass
 class EventPrinter:
-    """Prints events as they arrive: tokens inline, one line for everything else."""
+    """Prints events as they arrive: tokens inline, one line for everything else. Told each
+    transition too (`step`, through `StepNotes`), it names a turn's phase and shows what an
+    effect phase ran and returned."""
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     colour: bool | None = None
