@@ -77,12 +77,13 @@ LOOKUP = compile_chart(
 )
 DRAFT = "A first draft."
 ANSWER = "The answer, checked."
+PASSAGES: JsonValue = {"passages": [f"{MARKUP} key {SECRET}", "x" * 300]}
 
 
 @effect
 async def lookup(context: EffectContext) -> JsonValue:
     """Passages for the question: one holds markup and a secret, one is long."""
-    return {"passages": [f"{MARKUP} key {SECRET}", "x" * 300]}
+    return PASSAGES
 
 
 @effect
@@ -154,7 +155,7 @@ def test_helikon_run_prints_the_effect_phase_and_its_result(
 
 def test_each_effect_phase_and_result_is_printed_in_stream_order() -> None:
     out = printed(lookup_agent())
-    passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+    passages = json_text(PASSAGES)
     assert out.splitlines()[1:] == [
         "── Retrieving: effect lookup",
         f"  ↳ lookup returned: {cut(passages)}",
@@ -225,7 +226,6 @@ def effects_of(trace: Trace) -> list[EffectView]:
 
 
 def test_the_trace_view_holds_each_effect_with_its_arguments_and_result(trace: Trace) -> None:
-    passages = {"passages": [f"{MARKUP} key {SECRET}", "x" * 300]}
     retrieving, checking = effects_of(trace)
     question = json_text({"text": "Look it up."})
     assert (retrieving.phase, retrieving.effect, retrieving.arguments) == (
@@ -233,8 +233,8 @@ def test_the_trace_view_holds_each_effect_with_its_arguments_and_result(trace: T
         "lookup",
         question,
     )
-    assert retrieving.output == json_text(passages)
-    assert retrieving.pretty == json.dumps(passages, indent=2, ensure_ascii=False)
+    assert retrieving.output == json_text(PASSAGES)
+    assert retrieving.pretty == json.dumps(PASSAGES, indent=2, ensure_ascii=False)
     assert (checking.phase, checking.effect, checking.output) == (
         "Checking",
         "check",
@@ -281,7 +281,7 @@ async def _steps(debugger: Debugger) -> list[Any]:
 def test_the_debugger_names_the_phase_and_shows_the_effects_result() -> None:
     steps = asyncio.run(_steps(Debugger.live(lookup_agent(), "Look it up.")))
     report = [line for step in steps for line in step_report(step)]
-    passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+    passages = json_text(PASSAGES)
     moves = [line.split(" · row")[0] for line in report[:5]]  # row numbers are the chart's
     assert moves == [
         "#1 CallingModel → Retrieving  on start",
@@ -309,7 +309,7 @@ def test_the_studio_names_a_turns_phase_and_carries_the_effects_result() -> None
     assert summaries[1]["effect"] == {
         "phase": "Retrieving",
         "effect": "lookup",
-        "text": cut(json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})),
+        "text": cut(json_text(PASSAGES)),
     }
     assert summaries[3]["effect"] == {
         "phase": "Checking",
@@ -432,7 +432,7 @@ def test_the_studio_page_shows_each_effects_result_as_text(tmp_path: Path) -> No
         shown = page.evaluate(
             "[...document.querySelectorAll('#timeline .effect-result')].map(e => e.textContent)"
         )
-        passages = json_text({"passages": [f"{MARKUP} key {SECRET}", "x" * 300]})
+        passages = json_text(PASSAGES)
         assert shown == [f"lookup returned {cut(passages)}", 'check returned {"checked": true}']
         assert page.evaluate("document.querySelector('.effect-result code b') === null")
         turns = page.evaluate(
