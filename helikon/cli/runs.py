@@ -56,7 +56,7 @@ from helikon.durable import (
     open_store,
 )
 from helikon.durable.views import events_of, pending_of, spent_of
-from helikon.export.console import EventPrinter, safe_text
+from helikon.export.console import EventPrinter, StepNotes, safe_text
 from helikon.models.scripted import ScriptedModel
 from helikon.run.journal import FORKING, copier_gone, forking_refusal
 from helikon.run.snapshot import ApprovalMismatch, SnapshotMismatch
@@ -520,8 +520,14 @@ async def resume_run(
     last: Any = None
     try:
         with store_errors():
+            notes = StepNotes(printer, run_id)  # the phases and effect results it prints
             result = agent.resume(
-                run_id, decisions, store=store, force=force, context=chart_context(module)
+                run_id,
+                decisions,
+                store=store,
+                force=force,
+                context=chart_context(module),
+                trace=notes,
             )
             async for event in result:
                 if last is None:  # the run's lease is held now: it goes on
