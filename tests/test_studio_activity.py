@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import helikon.studio.activity as activity_module
 from helikon.studio.activity import TRANSITIONS, Activity, Change, next_activity
 from helikon.studio.errors import StudioBusy, StudioError
 
@@ -70,3 +71,14 @@ def test_the_page_sees_a_pausing_run_as_continuing_and_an_idle_one_as_not_busy()
         A.DECIDING: "deciding",
         A.FOLLOWING: "follow",
     }
+
+
+def test_the_module_header_draws_the_table_as_it_is() -> None:
+    """The table in helikon.studio.activity's header, written out from `TRANSITIONS`."""
+    lines = []
+    for activity, changes in TRANSITIONS.items():
+        busy = "null" if activity.busy is None else f'"{activity.busy}"'
+        for k, (change, target) in enumerate(changes.items()):
+            first = f"{activity.name:<14}{busy:<14}" if k == 0 else " " * 28
+            lines.append(f"    {first}{change.name:<12}{target.name}")
+    assert "\n".join(lines) in (activity_module.__doc__ or "")

@@ -13,15 +13,22 @@ running it (back, rewind, fork, unfork, step in, step out) need IDLE and leave i
 `next_activity` is the only place an activity changes, and `TRANSITIONS` the only place
 the rules are written: a change the table lacks from the activity it is asked in is
 refused with the error the server answers (409 `StudioBusy` while busy, 400 otherwise),
-naming the activity by its `busy` name, the one the page sees in a snapshot's `busy`:
+naming the activity by its `busy` name, the one the page sees in a snapshot's `busy`.
+The table (tests/test_studio_activity.py holds this text to `TRANSITIONS` and `BUSY`):
 
-    activity      busy           changes (-> activity)
-    IDLE          null           STEP, CONTINUE, DECIDE, FOLLOW -> their busy activity; MOVE
-    STEPPING      "step"         FINISH -> IDLE
-    CONTINUING    "continue"     PAUSE -> PAUSING; FINISH -> IDLE
-    PAUSING       "continue"     PAUSE; FINISH -> IDLE
-    DECIDING      "deciding"     FINISH -> IDLE
-    FOLLOWING     "follow"       FINISH -> IDLE
+    activity      busy          change      next activity
+    IDLE          null          STEP        STEPPING
+                                CONTINUE    CONTINUING
+                                DECIDE      DECIDING
+                                FOLLOW      FOLLOWING
+                                MOVE        IDLE
+    STEPPING      "step"        FINISH      IDLE
+    CONTINUING    "continue"    PAUSE       PAUSING
+                                FINISH      IDLE
+    PAUSING       "continue"    PAUSE       PAUSING
+                                FINISH      IDLE
+    DECIDING      "deciding"    FINISH      IDLE
+    FOLLOWING     "follow"      FINISH      IDLE
 """
 
 from __future__ import annotations
