@@ -174,6 +174,18 @@ def test_a_name_that_is_neither_a_directory_nor_a_revision_is_refused(tmp_path: 
     assert compare.resolve("new", str(ROOT), tmp_path) == Checkout("new", str(ROOT), ROOT)
 
 
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_a_revision_is_exported_to_a_tree_of_its_own(tmp_path: Path) -> None:
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    checkout = compare.resolve("old", "HEAD", tmp_path)
+    assert checkout.named == f"HEAD ({commit[:12]})"
+    assert checkout.root == tmp_path / f"old-{commit[:12]}"
+    assert (checkout.root / "helikon" / "__init__.py").is_file()
+    assert checkout.figures_script() == checkout.root / "bench" / "figures.py"
+
+
 def test_a_checkout_without_figures_is_measured_by_this_ones(tmp_path: Path) -> None:
     assert Checkout("old", "x", tmp_path).figures_script() == ROOT / "bench" / "figures.py"
     (tmp_path / "bench").mkdir()
