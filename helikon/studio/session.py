@@ -1,4 +1,5 @@
-"""`Session`: one debugger on its own event loop thread, driven from the HTTP threads.
+"""`ThreadedDebugger`: one debugger on its own event loop thread, driven from the HTTP
+threads.
 
 Theory of operation: the debugger is touched only on its loop, a background thread. Each
 command (step, continue, back, break, ...) is a coroutine submitted to that loop; the calling
@@ -191,7 +192,7 @@ def check_decisions(decisions: object, *, seq_needed: bool) -> list[dict[str, An
 
 
 def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
-    """A fork request's step, kind and value, checked (see `Session.fork`).
+    """A fork request's step, kind and value, checked (see `ThreadedDebugger.fork`).
 
     Raises:
         StudioError: one of them is not what a fork takes.
@@ -255,7 +256,7 @@ def _always(state: Any, next_input: Any) -> bool:
     return True
 
 
-class Session:
+class ThreadedDebugger:
     """A debugger driven from any thread; see the module docstring.
 
     Args:
@@ -304,7 +305,7 @@ class Session:
         """Whether `copy` can open another session like this one (a replay can)."""
         return self._fresh is not None
 
-    def copy(self) -> Session:
+    def copy(self) -> ThreadedDebugger:
         """Another session like this one, before its first step, with no breakpoints.
 
         Raises:
@@ -313,7 +314,7 @@ class Session:
         if self._fresh is None:
             raise StudioError("a live run cannot be copied: its steps have side effects")
         source = None if self._source is None else self._source.again()
-        return Session(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
+        return ThreadedDebugger(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
 
     def clear_breakpoints(self) -> dict[str, Any]:
         """Delete every breakpoint (for the next browser session to drive the run)."""
