@@ -180,6 +180,11 @@ def __getattr__(name: str) -> object:
     return _moved(name)
 
 
+def __dir__() -> list[str]:
+    # The lazy names too (a REPL completes them), not the moved ones.
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
     "AGENT_LOOP",
     "DEFAULT_TABLE",

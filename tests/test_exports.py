@@ -298,6 +298,12 @@ def test_the_warning_points_at_the_importing_line() -> None:
     assert [Path(w.filename).name for w in caught] == [Path(__file__).name]
 
 
+def test_dir_lists_the_lazy_names_and_not_the_moved_ones() -> None:
+    listed = dir(helikon)
+    assert {"SqliteRunStore", "OpenAIModel", "Agent"} <= set(listed)
+    assert not set(MOVED) & set(listed)
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="module 'helikon' has no attribute 'Nope'"):
         helikon.Nope  # type: ignore[attr-defined]  # noqa: B018
