@@ -4,7 +4,7 @@ python-statemachine (`tests/test_layers.py` and the import contracts keep it so)
 
 Every word of the loop is re-exported here, whether or not `helikon` offers it too: the
 phases (`LoopState`), the inputs (`TransitionInput`), the actions (`NextAction`), the
-failures (`AgentError`) and the exceptions (the tree is drawn in `helikon.core.errors`),
+failures (`AgentError`) and the exceptions (docs/reference/errors.md draws the whole tree),
 the items and events, the compiled table and its rows, and `transition` itself.
 """
 
