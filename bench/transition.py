@@ -24,14 +24,10 @@ from typing import Any
 from helikon import (
     AGENT_LOOP,
     DEFAULT_TABLE,
-    ApprovalDecisions,
     ApprovalRequest,
     AssistantMessage,
     CallingModel,
-    Cancel,
-    ExecutingTools,
     ModelResponse,
-    NeedsApproval,
     Start,
     ToolCall,
     ToolResult,
@@ -41,6 +37,7 @@ from helikon import (
     UserMessage,
     transition,
 )
+from helikon.core import ApprovalDecisions, Cancel, ExecutingTools, NeedsApproval
 
 TARGET_VS_STATEMACHINE = 30.0
 TARGET_VS_FLOOR = 25.0

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from helikon import read_trace
 from helikon.cli import main
 from helikon.cli.runs import duration
 from helikon.cli.studio import replay_session
 from helikon.durable import SqliteRunStore
 from helikon.export import trace_to_markdown
+from helikon.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,8 +24,6 @@ from pydantic import BaseModel
 from helikon import (
     Agent,
     AssistantMessage,
-    Debugger,
-    DebuggerError,
     OutputGuardrail,
     RunContext,
     ScriptedModel,
@@ -37,6 +35,7 @@ from helikon.core.codec import dumps
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import LoopState, ModelResponse, ToolResults, TransitionInput
+from helikon.debug import Debugger, DebuggerError
 from helikon.debug.debugger import Step
 from helikon.tools.tool import Tool
 from helikon.trace import Trace, TraceWriter, read_trace

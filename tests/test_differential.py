@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from helikon import AGENT_LOOP, DEFAULT_TABLE, LoopChart, TransitionTable, compile_chart
+from helikon import AGENT_LOOP, DEFAULT_TABLE, LoopChart, compile_chart
+from helikon.core import TransitionTable
 from helikon.core.state import INPUT_KINDS
 
 PLAN_ACT_PATH = Path(__file__).resolve().parent.parent / "charts" / "plan_act.py"

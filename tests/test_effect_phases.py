@@ -11,17 +11,9 @@ from helikon import (
     AGENT_LOOP,
     DEFAULT_TABLE,
     CallingModel,
-    CallModel,
-    Cancel,
     Cancelled,
     ChartDefinitionError,
-    EffectFailed,
-    EffectPhase,
-    EffectResult,
-    Fail,
     Failed,
-    ModelRequest,
-    RunEffect,
     RunFailed,
     Start,
     SystemMessage,
@@ -31,9 +23,19 @@ from helikon import (
     compile_chart,
     extend,
     initial_state,
-    pending_action,
     to,
     transition,
+)
+from helikon.core import (
+    CallModel,
+    Cancel,
+    EffectFailed,
+    EffectPhase,
+    EffectResult,
+    Fail,
+    ModelRequest,
+    RunEffect,
+    pending_action,
 )
 from helikon.core.codec import dumps, loads
 from helikon.core.state import LoopState, NextAction, TransitionInput

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from helikon import DEFAULT_TABLE, TransitionTable
+from helikon import DEFAULT_TABLE
+from helikon.core import TransitionTable
 from helikon.export import (
     ChartEdge,
     ChartGraph,

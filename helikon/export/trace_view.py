@@ -38,7 +38,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
-    """One settled model call. `purpose` is the request's: turn, finalize, repair, compact
+    """One finished model call. `purpose` is the request's: turn, finalize, repair, compact
     or a custom phase's name; `streamed` is true when deltas arrived as it ran."""
 
     purpose: str

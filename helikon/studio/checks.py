@@ -77,7 +77,7 @@ def check_decisions(decisions: object, *, seq_needed: bool) -> list[dict[str, An
 
 
 def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
-    """A fork request's step, kind and value, checked (see `Session.fork`).
+    """A fork request's step, kind and value, checked (see `ThreadedDebugger.fork`).
 
     Raises:
         StudioError: one of them is not what a fork takes.

@@ -1,4 +1,4 @@
-"""The studio's HTTP server: the page, a JSON API over a `Session`, and an event stream.
+"""The studio's HTTP server: the page, a JSON API over a `ThreadedDebugger`, and an event stream.
 
 Standard library only (`http.server.ThreadingHTTPServer`): the studio serves one person on
 one machine, so a thread per request is plenty, and it adds no dependency to helikon.
@@ -91,17 +91,17 @@ from helikon.studio.request import (
     read_body,
 )
 from helikon.studio.session import (
-    Session,
     StudioBusy,
     StudioConflict,
     StudioError,
     StudioFailure,
     StudioNotFound,
+    ThreadedDebugger,
     check_edit,
 )
 from helikon.studio.stored import StoredRuns
 
-Command = Callable[[Session, dict[str, Any]], dict[str, Any]]
+Command = Callable[[ThreadedDebugger, dict[str, Any]], dict[str, Any]]
 """A command on the session a browser session drives, given the request's body."""
 Route = tuple[str, Callable[[], None]]
 """The method a path takes, and what answers it."""
@@ -171,7 +171,7 @@ class StudioServer(ThreadingHTTPServer):
 
     def __init__(
         self,
-        session: Session,
+        session: ThreadedDebugger,
         *,
         host: str = LOOPBACK,
         port: int = 0,
@@ -235,7 +235,7 @@ class StudioServer(ThreadingHTTPServer):
         if self.runs is not None:
             self.runs.close()
 
-    def with_diagram(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
+    def with_diagram(self, session: ThreadedDebugger, data: dict[str, Any]) -> dict[str, Any]:
         """A snapshot with the chart facts and the chart drawn with its path."""
         table = session.tables[data["chart"]["digest"]]  # the chart the snapshot was taken on
         with self._diagrams_lock:  # one drawer per chart: runs nested or stored may differ

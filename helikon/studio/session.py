@@ -1,4 +1,5 @@
-"""`Session`: one debugger on its own event loop thread, driven from the HTTP threads.
+"""`ThreadedDebugger`: one debugger on its own event loop thread, driven from the HTTP
+threads.
 
 Theory of operation: the debugger is touched only on its loop, a background thread
 (`helikon.studio.bridge.LoopThread`). Each command (step, continue, back, break, ...) checks
@@ -56,13 +57,13 @@ from helikon.studio.view import breakpoint_data, chart_facts, snapshot, stop_dat
 from helikon.trace import Trace
 
 __all__ = [  # the errors, `check_edit` and `edit_for` are imported from here too
-    "Session",
     "Source",
     "StudioBusy",
     "StudioConflict",
     "StudioError",
     "StudioFailure",
     "StudioNotFound",
+    "ThreadedDebugger",
     "check_edit",
     "edit_for",
 ]
@@ -108,7 +109,7 @@ def _always(state: Any, next_input: Any) -> bool:
     return True
 
 
-class Session:
+class ThreadedDebugger:
     """A debugger driven from any thread; see the module docstring.
 
     Args:
@@ -155,7 +156,7 @@ class Session:
         """Whether `copy` can open another session like this one (a replay can)."""
         return self._fresh is not None
 
-    def copy(self) -> Session:
+    def copy(self) -> ThreadedDebugger:
         """Another session like this one, before its first step, with no breakpoints.
 
         Raises:
@@ -164,7 +165,7 @@ class Session:
         if self._fresh is None:
             raise StudioError("a live run cannot be copied: its steps have side effects")
         source = None if self._source is None else self._source.again()
-        return Session(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
+        return ThreadedDebugger(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
 
     def clear_breakpoints(self) -> dict[str, Any]:
         """Delete every breakpoint (for the next browser session to drive the run)."""
