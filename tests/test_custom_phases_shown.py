@@ -41,7 +41,7 @@ from helikon.export.console import EventPrinter, StepNotes, streamed_by
 from helikon.export.trace_view import EffectView
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
-from helikon.studio import Session, StudioServer
+from helikon.studio import StudioServer, ThreadedDebugger
 from helikon.studio.view import step_summary
 from helikon.trace import Sinks, Trace, TraceWriter, read_trace
 
@@ -421,7 +421,7 @@ def test_a_handoff_targets_phases_show_and_a_tool_agents_do_not() -> None:
     reason="the page test needs Debian's chromium and Graphviz's dot",
 )
 def test_the_studio_page_shows_each_effects_result_as_text(tmp_path: Path) -> None:
-    server = StudioServer(Session(Debugger.live(lookup_agent(), "Look it up.")), port=0)
+    server = StudioServer(ThreadedDebugger(Debugger.live(lookup_agent(), "Look it up.")), port=0)
     server.start()
     browser = Browser(tmp_path / "profile")
     try:
