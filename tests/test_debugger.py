@@ -27,6 +27,7 @@ from helikon import (
     Debugger,
     DebuggerError,
     OutputGuardrail,
+    RunConfig,
     RunContext,
     ScriptedModel,
     ToolCall,
@@ -771,3 +772,21 @@ async def test_a_replay_can_be_inspected_at_every_step() -> None:
     assert [call.name for call in calls] == ["balance", "transfer"]
     assert debugger.frames[debugger.position].state == debugger.state
     assert case.effects == []
+
+
+async def test_the_debugger_shows_what_a_redacting_run_says_and_its_saved_trace_hides_it(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig(redact=lambda text: text.replace("s3cret", "[hidden]"))
+    agent = Agent("keeper", ScriptedModel(["the code is s3cret"]), config=config)
+    debugger = Debugger.live(agent, "what is the code?")
+
+    await debugger.continue_()
+
+    assert debugger.conversation[-1].content == "the code is s3cret"  # in process: raw
+    debugger.rewind(debugger.position)  # its log is the run's, not the trace's
+    assert debugger.conversation[-1].content == "the code is s3cret"
+    saved = tmp_path / "saved.jsonl"
+    debugger.save_trace(saved)
+    text = saved.read_text()
+    assert "the code is [hidden]" in text and "s3cret" not in text

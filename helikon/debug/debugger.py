@@ -45,8 +45,9 @@ from helikon.debug.recording import (
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
-from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
+from helikon.run.lifecycle import KEEP, Lifecycle
+from helikon.run.redaction import redacted
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
 from helikon.run.stepping import StepGate
@@ -207,7 +208,7 @@ class Debugger:
         `source` names where the agent is defined (a chart file), recorded in saved traces.
         """
         run = Run(agent, input=input, context=context, run_id=run_id)
-        run.started = True
+        run.continue_stream()  # the debugger streams its steps: the run announces nothing
         return cls(run, header=header_of(run, source))
 
     @classmethod
@@ -233,7 +234,7 @@ class Debugger:
         if agent is None:
             agent = AgentSpec(header.agent, ScriptedModel([]), chart=trace.table())
         run = Run(agent, context=context, run_id=header.run_id)
-        run.started = True
+        run.continue_stream()
         if not recorded_only and agent.mcp_servers:
             try:  # the tools as the trace recorded them: no server is asked
                 run.take_recorded_tools(header.tools)
@@ -245,8 +246,7 @@ class Debugger:
                 f"{header.chart_digest[:12]}; this agent is {agent.name!r} on "
                 f"{run.ctx.table.digest[:12]}"
             )
-        run.state = lines[0].state_before
-        run.next_input = lines[0].input
+        run.position(state=lines[0].state_before, next_input=lines[0].input)
         debugger = cls(run, header=header, recorded_only=recorded_only, trace=trace)
         debugger._take(trace)
         return debugger
@@ -388,19 +388,18 @@ class Debugger:
             if observed is None:
                 return None
             lead = observed
-        before, inp = self.run.state, self.run.next_input
-        self._recorder.records.clear()
+        inp = self.run.next_input
         recorded = self.expected.get(self.position + 1) if self.recorded_only else None
         if recorded is not None:
             match = self._recorded_match(recorded)
-            self.run.record(inp, outcome_of(recorded))
+            applied = self.run.record(inp, outcome_of(recorded), match)
         else:
-            match = match_row(before, inp, self.run.ctx)
-            await self.run.apply(None if live else self._recorded_outcome(inp))
-        outcome = self._recorder.records[-1].outcome
+            applied = await self.run.apply(None if live else self._recorded_outcome(inp))
+        assert applied.match is not None  # the debugger's recorder is a trace: rows are kept
+        outcome = applied.outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
-        return _Started(before, inp, match, outcome, lead)
+        return _Started(applied.before, applied.input, applied.match, outcome, lead)
 
     def _recorded_outcome(self, inp: Any) -> TransitionOutcome | None:
         """The outcome the next step had when it was recorded, or taken before a rewind,
@@ -438,7 +437,7 @@ class Debugger:
         there is none (the end of a replay, or the run suspends)."""
         position = self.position
         if position in self.recorded and not live:
-            self.run.next_input = self.recorded[position]
+            self.run.position(next_input=self.recorded[position])
             return self.produced[position].events if position in self.produced else ()
         if self.expected:
             return None
@@ -448,13 +447,15 @@ class Debugger:
     async def _effect(self, position: int, live: bool) -> tuple[Any, ...]:
         """Obtain input `position` after a transition: recorded, or performed live."""
         if not live and (position in self.recorded or self.expected):
-            self.run.next_input = self.recorded.get(position)
-            self.run.pending = None
+            next_input = self.recorded.get(position)
             effect = self.produced.get(position, NOTHING)
-            if self.run.next_input is None and any(
-                e.type == "run_suspended" for e in effect.events
-            ):  # the recording suspended here, and was not resumed: so does the replay
-                self.run.suspended = True
+            # the recording suspended here, and was not resumed: so does the replay
+            suspends = next_input is None and any(e.type == "run_suspended" for e in effect.events)
+            self.run.position(
+                next_input=next_input,
+                pending=None,
+                lifecycle=Lifecycle.SUSPENDING if suspends else KEEP,
+            )
             return effect.events
         return await self._perform(position)
 
@@ -564,8 +565,7 @@ class Debugger:
         except ApprovalMismatch as exc:
             raise DebuggerError(str(exc)) from None
         chosen = ApprovalDecisions(tuple(decisions))
-        self.run.suspended = False
-        self.run.next_input = chosen
+        self.run.position(next_input=chosen, lifecycle=self.run.lifecycle.resumed)
         self.recorded[self.position] = chosen
         del self.frames[self.position :]
         self.frames.append(self._frame())
@@ -785,12 +785,14 @@ class Debugger:
         if not 0 <= k <= self.position:
             raise DebuggerError(f"cannot rewind to step {k}: the run has taken {self.position}")
         frame = self.frames[k]
-        self.run.state = frame.state
-        self.run.conversation = Conversation(self.log[: frame.conversation_len])
-        self.run.seq = frame.seq
-        self.run.next_input = frame.next_input
-        self.run.pending = frame.pending
-        self.run.suspended = False
+        self.run.position(
+            state=frame.state,
+            conversation=self.log[: frame.conversation_len],
+            seq=frame.seq,
+            next_input=frame.next_input,
+            pending=frame.pending,
+            lifecycle=self.run.lifecycle.resumed,
+        )
         del self.history[k:]
         del self.frames[k + 1 :]
         return frame
@@ -821,10 +823,14 @@ class Debugger:
         self.forks += 1
         fork_id = f"{self.run.run_id}-fork{k}" + (f".{self.forks}" if self.forks > 1 else "")
         run = Run(agent, context=self.run.context, run_id=fork_id)
-        run.started = True
-        run.state, run.seq = frame.state, frame.seq
-        run.conversation = Conversation(self.log[: frame.conversation_len])
-        run.next_input, run.pending = next_input, None
+        run.position(
+            state=frame.state,
+            conversation=self.log[: frame.conversation_len],
+            seq=frame.seq,
+            next_input=next_input,
+            pending=None,
+            lifecycle=Lifecycle.STARTED,  # announced by the run it forks; prepared again
+        )
         forked = Debugger(
             run, log=list(self.log[: frame.conversation_len]), header=self.header, trace=self.trace
         )
@@ -859,14 +865,21 @@ class Debugger:
 
     def save_trace(self, target: Any) -> None:
         """Write the history as a trace (a fork's trace is a new trace), with each step's
-        effect lines as recorded: the events it streamed and any nested run's lines."""
+        effect lines as recorded: the events it streamed and any nested run's lines. What
+        the run's `RunConfig.redact` hides, the trace does not hold (the debugger shows it)."""
         with TraceWriter(target) as writer:
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
             writer.write(EffectTrace(self.run.run_id, 0, started))
+            redact = self.run.config.redact  # a trace is written as the run writes one
             for position, step in enumerate(self.history):
-                record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
+                record = TransitionRecord(
+                    step.seq,
+                    redacted(step.state_before, redact),
+                    redacted(step.input, redact),
+                    redacted(step.outcome, redact),
+                )
                 writer.write(transition_trace(self.run, record))
                 effect = self.produced.get(position + 1, NOTHING)
                 for line in effect.lines_for(self.run.run_id):
