@@ -32,9 +32,8 @@ ENDED: it finished (its chart's terminal phase), and is closed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
@@ -212,12 +211,12 @@ class Positioned:
             self._move(Lifecycle.STARTED)
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
+class Applied(NamedTuple):
     """One transition as `Run.apply` applied it: the run's `seq` after it, the state before
     it, the input it applied, the row it took with each guard's value (`match`; None when
     nothing keeps rows: no trace, store or observer), its outcome, and the events the step
-    streams (the outcome's, or the failure of the store that refused to keep it)."""
+    streams (the outcome's, or the failure of the store that refused to keep it). A tuple:
+    one is built every step, and a tuple is the cheapest immutable value to build."""
 
     seq: int
     before: Any
