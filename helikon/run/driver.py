@@ -327,7 +327,7 @@ class Run(Positioned, RunEffects):
 
     async def stream(self) -> AsyncIterator[AgentEvent]:
         """Every event of the run, to its end (completed, failed or suspended)."""
-        while not self.finished and not self.suspended:
+        while not self.finished and not self._lifecycle.suspended:
             async for event in self.advance():
                 yield event
 

@@ -46,37 +46,40 @@ __all__ = ["KEEP", "MOVES", "Applied", "Keep", "Lifecycle", "LifecycleError", "P
 
 
 class Lifecycle(Enum):
-    """Where a run is in its life (see the module docstring); the flags below are views of
-    it, not state of their own."""
+    """Where a run is in its life (see the module docstring). Its flags are columns of this
+    table, not state of their own (plain attributes: the driver reads some every step):
+    `announced` (its `RunStarted` is behind it, or it has none of its own), `prepared` (its
+    tools are fixed), `guarded` (its input guardrails ran, or are not to run again),
+    `suspended` (it waits for approval decisions) and `closed` (its journal closed, its
+    stepper told, its span ended: it ended or suspended)."""
 
-    NEW = "new"
-    STARTED = "started"
-    PREPARED = "prepared"
-    RESUMING = "resuming"
-    RUNNING = "running"
-    SUSPENDING = "suspending"
-    SUSPENDED = "suspended"
-    ENDED = "ended"
+    # fmt: off
+    #             label          announced  prepared  guarded  suspended  closed
+    NEW        = ("new",         False,     False,    False,   False,     False)
+    STARTED    = ("started",     True,      False,    False,   False,     False)
+    PREPARED   = ("prepared",    True,      True,     False,   False,     False)
+    RESUMING   = ("resuming",    True,      True,     False,   False,     False)
+    RUNNING    = ("running",     True,      True,     True,    False,     False)
+    SUSPENDING = ("suspending",  True,      True,     True,    True,      False)
+    SUSPENDED  = ("suspended",   True,      True,     True,    True,      True)
+    ENDED      = ("ended",       True,      True,     True,    False,     True)
+    # fmt: on
 
-    @property
-    def announced(self) -> bool:
-        """Its `RunStarted` is behind it (or it has none of its own)."""
-        return self is not Lifecycle.NEW
-
-    @property
-    def prepared(self) -> bool:
-        """Its tools are fixed: its tool sources listed, or recorded ones taken."""
-        return self not in _UNPREPARED
-
-    @property
-    def guarded(self) -> bool:
-        """Its input guardrails ran, or are not to run again."""
-        return self not in _UNGUARDED
-
-    @property
-    def suspended(self) -> bool:
-        """It waits for approval decisions."""
-        return self is Lifecycle.SUSPENDING or self is Lifecycle.SUSPENDED
+    def __init__(
+        self,
+        label: str,
+        announced: bool,
+        prepared: bool,
+        guarded: bool,
+        suspended: bool,
+        closed: bool,
+    ) -> None:
+        self.label = label
+        self.announced = announced
+        self.prepared = prepared
+        self.guarded = guarded
+        self.suspended = suspended
+        self.closed = closed
 
     @property
     def resumed(self) -> Lifecycle:
@@ -84,14 +87,6 @@ class Lifecycle(Enum):
         or rewound it): RUNNING for a suspended run, itself otherwise."""
         return Lifecycle.RUNNING if self.suspended else self
 
-    @property
-    def closed(self) -> bool:
-        """Its journal is closed, its stepper told and its span ended: it ended or suspended."""
-        return self is Lifecycle.SUSPENDED or self is Lifecycle.ENDED
-
-
-_UNPREPARED = frozenset({Lifecycle.NEW, Lifecycle.STARTED})
-_UNGUARDED = frozenset({Lifecycle.NEW, Lifecycle.STARTED, Lifecycle.PREPARED, Lifecycle.RESUMING})
 
 MOVES: dict[Lifecycle, frozenset[Lifecycle]] = {
     Lifecycle.NEW: frozenset({Lifecycle.STARTED, Lifecycle.PREPARED}),
