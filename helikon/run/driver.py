@@ -513,11 +513,12 @@ class Run(Positioned, RunEffects):
             yield event
 
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
-        """Take a transition's outcome as given (a recorded one, replayed without its chart,
-        with the row the recording names): the state, the appends and the seq advance as if
-        `apply()` had computed it."""
+        """Take a transition's outcome as given (a recorded one, replayed without its chart):
+        the state, the appends and the seq advance as if `apply()` had computed it. `match`,
+        the row the recording names, is returned in the `Applied`; the trace and observer
+        are given the step without a row, as a computed one would be without a trace."""
         before, self.next_input = self.state, None
-        self._apply(inp, outcome, match)
+        self._apply(inp, outcome, None)
         self.pending = None if self.finished else outcome.next_action
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
@@ -679,6 +680,7 @@ class Run(Positioned, RunEffects):
                 depth=self.depth + 1,
                 trace=self.trace,
                 agents=self.agents,
+                parent_run_id=self.run_id,
             )
             child.position(state=head, seq=stored.records[-1].seq, lifecycle=Lifecycle.ENDED)
             return child
