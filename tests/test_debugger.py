@@ -27,7 +27,6 @@ from helikon import (
     AssistantMessage,
     Debugger,
     DebuggerError,
-    LoopChart,
     OutputGuardrail,
     RunConfig,
     RunContext,
@@ -37,6 +36,7 @@ from helikon import (
     compile_chart,
 )
 from helikon.cli.loading import load_module
+from helikon.core.chart.dsl import LoopChart
 from helikon.core.codec import dumps
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
