@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, NamedTuple
 
+from helikon.core.errors import HelikonError
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import NextAction, TransitionOutcome
@@ -110,7 +111,7 @@ class Keep(Enum):
 KEEP = Keep.KEEP
 
 
-class LifecycleError(RuntimeError):
+class LifecycleError(HelikonError, RuntimeError):
     """A run was asked for a move its lifecycle does not allow (a bug in its driver)."""
 
     def __init__(self, run_id: str, at: Lifecycle, to: Lifecycle) -> None:
