@@ -14,14 +14,8 @@ from typing import Any
 
 from helikon.cli.agents import add_agent_arguments, live_agent, scripted_note
 from helikon.cli.loading import CHARTS, LoadError, load_module
-from helikon.cli.runs import (
-    add_store_argument,
-    resume_hint,
-    stopped_by_its_store,
-    store_errors,
-    store_url,
-    with_store,
-)
+from helikon.cli.runs.resuming import resume_hint, stopped_by_its_store
+from helikon.cli.store import add_store_argument, store_errors, store_url, with_store
 from helikon.cli.temporal import add_temporal_arguments, command_run_temporal
 from helikon.cli.usage import UsageError
 from helikon.core.chart.default import DEFAULT_TABLE

@@ -30,12 +30,11 @@ from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.durable import StoreError, open_store
 from helikon.models.scripted import ScriptedModel
+from helikon.studio.access import LOOPBACK  # the default; any other address needs a token
 from helikon.studio.server import StudioServer
 from helikon.studio.session import StudioError, ThreadedDebugger
 from helikon.studio.stored import StoredRuns
 from helikon.trace import TraceError, read_trace
-
-LOOPBACK = "127.0.0.1"  # the default address; any other needs a token (helikon.studio.server)
 
 DEFAULT_PORT = 8765
 

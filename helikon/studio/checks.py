@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from helikon.core.quoting import quoted
+from helikon.debug.completion import BREAK_KINDS
 from helikon.debug.debugger import BreakKind, Debugger
 from helikon.debug.fork import calls_answer, effect_answer, text_answer, tool_answer
 from helikon.studio.errors import StudioError
 from helikon.studio.view import EVENT_TYPES
-
-BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
 
 
 def check_break(kind: object, value: object) -> tuple[BreakKind, str]:

@@ -16,25 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, get_args
+from typing import Any
 
 from helikon.core.codec import to_data
-from helikon.core.events import AgentEvent
 from helikon.core.quoting import cut
 from helikon.core.table import Row, TransitionTable
 from helikon.core.transition import Match
 from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
+from helikon.debug.view import event_types
 from helikon.export.console import turn_label, turn_phase
 from helikon.models.scripted import ScriptedModel
 
 TEXT_LIMIT = 240
 _FOLDED = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})
-
-
-def event_types() -> tuple[str, ...]:
-    """Every event type a run can emit, in the order `AgentEvent` lists them."""
-    union = get_args(AgentEvent)[0]
-    return tuple(cls.__dataclass_fields__["type"].default for cls in get_args(union))
 
 
 EVENT_TYPES = event_types()
