@@ -29,6 +29,9 @@ from helikon.core.chart.dsl import (
     AgentLoopChart,
     LoopChart,
 )
+from helikon.core.chart.spec import (
+    ChartSpec,
+)
 from helikon.core.context import (
     OutputSpec,
     Permission,
@@ -266,6 +269,7 @@ __all__ = [
     "ChartData",
     "ChartDefinitionError",
     "ChartDraft",
+    "ChartSpec",
     "Compacting",
     "CompactionSummary",
     "Conversation",

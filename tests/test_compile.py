@@ -295,8 +295,11 @@ def test_a_state_that_cannot_reach_done_or_failed_is_refused() -> None:
             | calling_model.to(done, on="complete")
             | compacting.to.itself(on="apply_summary")
         )
-        cancel = calling_model.to(failed, on="cancel_run") | compacting.to.itself(on="cancel_run")
-        fail = calling_model.to(failed, on="fail_run") | compacting.to.itself(on="fail_run")
+        # apply_summary builds a Compacting state (cancel_run would build Failed).
+        cancel = calling_model.to(failed, on="cancel_run") | compacting.to.itself(
+            on="apply_summary"
+        )
+        fail = calling_model.to(failed, on="fail_run") | compacting.to.itself(on="apply_summary")
 
     error = refusal(Trap)
     assert problems(error) == ["state Compacting: cannot reach Done or Failed"]
