@@ -27,6 +27,7 @@ from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import HelikonError
 from helikon.core.tool_spec import ListedTool, ToolSpec
+from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig
 from helikon.run.journal import toolset_digest
 from helikon.run.prepare import (
@@ -142,6 +143,12 @@ class AgentRegistry:
             known = ", ".join(sorted(self.agents)) or "(none)"
             raise UnknownAgent(f"this worker has no agent {name!r} (it has: {known})")
         facts = self._facts_for(agent, token_budget, tuple(listed))
+        kept = on_recorded_chart(agent, chart)  # an older default chart: helikon.run.chart_versions
+        if kept is not agent:
+            try:
+                facts = _facts_of(kept, self.agents, token_budget, tuple(listed))
+            except ValueError as exc:
+                raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
         if chart and chart != facts.digest:
             raise UnknownAgent(
                 f"agent {name!r} runs chart {facts.digest[:12]} on this worker, but the run "
