@@ -67,10 +67,12 @@ def test_building_gives_a_spec_that_states_the_shared_rows_once() -> None:
 
 
 def test_a_built_spec_extends_again_and_a_class_is_no_longer_declared() -> None:
-    first = extend(AGENT_LOOP, "First").drop("CallingModel", "start", "fail_budget").build()
+    draft = extend(AGENT_LOOP, "First").drop("CallingModel", "start", "fail_budget")
+    first = draft.build()
     again = extend(first, "First").build()
     assert again == first
-    assert compile_chart(again).digest == compile_chart(first).digest
+    assert compile_chart(again).digest == compile_chart(first).digest == draft.compile().digest
+    assert draft.compile().digest != DEFAULT_TABLE.digest
     assert not [cls for cls in LoopChart.__subclasses__() if cls.__name__ == "First"]
 
 

@@ -5,7 +5,7 @@ subclass shares its parent's `State` objects (rows added to an inherited state c
 parent too), so a chart that starts elsewhere, or adds a phase in front of the loop, cannot
 be a subclass. `extend(base)` reads the base chart's spec (`ChartSpec`, plain data) instead;
 the draft's methods change it, and `build()` returns the new spec, which `compile_chart`
-checks and compiles like any chart (no class is declared):
+checks and compiles like any chart (`compile()` does both; no class is declared):
 
     PlanActChart = (
         extend(AGENT_LOOP, "PlanActChart")
@@ -36,12 +36,12 @@ from types import MappingProxyType
 from typing import Any
 
 from helikon.core.chart.actions import ACTIONS
-from helikon.core.chart.compile import read_chart
+from helikon.core.chart.compile import compile_chart, read_chart
 from helikon.core.chart.guards import GUARDS
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import BUILTIN_PHASES
-from helikon.core.table import GuardRef, Phase, Row
+from helikon.core.table import GuardRef, Phase, Row, TransitionTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +249,18 @@ class ChartDraft:
             guards=MappingProxyType(dict(self.guard_fns)),
             actions=MappingProxyType(dict(self.action_fns)),
         )
+
+    def compile(
+        self,
+        guards: Mapping[str, Callable[..., Any]] | None = None,
+        actions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> TransitionTable:
+        """The built spec, compiled: `compile_chart(self.build(), guards, actions)`.
+
+        Raises:
+            ChartDefinitionError: as `build` and `compile_chart` do.
+        """
+        return compile_chart(self.build(), guards, actions)
 
     # ------------------------------------------------------------ finding rows
 
