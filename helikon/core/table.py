@@ -6,7 +6,10 @@ with their guards and actions resolved to functions, keyed phase -> input kind -
 `transition` does two dictionary lookups and walks a short tuple (plain dicts, read-only by
 contract: a mapping proxy costs a call per lookup). The table is total: every phase has rows
 for every input kind, the implicit ones (a terminal phase absorbing an input, a phase
-refusing an input it never waits for) marked `implicit`.
+refusing an input it never waits for) marked `implicit`. `everywhere` groups the rows the
+chart states once for every non-terminal phase (`ChartSpec.everywhere`), which diagrams draw
+once; a table rebuilt from a trace's data, which does not say, recovers them from its rows
+(`recorded_everywhere`), the one place that rule is inferred.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""`compile_chart`: a chart class in, a frozen `TransitionTable` out, as small pure passes.
+"""`compile_chart`: a chart (a `ChartSpec`, or a chart class read into one) in, a frozen
+`TransitionTable` out, as small pure passes.
 
-    read_chart    the class's states and transitions -> a `ChartSpec` of plain rows
+    read_chart    a class's states and transitions -> a `ChartSpec` of plain rows, a
+                  `from_.any()` row read once (`ChartSpec.everywhere`)
     check_chart   every compile-time check (helikon.core.chart.validate), all problems at once
     build_table   resolve guard and action names, add the implicit rows (a turn-limit check
                   before each row opening a turn, helikon.core.chart.turns; a fallback
