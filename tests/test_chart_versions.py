@@ -27,6 +27,8 @@ from helikon.durable import open_store
 from helikon.run import chart_versions as versions
 from helikon.run.chart_versions import KEPT, ChartVersions, kept_document, on_recorded_chart
 from helikon.temporal import AgentRegistry
+from helikon.temporal.activities import HelikonActivities
+from helikon.temporal.messages import Step, Writes
 from helikon.temporal.registry import UnknownAgent
 
 DEFAULT_DIGEST = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb53"
@@ -168,3 +170,25 @@ def test_a_temporal_worker_runs_a_history_of_an_older_default_chart_on_it(
     assert registry.facts("teller").digest == DEFAULT_DIGEST  # the cached facts are today's
     with pytest.raises(UnknownAgent, match=f"asks for chart {'f' * 12}"):
         registry.facts("teller", chart="f" * 64)
+
+
+async def test_the_temporal_writer_extends_a_stored_run_on_its_kept_version(
+    kept: ChartVersions, tmp_path: Path
+) -> None:
+    """The writer rebuilds a stored run's records on the chart its header names, when that
+    is a kept version; without it the write is refused as another run's (RunDiverged, which
+    the activity raises as a non-retryable ApplicationError)."""
+    log = tmp_path / "transfers.log"
+    decision = ApprovalRequest.for_call(TRANSFER).bound("r1", 2).approve()
+    with open_store(f"sqlite:///{tmp_path / 'local.db'}") as local:
+        await teller(log, chart=OLDER).run("pay ann 10", store=local, run_id="r1").collect()
+        resumed = teller(log, chart=OLDER).resume("r1", [decision], store=local)
+        assert (await resumed.collect()).final_output == "Sent."
+        steps = [Step(r.seq, r.input, r.row) for r in local.get("r1").records]
+    with open_store(f"sqlite:///{tmp_path / 'temporal.db'}") as store:
+        await teller(log, chart=OLDER).run("pay ann 10", store=store, run_id="r1").collect()
+        activities = HelikonActivities(AgentRegistry([teller(log)]), store)
+        written = await activities._write(Writes("r1", "teller", steps=tuple(steps[2:])))
+        assert written is not None and written.header.chart_digest == OLDER.digest
+        assert [r.seq for r in store.get("r1").records] == [s.seq for s in steps]
+        assert store.get("r1").info.status == "completed"
