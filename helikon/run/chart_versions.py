@@ -37,6 +37,7 @@ from helikon.core.chart.document import spec_data, spec_from_data
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import TransitionTable
+from helikon.run.journal import chart_of
 from helikon.run.spec import AgentSpec
 
 KEPT = Path(helikon.core.chart.__file__).with_name("kept")
@@ -90,8 +91,10 @@ test can put a `ChartVersions` of its own in its place."""
 def on_recorded_chart(agent: A, recorded: str) -> A:
     """`agent`, on the kept version `recorded` of the default chart when it runs another
     kept version of it; else `agent` itself."""
-    running = (agent.chart or DEFAULT_TABLE).digest
-    if not recorded or recorded == running:
+    if not recorded:
+        return agent
+    running = chart_of(agent.chart or DEFAULT_TABLE)[0]  # the digest, computed once per table
+    if recorded == running:
         return agent
     if running not in DEFAULT_VERSIONS.digests():
         return agent
