@@ -14,9 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_drivers import TRANSFER, teller
 
-from helikon import DEFAULT_TABLE, ScriptedModel, SnapshotMismatch, compile_chart
+from helikon import DEFAULT_TABLE, ScriptedModel, SnapshotMismatch, compile_chart, extend, to
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.chart.compile import read_chart
 from helikon.core.chart.document import spec_data, spec_from_data
@@ -92,6 +94,44 @@ def test_a_chart_document_round_trips_a_composed_chart() -> None:
     assert compile_chart(replace(again, actions=spec.actions)).digest == compile_chart(spec).digest
     with pytest.raises(ChartDefinitionError, match="not a helikon chart document"):
         spec_from_data({"name": "x"})
+
+
+GUARDED = [(r.source, r.input_kind, r.action) for r in read_chart(AGENT_LOOP).rows if r.guards]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(GUARDED), unique=True, max_size=6), st.booleans())
+def test_any_composed_chart_round_trips_as_a_document_with_its_digest(
+    dropped: list[tuple[str, str, str]], planning: bool
+) -> None:
+    """Drop some guarded rows (and maybe add a phase): the spec read back from its document
+    equals it, and compiles to the same table, or is refused with the same problems."""
+    draft = extend(AGENT_LOOP, "Drawn")
+    if planning:
+        draft.phase("Planning", initial=True, prompt="Plan.")
+        draft.rows("Planning", "start", to("Planning", on="enter_phase"))
+        draft.rows("Planning", "model_response", to("CallingModel", on="keep_reply"))
+    for source, kind, action in dropped:
+        if not (planning and source == "CallingModel" and kind == "start"):
+            draft.drop(source, kind, f"{action} -> {_target(source, kind, action)}")
+    spec = draft.build()
+    again = spec_from_data(json.loads(kept_document(spec)))
+    assert again == spec
+    try:
+        table = compile_chart(spec)
+    except ChartDefinitionError as refused:
+        with pytest.raises(ChartDefinitionError) as also:
+            compile_chart(again)
+        assert str(also.value) == str(refused)
+    else:
+        assert compile_chart(again).digest == table.digest
+
+
+def _target(source: str, kind: str, action: str) -> str:
+    spec = read_chart(AGENT_LOOP)
+    return next(
+        r.target for r in spec.rows if (r.source, r.input_kind, r.action) == (source, kind, action)
+    )
 
 
 # ---------------------------------------------------------------- which chart a run resumes on
