@@ -38,6 +38,9 @@ from helikon.core.chart.dsl import (
     AgentLoopChart,
     LoopChart,
 )
+from helikon.core.chart.spec import (
+    ChartSpec,
+)
 from helikon.core.context import (
     TransitionCtx,
 )
@@ -201,6 +204,7 @@ __all__ = [
     "CallingModel",
     "Cancelled",
     "ChartDefinitionError",
+    "ChartSpec",
     "Conversation",
     "EffectContext",
     "Failed",

@@ -55,6 +55,7 @@ from helikon.core.transition import (
 from helikon.durable.records import RunHeader, RunLeased, RunNotFound, StoredRun, StoreError
 from helikon.durable.store import RunStore
 from helikon.durable.views import Session
+from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
@@ -185,6 +186,7 @@ class Run(Positioned, RunEffects):
             SnapshotMismatch: the snapshot cannot be resumed here (the message says why).
             ApprovalMismatch: a decision does not bind to a pending call of this suspension.
         """
+        agent = on_recorded_chart(agent, snapshot.chart)  # helikon.run.chart_versions
         run = cls(
             agent,
             context=context,
@@ -249,6 +251,7 @@ class Run(Positioned, RunEffects):
             expires = stored.info.lease_expires_at or 0.0
             raise RunLeased(refusal, owner=stored.info.lease_owner or "", expires_at=expires)
         session = store.session(header.session_id) if header.session_id else None
+        agent = on_recorded_chart(agent, header.chart_digest)  # chart versions: see that module
         run = cls(
             agent,
             context=context,
