@@ -13,7 +13,7 @@ import pytest
 
 from helikon import DEFAULT_TABLE
 from helikon.charttest import ChartTests, Subject, Witness, format_coverage
-from helikon.charttest.drive import drive, states_of
+from helikon.charttest.drive import check_over_transition, drive, states_of
 from helikon.charttest.paths import PathStep
 from helikon.charttest.setup import PROBE_HANDOFF
 from helikon.cli.loading import load_module
@@ -209,9 +209,10 @@ COUNTING = POLITE_CHART.replace(
 )
 
 
-def test_the_driver_evaluates_a_custom_guard_once_per_step(tmp_path: Path) -> None:
-    """The recorder takes the row the run matched (its trace record's `match`): it does
-    not match the step again, so a guard runs once per step of a path's run."""
+def test_a_path_evaluates_a_custom_guard_once_per_step(tmp_path: Path) -> None:
+    """Through the driver, the recorder takes the row the run matched (its trace record's
+    `match`) and does not match the step again; over `transition`, each step is matched with
+    its outcome. Either way a guard runs once per step of a path."""
     assert COUNTING != POLITE_CHART
     path = tmp_path / "polite.py"
     path.write_text(COUNTING + WITNESSES, encoding="utf-8")
@@ -233,6 +234,9 @@ def test_the_driver_evaluates_a_custom_guard_once_per_step(tmp_path: Path) -> No
         ran = asyncio.run(drive(tests.bench, planned))
         assert ran.failure is None
         assert len(calls) - computing == steps
+        calls.clear()
+        assert check_over_transition(tests.bench, planned).failure is None
+        assert len(calls) == steps
 
 
 def test_a_witness_that_does_not_do_what_it_says_leaves_a_gap(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from helikon.core.errors import FatalToolError, ModelError
 from helikon.core.events import RunSuspended
 from helikon.core.items import AssistantMessage, ToolCall, Usage
 from helikon.core.state import TERMINAL_PHASES, CallModel, Handoff
-from helikon.core.transition import initial_state, match_row, pending_action, transition
+from helikon.core.transition import initial_state, matched_transition, pending_action, transition
 from helikon.models.base import ModelInput
 from helikon.models.scripted import ScriptedModel, ScriptedTurn, Turn
 from helikon.run.config import RunContext
@@ -77,13 +77,15 @@ def states_of(bench: Bench, path: ChartPath) -> list[Any]:
 
 
 def check_over_transition(bench: Bench, path: ChartPath) -> PathRun:
-    """Run the path over the pure `transition` and check every step's row and guards."""
+    """Run the path over the pure `transition` and check every step's row and guards
+    (matched with the outcome: each guard runs once a step)."""
     ctx = bench.ctx(path.setup)
-    states = states_of(bench, path)
+    state = initial_state(ctx, Usage(path.setup.spent, 0, path.setup.spent, 0))
     hits = []
-    for step, state in zip(path.steps, states, strict=False):
-        match = match_row(state, step.input, ctx)
+    for step in path.steps:
+        match, outcome = matched_transition(state, step.input, ctx)
         hits.append((match.row.index, match.checked))
+        state = outcome.next_state
     return PathRun(path, "transition", tuple(hits), _divergence(path, hits))
 
 
