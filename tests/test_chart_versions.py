@@ -18,13 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_drivers import TRANSFER, teller
 
-from helikon import DEFAULT_TABLE, ScriptedModel, compile_chart, extend, to
+from helikon import DEFAULT_TABLE, Agent, ScriptedModel, compile_chart, extend, to
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.chart.compile import read_chart
 from helikon.core.chart.document import spec_data, spec_from_data
 from helikon.core.chart.dsl import AGENT_LOOP
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
+from helikon.debug import Debugger, DebuggerError
 from helikon.durable import open_store
 from helikon.run import chart_versions as versions
 from helikon.run.chart_versions import KEPT, ChartVersions, kept_document, on_recorded_chart
@@ -33,6 +34,7 @@ from helikon.temporal import AgentRegistry
 from helikon.temporal.activities import HelikonActivities
 from helikon.temporal.messages import Step, Writes
 from helikon.temporal.registry import UnknownAgent
+from helikon.trace import read_trace
 
 DEFAULT_DIGEST = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb53"
 
@@ -200,6 +202,36 @@ async def test_a_snapshot_on_a_chart_not_kept_is_refused(tmp_path: Path) -> None
     assert suspended.snapshot is not None
     with pytest.raises(SnapshotMismatch, match=f"taken on chart {OLDER.digest[:12]}"):
         teller(log).resume(suspended.snapshot, decisions=[suspended.pending[0].approve()])
+
+
+async def greeting_trace(tmp_path: Path) -> Path:
+    """A trace of a run of `greeter` on the older default chart."""
+    trace = tmp_path / "run.jsonl"
+    await Agent("greeter", ScriptedModel(["Hello."]), chart=OLDER).run("hi", trace=trace).collect()
+    return trace
+
+
+async def test_the_debugger_replays_a_trace_of_an_older_default_chart_on_it(
+    kept: ChartVersions, tmp_path: Path
+) -> None:
+    trace = read_trace(await greeting_trace(tmp_path))
+    assert trace.header.chart_digest == OLDER.digest
+    debugger = Debugger.replay(trace, Agent("greeter", ScriptedModel([])))  # today's chart
+    assert debugger.run.ctx.table.digest == OLDER.digest
+    while await debugger.step() is not None:
+        pass
+    assert [step.divergence for step in debugger.history] == [None, None]
+    assert debugger.state.phase == "Done"
+
+
+async def test_the_debugger_refuses_a_trace_of_a_chart_not_kept_naming_both_digests(
+    tmp_path: Path,
+) -> None:
+    trace = read_trace(await greeting_trace(tmp_path))
+    with pytest.raises(DebuggerError) as refused:
+        Debugger.replay(trace, Agent("greeter", ScriptedModel([])))
+    assert f"chart {OLDER.digest[:12]}" in str(refused.value)
+    assert f"on {DEFAULT_DIGEST[:12]}" in str(refused.value)
 
 
 def test_a_temporal_worker_runs_a_history_of_an_older_default_chart_on_it(

@@ -13,7 +13,7 @@ import pytest
 
 from helikon import DEFAULT_TABLE
 from helikon.charttest import ChartTests, Subject, Witness, format_coverage
-from helikon.charttest.drive import drive
+from helikon.charttest.drive import check_over_transition, drive, states_of
 from helikon.charttest.paths import PathStep
 from helikon.charttest.setup import PROBE_HANDOFF
 from helikon.cli.loading import load_module
@@ -200,6 +200,43 @@ def test_a_custom_guard_with_the_modules_witnesses_is_covered(tmp_path: Path) ->
     coverage = ChartTests(polite(tmp_path, WITNESSES)).run_sync()
     assert coverage.gaps == (), format_coverage(coverage)
     assert {t.via for t in coverage.targets} == {"driver"}
+
+
+COUNTING = POLITE_CHART.replace(
+    'def rude(state, inp, ctx):\n    """The answer insults the user."""\n',
+    'RUDE_CALLS = []\n\n\ndef rude(state, inp, ctx):\n    """The answer insults the user."""\n'
+    "    RUDE_CALLS.append(inp.kind)\n",
+)
+
+
+def test_a_path_evaluates_a_custom_guard_once_per_step(tmp_path: Path) -> None:
+    """Through the driver, the recorder takes the row the run matched (its trace record's
+    `match`) and does not match the step again; over `transition`, each step is matched with
+    its outcome. Either way a guard runs once per step of a path."""
+    assert COUNTING != POLITE_CHART
+    path = tmp_path / "polite.py"
+    path.write_text(COUNTING + WITNESSES, encoding="utf-8")
+    module = load_module(str(path))
+    tests = ChartTests(Subject.of_module(module, name="polite.py"))
+    calls: list[str] = module.RUDE_CALLS
+    checking = {
+        planned: sum(1 for s in planned.steps for g, _ in s.target.checked if str(g) == "rude")
+        for planned in tests.plan.paths
+        if planned.via == "driver"
+    }
+    checking = {planned: steps for planned, steps in checking.items() if steps}
+    assert len(checking) >= 2  # rude, and not
+    for planned, steps in checking.items():
+        calls.clear()
+        states_of(tests.bench, planned)  # what drive() computes first, over transition
+        computing = len(calls)
+        calls.clear()
+        ran = asyncio.run(drive(tests.bench, planned))
+        assert ran.failure is None
+        assert len(calls) - computing == steps
+        calls.clear()
+        assert check_over_transition(tests.bench, planned).failure is None
+        assert len(calls) == steps
 
 
 def test_a_witness_that_does_not_do_what_it_says_leaves_a_gap(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ the synthetic handoff target's turns where it runs); the probe tools return the 
 path planned; approvals are answered by an in-process handler, or, when a step leaves some
 calls pending, by resuming the suspended run with the decisions planned. A `Recorder`, the
 run's trace sink, records the row and guard outcomes of every transition the root run
-applies (with `match_row`, as a trace does), and between a transition and the effect that
-follows it, it stops the run where the path says: `run.cancel()` for a `Cancel`. A `Fail` is
-the effect's own failure: the model call raises `ModelError`, a probe raises
-`FatalToolError`, the approval handler raises, a chart's effect (a probe too) raises, or,
-during a handoff, the synthetic target arms the root run's deadline and waits for it. After
-its last step a path's run is cancelled unless it ended; those transitions count toward
-coverage, and only the planned ones are checked.
+applies (the match the run computed with the outcome: each guard runs once a step), and
+between a transition and the effect that follows it, it stops the run where the path says:
+`run.cancel()` for a `Cancel`. A `Fail` is the effect's own failure: the model call raises
+`ModelError`, a probe raises `FatalToolError`, the approval handler raises, a chart's effect
+(a probe too) raises, or, during a handoff, the synthetic target arms the root run's
+deadline and waits for it. After its last step a path's run is cancelled unless it ended;
+those transitions count toward coverage, and only the planned ones are checked.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from helikon.core.errors import FatalToolError, ModelError
 from helikon.core.events import RunSuspended
 from helikon.core.items import AssistantMessage, ToolCall, Usage
 from helikon.core.state import TERMINAL_PHASES, CallModel, Handoff
-from helikon.core.transition import initial_state, match_row, pending_action, transition
+from helikon.core.transition import initial_state, matched_transition, pending_action, transition
 from helikon.models.base import ModelInput
 from helikon.models.scripted import ScriptedModel, ScriptedTurn, Turn
 from helikon.run.config import RunContext
@@ -77,13 +77,15 @@ def states_of(bench: Bench, path: ChartPath) -> list[Any]:
 
 
 def check_over_transition(bench: Bench, path: ChartPath) -> PathRun:
-    """Run the path over the pure `transition` and check every step's row and guards."""
+    """Run the path over the pure `transition` and check every step's row and guards
+    (matched with the outcome: each guard runs once a step)."""
     ctx = bench.ctx(path.setup)
-    states = states_of(bench, path)
+    state = initial_state(ctx, Usage(path.setup.spent, 0, path.setup.spent, 0))
     hits = []
-    for step, state in zip(path.steps, states, strict=False):
-        match = match_row(state, step.input, ctx)
+    for step in path.steps:
+        match, outcome = matched_transition(state, step.input, ctx)
         hits.append((match.row.index, match.checked))
+        state = outcome.next_state
     return PathRun(path, "transition", tuple(hits), _divergence(path, hits))
 
 
@@ -166,7 +168,8 @@ class Recorder:
         controller = self.controller
         if controller.root is None or run.run_id != controller.root.run_id:
             return  # a run nested in the path's run: the handoff target
-        match = match_row(record.state_before, record.input, run.ctx)
+        match = record.match  # the run matched the row with its outcome: no guard runs again
+        assert match is not None, "a run keeps the row it took when it has a trace sink"
         controller.hits.append((match.row.index, match.checked))
         controller.seq = record.seq
         ended = record.outcome.next_state.phase in TERMINAL_PHASES

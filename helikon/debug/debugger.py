@@ -52,6 +52,7 @@ from helikon.debug.recording import (
 from helikon.debug.steps import DebuggerError, Frame, Started, Step
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
+from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
 from helikon.run.lifecycle import KEEP, Lifecycle
@@ -132,10 +133,13 @@ class Debugger(NestedRuns):
         called), each step is computed again by `transition` and checked against the
         recording, and the run can be forked or continued live. Without it, nothing is
         imported or computed: each step is the recorded transition, on the chart the trace
-        recorded (`recorded_only`), and forking or stepping live is refused.
+        recorded (`recorded_only`), and forking or stepping live is refused. A trace
+        recorded on an older version of the default chart, which the package keeps, replays
+        on that version, as a stored run or a snapshot resumes on it.
 
         Raises:
-            DebuggerError: the trace was recorded on another agent or chart, or is empty.
+            DebuggerError: the trace was recorded on another agent or chart (naming both
+                charts' digests), or is empty.
         """
         header = trace.header
         lines = trace.transitions(header.run_id)
@@ -144,6 +148,8 @@ class Debugger(NestedRuns):
         recorded_only = agent is None
         if agent is None:
             agent = AgentSpec(header.agent, ScriptedModel([]), chart=trace.table())
+        else:  # on an older default chart, its kept version (helikon.run.chart_versions)
+            agent = on_recorded_chart(agent, header.chart_digest)
         run = Run(agent, context=context, run_id=header.run_id)
         run.continue_stream()
         if not recorded_only and agent.mcp_servers:
