@@ -1,0 +1,197 @@
+"""Parity of the two runtimes: the same scripted scenarios run by the in-process driver
+(`agent.run` / `agent.resume` with a run store) and by the Temporal runtime (a real dev
+server and a helikon worker, `temporal_address`), each writing to a SQLite store of its own;
+what the two stores hold afterwards must be the same.
+
+Both runs of a scenario take the same run id (the stores are separate), so nested runs'
+ids (`{run_id}/{seq}`, `{run_id}/{seq}:{call_id}`) and approval requests (bound to the run
+id) match without rewriting. What is compared, for every run each store holds: the header,
+the run's line (`RunInfo`: phase, seq, status, turns, parent), every step record (input,
+row, guards checked, state after with its usage, next action, events, appends), the
+effect events, and the events in the order a reader streams them. The normalisations, each
+named where it is applied (`view`), are:
+
+- `CLOCK`: `created_at` and `updated_at` are when each store wrote; two runs never share a
+  clock.
+- `LEASE`: who holds the run (`lease_owner`, `lease_expires_at`): a local driver leases the
+  run for a few seconds under its own owner name; a workflow leases it under
+  `temporal:{run_id}` until the run ends (helikon.temporal.writes). A run that ended holds
+  no lease on either; a suspended one is compared by status alone.
+- `JOURNAL`: `calls` and `decisions`, the local driver's crash journal (a tool call started
+  and finished; an approval decision spent): on Temporal the workflow's history keeps both
+  (an activity's result, an update), and the decisions reach the store as the records'
+  inputs, which are compared.
+- `CHAIN`: `head_mac`, the signature of the run's chain of rows, signs the rows as each
+  store wrote them (their times among them).
+
+A real divergence between the runtimes is marked `xfail(strict=True)` with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporal_agents import weather_agent
+from temporalio.client import Client
+
+from helikon import Agent, ScriptedModel
+from helikon.durable import SqliteRunStore
+from helikon.durable.records import StoredRun
+from helikon.durable.views import events_of
+from helikon.temporal import helikon_worker, outcome, start_run
+
+WAIT = 60.0
+KEY = b"parity-tests-key-0123456789abcdef"
+
+
+@pytest.fixture
+async def client(temporal_address: str) -> Client:
+    return await Client.connect(temporal_address)
+
+
+@pytest.fixture
+def run_id() -> str:
+    """A run id of this test's own: the dev server outlives every test."""
+    return f"p-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
+    """(the local run's store, the Temporal run's store)."""
+    with (
+        SqliteRunStore(tmp_path / "local.db", key=KEY) as local,
+        SqliteRunStore(tmp_path / "temporal.db", key=KEY) as temporal,
+    ):
+        yield local, temporal
+
+
+# ---------------------------------------------------------------- what is compared
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One stored run, normalised (see the module docstring)."""
+
+    header: Any
+    line: tuple[Any, ...]
+    records: tuple[Any, ...]
+    effects: tuple[Any, ...]
+    events: tuple[Any, ...]
+
+
+def view(stored: StoredRun) -> RunView:
+    info = stored.info
+    # CLOCK, LEASE: created_at, updated_at, lease_owner and lease_expires_at are left out.
+    line = (
+        info.run_id,
+        info.agent,
+        info.phase,
+        info.seq,
+        info.status,
+        info.turns,
+        info.parent_run_id,
+        info.forked_from,
+        info.forked_at,
+    )
+    # JOURNAL: stored.calls and stored.decisions are left out; CHAIN: stored.head_mac too.
+    return RunView(
+        stored.header,
+        line,
+        stored.records,
+        stored.effects,
+        tuple(events_of(stored)),
+    )
+
+
+def held(store: SqliteRunStore) -> dict[str, RunView]:
+    """Every run in `store`, by id, normalised."""
+    return {info.run_id: view(store.get(info.run_id)) for info in store.runs(include_nested=True)}
+
+
+def assert_same(local: SqliteRunStore, temporal: SqliteRunStore) -> None:
+    """What the two stores hold is the same, run by run and part by part (so a failure
+    names the part that differs)."""
+    mine, theirs = held(local), held(temporal)
+    assert mine, "the local store holds no run"
+    assert sorted(mine) == sorted(theirs), "the stores hold other runs"
+    for run_id in sorted(mine):
+        a, b = mine[run_id], theirs[run_id]
+        assert a.header == b.header, f"{run_id}: header"
+        assert a.line == b.line, f"{run_id}: run line"
+        assert [type(e).__name__ for e in a.events] == [type(e).__name__ for e in b.events]
+        assert a.events == b.events, f"{run_id}: events"
+        for left, right in zip(a.records, b.records, strict=True):
+            assert left == right, f"{run_id}: record {left.seq}"
+        assert a.effects == b.effects, f"{run_id}: effect events"
+
+
+# ---------------------------------------------------------------- the two runtimes
+
+
+Make = Callable[[], Agent]
+
+
+async def run_locally(make: Make, text: str, store: SqliteRunStore, run_id: str) -> None:
+    async for _ in make().run(text, store=store, run_id=run_id):
+        pass
+
+
+async def run_on_temporal(
+    client: Client, make: Make, text: str, store: SqliteRunStore, run_id: str
+) -> None:
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [make()], store):
+        handle = await start_run(client, make(), text, task_queue=queue, run_id=run_id)
+        await asyncio.wait_for(outcome(handle), WAIT)
+
+
+async def both(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    make: Make,
+    text: str,
+) -> None:
+    local, temporal = stores
+    await run_locally(make, text, local, run_id)
+    await run_on_temporal(client, make, text, temporal, run_id)
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+async def test_tools_in_parallel(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """One call, then a parallel pair, then an answer."""
+    await both(client, stores, run_id, weather_agent, "weather?")
+    local, temporal = stores
+    assert local.get(run_id).info.status == "completed"
+    assert_same(local, temporal)
+
+
+async def test_the_comparison_tells_a_difference(
+    stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """Two local runs whose models answer differently at the end: `assert_same` names the
+    record that differs (a comparison that cannot fail would make every scenario pass)."""
+
+    def other() -> Agent:
+        agent = weather_agent()
+        turns = list(agent.model.turns)  # type: ignore[attr-defined]
+        return replace(agent, model=ScriptedModel([*turns[:-1], "Rain everywhere."]))
+
+    local, temporal = stores
+    await run_locally(weather_agent, "weather?", local, run_id)
+    await run_locally(other, "weather?", temporal, run_id)
+    with pytest.raises(AssertionError, match="events"):
+        assert_same(local, temporal)
