@@ -40,7 +40,16 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from temporal_agents import weather_agent
+from temporal_agents import (
+    budget_manager,
+    fatal_agent,
+    guarded_agent,
+    looping_agent,
+    manager_agent,
+    structured_agent,
+    triage_agent,
+    weather_agent,
+)
 from temporalio.client import Client
 
 from helikon import Agent, ScriptedModel
@@ -134,6 +143,12 @@ def assert_same(local: SqliteRunStore, temporal: SqliteRunStore) -> None:
         assert a.effects == b.effects, f"{run_id}: effect events"
 
 
+def ended(store: SqliteRunStore, run_id: str) -> str:
+    """How a stored run ended: "Done", or its error's kind (the scenario is the one meant)."""
+    state: Any = store.get(run_id).records[-1].state_after
+    return "Done" if state.phase == "Done" else state.error.kind
+
+
 # ---------------------------------------------------------------- the two runtimes
 
 
@@ -174,9 +189,57 @@ async def test_tools_in_parallel(
 ) -> None:
     """One call, then a parallel pair, then an answer."""
     await both(client, stores, run_id, weather_agent, "weather?")
-    local, temporal = stores
-    assert local.get(run_id).info.status == "completed"
-    assert_same(local, temporal)
+    assert ended(stores[0], run_id) == "Done"
+    assert_same(*stores)
+
+
+@pytest.mark.parametrize(
+    ("make", "text", "ends"),
+    [
+        pytest.param(triage_agent, "my bill?", "Done", id="handoff"),
+        pytest.param(
+            lambda: triage_agent(max_agent_depth=0),
+            "bill?",
+            "max_agent_depth_exceeded",
+            id="handoff-too-deep",
+        ),
+        pytest.param(manager_agent, "where is Paris?", "Done", id="agent-as-tool"),
+        pytest.param(
+            lambda: manager_agent(max_agent_depth=0),
+            "where?",
+            "max_agent_depth_exceeded",
+            id="agent-as-tool-too-deep",
+        ),
+        pytest.param(
+            lambda: budget_manager(100), "how far?", "budget_exceeded", id="child-token-budget"
+        ),
+        pytest.param(structured_agent, "a city", "Done", id="structured-output-repaired"),
+        pytest.param(
+            lambda: guarded_agent("fine"),
+            "something forbidden",
+            "guardrail_tripped",
+            id="input-guardrail",
+        ),
+        pytest.param(
+            lambda: guarded_agent("a secret"), "hello", "guardrail_tripped", id="output-guardrail"
+        ),
+        pytest.param(lambda: guarded_agent("fine"), "hello", "Done", id="guardrails-pass"),
+        pytest.param(fatal_agent, "launch", "tool_failed", id="fatal-tool-error"),
+        pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
+    ],
+)
+async def test_a_run_to_its_end(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    make: Make,
+    text: str,
+    ends: str,
+) -> None:
+    """`ends`: the phase the run ends in when it completes, else its error's kind."""
+    await both(client, stores, run_id, make, text)
+    assert ended(stores[0], run_id) == ends
+    assert_same(*stores)
 
 
 async def test_the_comparison_tells_a_difference(
