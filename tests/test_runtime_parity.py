@@ -52,11 +52,12 @@ from temporal_agents import (
 )
 from temporalio.client import Client
 
-from helikon import Agent, ScriptedModel
+from helikon import Agent, ScriptedModel, ToolCall, tool
+from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.durable import SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
-from helikon.temporal import helikon_worker, outcome, start_run
+from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 
 WAIT = 60.0
 KEY = b"parity-tests-key-0123456789abcdef"
@@ -240,6 +241,71 @@ async def test_a_run_to_its_end(
     await both(client, stores, run_id, make, text)
     assert ended(stores[0], run_id) == ends
     assert_same(*stores)
+
+
+def approval_agent() -> Agent:
+    """Two calls in one turn, both needing approval (a transfer and a weather lookup),
+    then an answer."""
+
+    @tool(needs_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money.
+
+        Args:
+            amount: how much.
+        """
+        return f"moved {amount}"
+
+    script = [
+        [
+            ToolCall("t1", "transfer", '{"amount": 500}'),
+            ToolCall("t2", "transfer", '{"amount": 70}'),
+        ],
+        "Done.",
+    ]
+    return Agent(name="payments", model=ScriptedModel(script), tools=[transfer])
+
+
+Decide = Callable[[tuple[ApprovalRequest, ...]], list[ApprovalDecision]]
+
+
+@pytest.mark.parametrize(
+    "decide_",
+    [
+        pytest.param(lambda asked: [r.approve("ok") for r in asked], id="approved"),
+        pytest.param(lambda asked: [r.reject("too much") for r in asked], id="rejected"),
+        pytest.param(
+            lambda asked: [asked[0].approve("ok"), asked[1].reject("twice?")], id="one-each"
+        ),
+    ],
+)
+async def test_approvals_suspend_decide_resume(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    decide_: Decide,
+) -> None:
+    """The run suspends on the calls that need approval (compared there), the decisions are
+    taken (`agent.resume` from the store; the workflow's `decide` update), and the run
+    goes on to its end (compared again)."""
+    local, temporal = stores
+    await run_locally(approval_agent, "pay", local, run_id)
+    asked = local.pending(run_id)
+    assert len(asked) == 2 and local.get(run_id).info.status == "suspended"
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [approval_agent()], temporal):
+        handle = await start_run(client, approval_agent(), "pay", task_queue=queue, run_id=run_id)
+        streamed = [e async for e in events(temporal, run_id)]  # to the suspension
+        assert streamed[-1].type == "run_suspended"
+        assert_same(local, temporal)
+        assert temporal.pending(run_id) == asked
+        await decide(handle, decide_(asked))
+        await asyncio.wait_for(outcome(handle), WAIT)
+    resumed = approval_agent().resume(run_id, decide_(asked), store=local)
+    async for _ in resumed:
+        pass
+    assert ended(local, run_id) == "Done"
+    assert_same(local, temporal)
 
 
 async def test_the_comparison_tells_a_difference(
