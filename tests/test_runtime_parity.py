@@ -30,14 +30,16 @@ A real divergence between the runtimes is marked `xfail(strict=True)` with its r
 from __future__ import annotations
 
 import asyncio
+import importlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
@@ -57,11 +59,12 @@ from temporal_agents import (
 from temporal_support import only_pending
 from temporalio.client import Client
 
-from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
+from helikon import Agent, EffectContext, RunConfig, RunContext, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.durable import RunNotFound, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
+from helikon.run.chart_effects import Effect
 from helikon.run.results import RunResultStreaming
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 
@@ -485,6 +488,84 @@ async def test_timeout(
     )
     assert ended(local, run_id) == "timed_out"
     assert_same(local, temporal)
+
+
+# ---------------------------------------------------------------- charts
+
+
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [
+        ("retrieve_answer", "completed"),
+        ("plan_act", "completed"),
+        ("approval_gated", "suspended"),
+        ("budget_assistant", "completed"),
+        ("triage", "completed"),
+    ],
+)
+async def test_the_example_charts(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    name: str,
+    status: str,
+) -> None:
+    """Each chart of charts/ on its offline script: custom phases (Planning), an effect
+    phase (Retrieving: the `retrieve` effect's result is an input), tools with deps, a
+    suspension for approval (compared there), a handoff."""
+    chart = importlib.import_module(f"charts.{name}")
+    deps = chart.deps() if hasattr(chart, "deps") else None
+
+    def make() -> Agent:
+        agent: Agent = chart.agent(ScriptedModel(chart.script()))
+        return agent
+
+    local, temporal = stores
+    context = RunContext(deps)
+    await drained(make().run(chart.EXAMPLE_INPUT, store=local, run_id=run_id, context=context))
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [make()], temporal, deps=deps):
+        handle = await start_run(
+            client, make(), chart.EXAMPLE_INPUT, task_queue=queue, run_id=run_id
+        )
+        streamed = [e async for e in events(temporal, run_id)]  # to its end or suspension
+        if streamed[-1].type != "run_suspended":
+            await asyncio.wait_for(outcome(handle), WAIT)
+    assert local.get(run_id).info.status == status
+    assert_same(local, temporal)
+
+
+async def failing_effect(context: EffectContext) -> JsonValue:
+    raise OSError("the index is down")
+
+
+async def hostile_effect(context: EffectContext) -> JsonValue:
+    return {"passages": float("nan")}  # not JSON: never written, never fed to the chart
+
+
+@pytest.mark.parametrize(
+    "retrieve",
+    [
+        pytest.param(failing_effect, id="raises"),
+        pytest.param(hostile_effect, id="returns-no-json"),
+    ],
+)
+async def test_an_effect_that_fails(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    retrieve: Callable[[EffectContext], Awaitable[JsonValue]],
+) -> None:
+    """charts/retrieve_answer.py with an effect that fails the run, naming it."""
+    from charts.retrieve_answer import EXAMPLE_INPUT, agent, script
+
+    def make() -> Agent:
+        built = agent(ScriptedModel(script()))
+        return replace(built, effects=[Effect("retrieve", retrieve)])
+
+    await both(client, stores, run_id, make, EXAMPLE_INPUT)
+    assert ended(stores[0], run_id) == "effect_failed"
+    assert_same(*stores)
 
 
 async def test_the_comparison_tells_a_difference(
