@@ -13,14 +13,19 @@ named where it is applied (`view`), are:
 
 - `CLOCK`: `created_at` and `updated_at` are when each store wrote; two runs never share a
   clock.
-- `LEASE`: who holds the run (`lease_owner`, `lease_expires_at`): a local driver leases the
-  run for a few seconds under its own owner name; a workflow leases it under
-  `temporal:{run_id}` until the run ends (helikon.temporal.writes). A run that ended holds
-  no lease on either; a suspended one is compared by status alone.
+- `LEASE`: who holds a run that has not ended (`lease_owner`, `lease_expires_at`): a local
+  driver leases it for a few seconds under a name of its own and releases it when it
+  suspends; a workflow leases it under `temporal:{run_id}` until the run ends, a
+  suspension included (helikon.temporal.writes). A run that ended holds no lease on
+  either: that is compared.
 - `JOURNAL`: `calls` and `decisions`, the local driver's crash journal (a tool call started
   and finished; an approval decision spent): on Temporal the workflow's history keeps both
   (an activity's result, an update), and the decisions reach the store as the records'
   inputs, which are compared.
+- `STREAM`: the events a local run streams are compared with those a reader of the
+  Temporal run streams from its store (`helikon.temporal.events`), but the deltas
+  (`DELTAS`: text and argument fragments as the model streams them), which a local run
+  streams and no store keeps; the Temporal runtime never streams them.
 - `CHAIN`: `head_mac`, the signature of the run's chain of rows, signs the rows as each
   store wrote them (their times among them).
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
@@ -61,6 +66,7 @@ from temporalio.client import Client
 
 from helikon import Agent, EffectContext, RunConfig, RunContext, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.events import AgentEvent
 from helikon.durable import RunNotFound, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
@@ -69,6 +75,7 @@ from helikon.run.results import RunResultStreaming
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 
 WAIT = 60.0
+DELTAS = {"token_delta", "tool_call_delta", "reasoning_delta"}
 KEY = b"parity-tests-key-0123456789abcdef"
 
 
@@ -109,7 +116,9 @@ class RunView:
 
 def view(stored: StoredRun) -> RunView:
     info = stored.info
-    # CLOCK, LEASE: created_at, updated_at, lease_owner and lease_expires_at are left out.
+    # CLOCK: created_at and updated_at are left out. LEASE: the lease of a run that has not
+    # ended is left out.
+    finished = info.status in ("completed", "failed")
     line = (
         info.run_id,
         info.agent,
@@ -120,6 +129,7 @@ def view(stored: StoredRun) -> RunView:
         info.parent_run_id,
         info.forked_from,
         info.forked_at,
+        (info.lease_owner, info.lease_expires_at) if finished else "leased by its runtime",
     )
     # JOURNAL: stored.calls and stored.decisions are left out; CHAIN: stored.head_mac too.
     return RunView(
@@ -144,6 +154,19 @@ def assert_same(local: SqliteRunStore, temporal: SqliteRunStore) -> None:
     assert sorted(mine) == sorted(theirs), "the stores hold other runs"
     found = [line for run_id in sorted(mine) for line in differences(mine[run_id], theirs[run_id])]
     assert not found, "the runtimes differ:\n" + "\n".join(found)
+
+
+def assert_streams(mine: Sequence[AgentEvent], theirs: Sequence[AgentEvent]) -> None:
+    """The events the local run streamed are those a reader of the Temporal run streams
+    (`helikon.temporal.events`: a handoff target's events inline, as a local run streams
+    them); a failure lists each that differs, the local one first."""
+    found = [
+        f"event {n}: {left!r}\n    != {right!r}"
+        for n, (left, right) in enumerate(zip_longest(mine, theirs))
+        if left != right
+    ]
+    assert mine, "the local run streamed nothing"
+    assert not found, "the streams differ:\n" + "\n".join(found)
 
 
 def differences(a: RunView, b: RunView) -> list[str]:
@@ -184,22 +207,26 @@ def ended(store: SqliteRunStore, run_id: str) -> str:
 Make = Callable[[], Agent]
 
 
-async def drained(result: RunResultStreaming) -> None:
-    async for _ in result:
-        pass
+async def drained(result: RunResultStreaming) -> list[AgentEvent]:
+    """The events a local run streams, but its deltas (STREAM)."""
+    return [event async for event in result if event.type not in DELTAS]
 
 
-async def run_locally(make: Make, text: str, store: SqliteRunStore, run_id: str) -> None:
-    await drained(make().run(text, store=store, run_id=run_id))
+async def run_locally(
+    make: Make, text: str, store: SqliteRunStore, run_id: str
+) -> list[AgentEvent]:
+    return await drained(make().run(text, store=store, run_id=run_id))
 
 
 async def run_on_temporal(
     client: Client, make: Make, text: str, store: SqliteRunStore, run_id: str
-) -> None:
+) -> list[AgentEvent]:
+    """Run to the end on a worker of its own; the events a reader of the run streams."""
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with helikon_worker(client, queue, [make()], store):
         handle = await start_run(client, make(), text, task_queue=queue, run_id=run_id)
         await asyncio.wait_for(outcome(handle), WAIT)
+    return [event async for event in events(store, run_id)]
 
 
 async def both(
@@ -209,9 +236,11 @@ async def both(
     make: Make,
     text: str,
 ) -> None:
+    """Run `make`'s agent on `text` in process, then on Temporal; the streams compared."""
     local, temporal = stores
-    await run_locally(make, text, local, run_id)
-    await run_on_temporal(client, make, text, temporal, run_id)
+    mine = await run_locally(make, text, local, run_id)
+    theirs = await run_on_temporal(client, make, text, temporal, run_id)
+    assert_streams(mine, theirs)
 
 
 # ---------------------------------------------------------------- scenarios
@@ -321,20 +350,22 @@ async def test_approvals_suspend_decide_resume(
     taken (`agent.resume` from the store; the workflow's `decide` update), and the run
     goes on to its end (compared again)."""
     local, temporal = stores
-    await run_locally(approval_agent, "pay", local, run_id)
+    mine = await run_locally(approval_agent, "pay", local, run_id)
     asked = local.pending(run_id)
     assert len(asked) == 2 and local.get(run_id).info.status == "suspended"
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with helikon_worker(client, queue, [approval_agent()], temporal):
         handle = await start_run(client, approval_agent(), "pay", task_queue=queue, run_id=run_id)
-        streamed = [e async for e in events(temporal, run_id)]  # to the suspension
-        assert streamed[-1].type == "run_suspended"
+        theirs = [e async for e in events(temporal, run_id)]  # to the suspension
+        assert_streams(mine, theirs)
         assert_same(local, temporal)
         assert temporal.pending(run_id) == asked
         await decide(handle, decide_(asked))
         await asyncio.wait_for(outcome(handle), WAIT)
-    await drained(approval_agent().resume(run_id, decide_(asked), store=local))
+    mine = await drained(approval_agent().resume(run_id, decide_(asked), store=local))
+    theirs = [e async for e in events(temporal, run_id, after=len(theirs))]
     assert ended(local, run_id) == "Done"
+    assert_streams(mine, theirs)
     assert_same(local, temporal)
 
 
@@ -456,7 +487,7 @@ async def test_cancel(
     await wait_for_file(here, "start-b-")
     await finished_quick_call(local, run_id + where)
     result.cancel(reason)
-    await asyncio.wait_for(running, WAIT)
+    await asyncio.wait_for(asyncio.shield(running), WAIT)
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with helikon_worker(client, queue, [make(there / "release")], temporal):
         agent = make(there / "release")
@@ -466,6 +497,7 @@ async def test_cancel(
         await handle.cancel(reason=reason)
         await asyncio.wait_for(outcome(handle), WAIT)
     assert ended(local, run_id) == "cancelled"
+    assert_streams(await running, [e async for e in events(temporal, run_id)])
     assert_same(local, temporal)
 
 
@@ -482,11 +514,14 @@ async def test_timeout(
     here, there = tmp_path / "local", tmp_path / "temporal"
     here.mkdir(), there.mkdir()
     timeout = 2.0
-    await run_locally(lambda: timed(make, timeout)(here / "release"), "go", local, run_id)
-    await run_on_temporal(
-        client, lambda: timed(make, timeout)(there / "release"), "go", temporal, run_id
+    mine, theirs = await asyncio.gather(  # at once: the timeout is waited for once
+        run_locally(lambda: timed(make, timeout)(here / "release"), "go", local, run_id),
+        run_on_temporal(
+            client, lambda: timed(make, timeout)(there / "release"), "go", temporal, run_id
+        ),
     )
     assert ended(local, run_id) == "timed_out"
+    assert_streams(mine, theirs)
     assert_same(local, temporal)
 
 
@@ -522,16 +557,19 @@ async def test_the_example_charts(
 
     local, temporal = stores
     context = RunContext(deps)
-    await drained(make().run(chart.EXAMPLE_INPUT, store=local, run_id=run_id, context=context))
+    mine = await drained(
+        make().run(chart.EXAMPLE_INPUT, store=local, run_id=run_id, context=context)
+    )
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with helikon_worker(client, queue, [make()], temporal, deps=deps):
         handle = await start_run(
             client, make(), chart.EXAMPLE_INPUT, task_queue=queue, run_id=run_id
         )
-        streamed = [e async for e in events(temporal, run_id)]  # to its end or suspension
-        if streamed[-1].type != "run_suspended":
+        theirs = [e async for e in events(temporal, run_id)]  # to its end or suspension
+        if theirs[-1].type != "run_suspended":
             await asyncio.wait_for(outcome(handle), WAIT)
     assert local.get(run_id).info.status == status
+    assert_streams(mine, theirs)
     assert_same(local, temporal)
 
 
