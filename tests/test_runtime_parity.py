@@ -62,6 +62,7 @@ from temporal_agents import (
     slow_agent,
     slow_manager,
     slow_triage,
+    station_agent,
     structured_agent,
     triage_agent,
     weather_agent,
@@ -72,12 +73,19 @@ from temporalio.client import Client
 from helikon import Agent, EffectContext, RunConfig, RunContext, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.events import AgentEvent
-from helikon.durable import RunNotFound, SqliteRunStore
+from helikon.durable import RunNotFound, RunStore, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
 from helikon.run.chart_effects import Effect
 from helikon.run.results import RunResultStreaming
-from helikon.temporal import decide, events, helikon_worker, outcome, start_run
+from helikon.temporal import (
+    TemporalOptions,
+    decide,
+    events,
+    helikon_worker,
+    outcome,
+    start_run,
+)
 from helikon.tools import ToolPolicy
 
 WAIT = 60.0
@@ -225,11 +233,16 @@ async def run_locally(
 
 
 async def run_on_temporal(
-    client: Client, make: Make, text: str, store: SqliteRunStore, run_id: str
+    client: Client,
+    make: Make,
+    text: str,
+    store: RunStore,
+    run_id: str,
+    options: TemporalOptions | None = None,
 ) -> list[AgentEvent]:
     """Run to the end on a worker of its own; the events a reader of the run streams."""
     queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with helikon_worker(client, queue, [make()], store):
+    async with helikon_worker(client, queue, [make()], store, options=options):
         handle = await start_run(client, make(), text, task_queue=queue, run_id=run_id)
         await asyncio.wait_for(outcome(handle), WAIT)
     return [event async for event in events(store, run_id)]
@@ -447,6 +460,55 @@ async def test_approvals_suspend_decide_resume(
     mine = await drained(approval_agent().resume(run_id, decide_(asked), store=local))
     theirs = [e async for e in events(temporal, run_id, after=len(theirs))]
     assert ended(local, run_id) == "Done"
+    assert_streams(mine, theirs)
+    assert_same(local, temporal)
+
+
+async def test_a_run_that_continues_as_new(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """A workflow whose history grows long continues as new, reading its head from the
+    store: what it stores is still what one local run stores."""
+    local, temporal = stores
+    options = TemporalOptions(continue_after_events=12)
+    mine = await run_locally(weather_agent, "weather?", local, run_id)
+    theirs = await run_on_temporal(client, weather_agent, "weather?", temporal, run_id, options)
+    handle = client.get_workflow_handle(run_id)
+    assert (await handle.describe()).run_id != handle.first_execution_run_id  # it continued
+    assert_streams(mine, theirs)
+    assert_same(local, temporal)
+
+
+def paged_agent() -> Agent:
+    """A tool source whose listing pages in a circle (tests/mcp_hostile_server.py)."""
+    from mcp_support import hostile
+
+    return Agent("paged", ScriptedModel(["never"]), mcp_servers=[hostile("circle")])
+
+
+@pytest.mark.parametrize(
+    ("make", "ends"),
+    [
+        pytest.param(station_agent, "Done", id="listed-and-called"),
+        pytest.param(paged_agent, "tools_unavailable", id="listing-fails"),
+    ],
+)
+async def test_tools_from_a_tool_source(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    make: Make,
+    ends: str,
+) -> None:
+    """An MCP server's tools (tests/mcp_server.py over stdio), listed once as the run
+    starts and kept in its header; or a listing that fails the run."""
+    pytest.importorskip("mcp")
+    local, temporal = stores
+    agent = make()
+    async with agent.mcp_servers[0]:  # a local run lists a connected source; a worker
+        mine = await drained(agent.run("2+3?", store=local, run_id=run_id))  # connects its own
+    theirs = await run_on_temporal(client, make, "2+3?", temporal, run_id)
+    assert ended(local, run_id) == ends
     assert_streams(mine, theirs)
     assert_same(local, temporal)
 
