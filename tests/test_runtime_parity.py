@@ -52,6 +52,7 @@ from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
+from store_support import PostgresBackend
 from temporal_agents import (
     City,
     budget_manager,
@@ -114,6 +115,18 @@ def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
         yield local, temporal
 
 
+@pytest.fixture
+def postgres_stores(postgres_url: str) -> Iterator[tuple[RunStore, RunStore]]:
+    """(the local run's store, the Temporal run's store), each on a PostgreSQL schema of
+    its own."""
+    local, temporal = PostgresBackend(postgres_url), PostgresBackend(postgres_url)
+    try:
+        yield local.open(KEY), temporal.open(KEY)
+    finally:
+        local.close()
+        temporal.close()
+
+
 # ---------------------------------------------------------------- what is compared
 
 
@@ -155,12 +168,12 @@ def view(stored: StoredRun) -> RunView:
     )
 
 
-def held(store: SqliteRunStore) -> dict[str, RunView]:
+def held(store: RunStore) -> dict[str, RunView]:
     """Every run in `store`, by id, normalised."""
     return {info.run_id: view(store.get(info.run_id)) for info in store.runs(include_nested=True)}
 
 
-def assert_same(local: SqliteRunStore, temporal: SqliteRunStore) -> None:
+def assert_same(local: RunStore, temporal: RunStore) -> None:
     """What the two stores hold is the same, run by run and part by part; a failure lists
     each part that differs, the local value first."""
     mine, theirs = held(local), held(temporal)
@@ -209,7 +222,7 @@ def differences(a: RunView, b: RunView) -> list[str]:
     return found
 
 
-def ended(store: SqliteRunStore, run_id: str) -> str:
+def ended(store: RunStore, run_id: str) -> str:
     """How a stored run ended: "Done", or its error's kind (the scenario is the one meant)."""
     state: Any = store.get(run_id).records[-1].state_after
     return "Done" if state.phase == "Done" else state.error.kind
@@ -226,9 +239,7 @@ async def drained(result: RunResultStreaming) -> list[AgentEvent]:
     return [event async for event in result if event.type not in DELTAS]
 
 
-async def run_locally(
-    make: Make, text: str, store: SqliteRunStore, run_id: str
-) -> list[AgentEvent]:
+async def run_locally(make: Make, text: str, store: RunStore, run_id: str) -> list[AgentEvent]:
     return await drained(make().run(text, store=store, run_id=run_id))
 
 
@@ -250,7 +261,7 @@ async def run_on_temporal(
 
 async def both(
     client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
+    stores: tuple[RunStore, RunStore],
     run_id: str,
     make: Make,
     text: str,
@@ -511,6 +522,27 @@ async def test_tools_from_a_tool_source(
     assert ended(local, run_id) == ends
     assert_streams(mine, theirs)
     assert_same(local, temporal)
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        pytest.param(weather_agent, "weather?", id="tools"),
+        pytest.param(triage_agent, "my bill?", id="handoff"),
+        pytest.param(manager_agent, "where is Paris?", id="agent-as-tool"),
+    ],
+)
+async def test_on_postgresql(
+    client: Client,
+    postgres_stores: tuple[RunStore, RunStore],
+    run_id: str,
+    make: Make,
+    text: str,
+) -> None:
+    """Both runtimes on PostgreSQL stores (the scenarios above run on SQLite ones)."""
+    await both(client, postgres_stores, run_id, make, text)
+    assert ended(postgres_stores[0], run_id) == "Done"
+    assert_same(*postgres_stores)
 
 
 # ---------------------------------------------------------------- stops
