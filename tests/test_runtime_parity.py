@@ -42,7 +42,7 @@ import asyncio
 import contextlib
 import importlib
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
@@ -74,12 +74,23 @@ from temporal_support import only_pending
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from helikon import Agent, EffectContext, RunConfig, RunContext, ScriptedModel, ToolCall, tool
+from helikon import (
+    Agent,
+    EffectContext,
+    InputGuardrail,
+    OutputGuardrail,
+    RunConfig,
+    RunContext,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.events import AgentEvent
 from helikon.durable import RunNotFound, RunStore, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
+from helikon.models.base import ModelChunk, ModelInput
 from helikon.run.chart_effects import Effect
 from helikon.run.results import RunResultStreaming
 from helikon.temporal import (
@@ -859,6 +870,129 @@ async def test_an_effect_that_fails(
     await both(client, stores, run_id, make, EXAMPLE_INPUT)
     assert ended(stores[0], run_id) == "effect_failed"
     assert_same(*stores)
+
+
+async def held_until_released(folder: Path) -> None:
+    """Mark that the slow part started ("started" in `folder`), then wait for "release"."""
+    (folder / "started").write_text("started")
+    while not (folder / "release").exists():
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class HeldModel:
+    """`ScriptedModel(turns)` whose first call waits in `held_until_released`."""
+
+    folder: Path
+    turns: list[Any]
+
+    async def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]:
+        if request.calls_before == 0:
+            await held_until_released(self.folder)
+        async for chunk in ScriptedModel(self.turns, skipped=request.calls_before).stream(request):
+            yield chunk
+
+
+Held = Callable[[Path, RunConfig], Agent]
+
+
+def held_output_guardrail(folder: Path, config: RunConfig) -> Agent:
+    async def check(output: Any, context: Any) -> bool:
+        await held_until_released(folder)
+        return False
+
+    guardrail = OutputGuardrail("slow", check)
+    return Agent(
+        "checked", ScriptedModel(["All clear."]), output_guardrails=[guardrail], config=config
+    )
+
+
+def held_input_guardrail(folder: Path, config: RunConfig) -> Agent:
+    async def check(text: str, context: Any) -> bool:
+        await held_until_released(folder)
+        return False
+
+    guardrail = InputGuardrail("slow", check)
+    return Agent(
+        "checked", ScriptedModel(["All clear."]), input_guardrails=[guardrail], config=config
+    )
+
+
+def held_model(folder: Path, config: RunConfig) -> Agent:
+    return Agent("waiting", HeldModel(folder, ["At last."]), config=config)  # type: ignore[arg-type]
+
+
+def held_effect(folder: Path, config: RunConfig) -> Agent:
+    from charts.retrieve_answer import agent, script
+
+    async def retrieve(context: EffectContext) -> JsonValue:
+        await held_until_released(folder)
+        return {"passages": []}
+
+    built = agent(ScriptedModel(script()))
+    return replace(built, effects=[Effect("retrieve", retrieve)], config=config)
+
+
+HELD = [
+    pytest.param(held_input_guardrail, id="input-guardrail"),
+    pytest.param(held_model, id="model-call"),
+    pytest.param(held_output_guardrail, id="output-guardrail"),
+    pytest.param(held_effect, id="effect"),
+]
+"""Agents whose run waits in one effect of the loop (an activity on Temporal)."""
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "cancel",
+        pytest.param(
+            "timeout",
+            marks=diverges(
+                "the run's timeout while the workflow waits on one activity (an input or "
+                "output guardrail, the model, an effect): locally the run ends "
+                "Failed(TimedOut(2.0)); on Temporal it ends Failed(Cancelled('cancelled')): "
+                "asyncio.wait_for in HelikonWorkflow._wait cancels the activity, whose "
+                "handle then raises ActivityError(cancelled) rather than TimeoutError, and "
+                "_wait takes that for a cancel of the workflow (a batch of tools, awaited "
+                "through a coroutine, times out right: test_timeout[tools])"
+            ),
+        ),
+    ],
+)
+@pytest.mark.parametrize("make", HELD)
+async def test_a_stop_while_the_run_waits(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    tmp_path: Path,
+    make: Held,
+    stop: str,
+) -> None:
+    """The run waits on a guardrail, the model or an effect, and is cancelled, or its
+    timeout passes; what it waited on is released once both runs ended."""
+    local, temporal = stores
+    here, there = tmp_path / "local", tmp_path / "temporal"
+    here.mkdir(), there.mkdir()
+    config = RunConfig(timeout=2.0 if stop == "timeout" else None)
+    result = make(here, config).run("go", store=local, run_id=run_id)
+    running = asyncio.ensure_future(drained(result))
+    await wait_for_file(here, "started")
+    if stop == "cancel":
+        result.cancel("stop waiting")
+    mine = await asyncio.wait_for(running, WAIT)
+    (here / "release").write_text("go")
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [make(there, config)], temporal):
+        handle = await start_run(client, make(there, config), "go", task_queue=queue, run_id=run_id)
+        await wait_for_file(there, "started")
+        if stop == "cancel":
+            await handle.cancel(reason="stop waiting")
+        await asyncio.wait_for(outcome(handle), WAIT)
+        (there / "release").write_text("go")
+    assert ended(local, run_id) == ("cancelled" if stop == "cancel" else "timed_out")
+    assert_streams(mine, [e async for e in events(temporal, run_id)])
+    assert_same(local, temporal)
 
 
 async def test_the_comparison_tells_a_difference(
