@@ -640,6 +640,38 @@ async def test_approval_in_a_nested_run(
     assert_same(local, temporal)
 
 
+def guarded_payments(checked: list[str]) -> Agent:
+    """approval_agent with an input guardrail that passes, noting each check in `checked`."""
+
+    def check(text: str, context: Any) -> bool:
+        checked.append(text)
+        return False
+
+    return replace(approval_agent(), input_guardrails=[InputGuardrail("noted", check)])
+
+
+async def test_input_guardrails_run_once_across_a_suspension(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """The input guardrails run before the first model call only: not again when the run
+    resumes after its suspension (locally a new `Run`, on Temporal the same workflow)."""
+    local, temporal = stores
+    here: list[str] = []
+    there: list[str] = []
+    await run_locally(lambda: guarded_payments(here), "pay", local, run_id)
+    asked = local.pending(run_id)
+    await drained(guarded_payments(here).resume(run_id, [r.approve() for r in asked], store=local))
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [guarded_payments(there)], temporal):
+        agent = guarded_payments(there)
+        handle = await start_run(client, agent, "pay", task_queue=queue, run_id=run_id)
+        _ = [e async for e in events(temporal, run_id)]  # to the suspension
+        await decide(handle, [r.approve() for r in asked])
+        await asyncio.wait_for(outcome(handle), WAIT)
+    assert here == there == ["pay"]
+    assert_same(local, temporal)
+
+
 # ---------------------------------------------------------------- stops
 
 
