@@ -65,6 +65,7 @@ from temporalio.service import RPCError
 from helikon import (
     Agent,
     EffectContext,
+    FatalToolError,
     InputGuardrail,
     RunContext,
     ScriptedModel,
@@ -118,6 +119,42 @@ def compacting_agent() -> Agent:
         "Sunny in Oslo.",
     ]
     return replace(weather_agent(compaction_threshold=1), model=ScriptedModel(script))
+
+
+def mixed_manager() -> Agent:
+    """One turn that asks a researcher agent as a tool and calls a plain tool beside it."""
+    manager = manager_agent()
+    weather = weather_agent().tools[0]
+    script = [
+        [
+            ToolCall("a1", "researcher", '{"input": "where is Paris?"}'),
+            ToolCall("w1", "weather", '{"city": "Paris"}'),
+        ],
+        "Paris is in France, and sunny.",
+    ]
+    return replace(manager, model=ScriptedModel(script), tools=[*manager.tools, weather])
+
+
+def fatal_batch() -> Agent:
+    """A batch whose second call fails the run (`FatalToolError`) once the first one has
+    finished: the failure keeps the finished call's result."""
+    first_done = asyncio.Event()
+
+    @tool(read_only=True)
+    async def quick() -> str:
+        """Quick."""
+        first_done.set()
+        return "quick done"
+
+    @tool
+    async def launch() -> str:
+        """Launch."""
+        await first_done.wait()
+        await asyncio.sleep(0.2)  # the first call's result lands first on Temporal too
+        raise FatalToolError("the launch pad is gone")
+
+    script = [[ToolCall("q1", "quick", "{}"), ToolCall("f1", "launch", "{}")], "Launched."]
+    return Agent(name="fatal", model=ScriptedModel(script), tools=[quick, launch])
 
 
 def erring_agent() -> Agent:
@@ -177,6 +214,8 @@ async def test_tools_in_parallel(
         ),
         pytest.param(lambda: guarded_agent("fine"), "hello", "Done", id="guardrails-pass"),
         pytest.param(fatal_agent, "launch", "tool_failed", id="fatal-tool-error"),
+        pytest.param(fatal_batch, "launch", "tool_failed", id="fatal-tool-error-in-a-batch"),
+        pytest.param(mixed_manager, "where is Paris?", "Done", id="agent-and-tool-in-a-batch"),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(
             lambda: weather_agent(parallel_tool_call_limit=1),
@@ -236,8 +275,8 @@ async def test_a_run_to_its_end(
 
 
 def approval_agent() -> Agent:
-    """Two calls in one turn, both needing approval (a transfer and a weather lookup),
-    then an answer."""
+    """Three calls in one turn, two transfers that need approval around a balance lookup
+    that does not, then an answer."""
 
     @tool(needs_approval=True)
     def transfer(amount: int) -> str:
@@ -248,14 +287,20 @@ def approval_agent() -> Agent:
         """
         return f"moved {amount}"
 
+    @tool(read_only=True)
+    def balance() -> str:
+        """The balance."""
+        return "1200 EUR"
+
     script = [
         [
             ToolCall("t1", "transfer", '{"amount": 500}'),
+            ToolCall("b1", "balance", "{}"),
             ToolCall("t2", "transfer", '{"amount": 70}'),
         ],
         "Done.",
     ]
-    return Agent(name="payments", model=ScriptedModel(script), tools=[transfer])
+    return Agent(name="payments", model=ScriptedModel(script), tools=[transfer, balance])
 
 
 Decide = Callable[[tuple[ApprovalRequest, ...]], list[ApprovalDecision]]
