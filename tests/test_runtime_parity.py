@@ -76,7 +76,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.run.chart_effects import Effect
 from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
-from helikon.tools import ToolPolicy
+from helikon.tools import ToolContext, ToolPolicy
 
 
 @pytest.fixture
@@ -606,6 +606,53 @@ async def test_an_effect_that_fails(
 
     await both(client, stores, run_id, make, EXAMPLE_INPUT)
     assert ended(stores[0], run_id) == "effect_failed"
+    assert_same(*stores)
+
+
+def seeing_agent(seen: list[Any]) -> Agent:
+    """charts/retrieve_answer.py's agent whose effect, and a tool of its own and of a nested
+    agent's (asked as a tool), note what they are given in `seen`."""
+    from charts.retrieve_answer import agent
+
+    async def retrieve(context: EffectContext) -> JsonValue:
+        seen.append(context)
+        return {"passages": []}
+
+    @tool(read_only=True)
+    def note(text: str, context: ToolContext[Any]) -> str:
+        """Note.
+
+        Args:
+            text: what.
+        """
+        seen.append((context.run_id, context.call_id, context.agent, context.seq))
+        seen.append(context.idempotency_key)
+        return "noted"
+
+    inner = Agent(
+        "inner",
+        ScriptedModel([[ToolCall("n2", "note", '{"text": "in"}')], "Noted inside."]),
+        tools=[note],
+    )
+    script = [
+        [ToolCall("n1", "note", '{"text": "out"}'), ToolCall("i1", "inner", '{"input": "go"}')],
+        "Noted.",
+    ]
+    built = agent(ScriptedModel(script))
+    return replace(built, effects=[Effect("retrieve", retrieve)], tools=[note, inner.as_tool()])
+
+
+async def test_what_tools_and_effects_are_given(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """Tools and effects see the same run ids, call ids, agents, seqs and idempotency keys
+    on both runtimes (in the order they ran, nested calls in their own run)."""
+    here: list[Any] = []
+    there: list[Any] = []
+    mine = await run_locally(lambda: seeing_agent(here), "go", stores[0], run_id)
+    theirs = await run_on_temporal(client, lambda: seeing_agent(there), "go", stores[1], run_id)
+    assert len(here) == 5 and sorted(map(repr, here)) == sorted(map(repr, there))
+    assert_streams(mine, theirs)
     assert_same(*stores)
 
 
