@@ -76,6 +76,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.run.chart_effects import Effect
 from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
+from helikon.temporal.messages import to_payload
 from helikon.tools import ToolContext, ToolPolicy
 
 
@@ -105,6 +106,16 @@ def postgres_stores(postgres_url: str) -> Iterator[Stores]:
     finally:
         local.close()
         temporal.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    """`stores`, then `postgres_stores`."""
+    if request.param == "sqlite":
+        with sqlite_stores(tmp_path) as opened:
+            yield opened
+    else:
+        yield request.getfixturevalue("postgres_stores")
 
 
 # ---------------------------------------------------------------- scenarios
@@ -306,6 +317,7 @@ def approval_agent() -> Agent:
 Decide = Callable[[tuple[ApprovalRequest, ...]], list[ApprovalDecision]]
 
 
+@pytest.mark.parametrize("by", ["update", "signal"])
 @pytest.mark.parametrize(
     "decide_",
     [
@@ -318,14 +330,15 @@ Decide = Callable[[tuple[ApprovalRequest, ...]], list[ApprovalDecision]]
 )
 async def test_approvals_suspend_decide_resume(
     client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
+    backend_stores: Stores,
     run_id: str,
     decide_: Decide,
+    by: str,
 ) -> None:
     """The run suspends on the calls that need approval (compared there), the decisions are
-    taken (`agent.resume` from the store; the workflow's `decide` update), and the run
-    goes on to its end (compared again)."""
-    local, temporal = stores
+    taken (`agent.resume` from the store; the workflow's `decide` update or its
+    `decisions` signal), and the run goes on to its end (compared again)."""
+    local, temporal = backend_stores
     mine = await run_locally(approval_agent, "pay", local, run_id)
     asked = local.pending(run_id)
     assert len(asked) == 2 and local.get(run_id).info.status == "suspended"
@@ -336,7 +349,10 @@ async def test_approvals_suspend_decide_resume(
         assert_streams(mine, theirs)
         assert_same(local, temporal)
         assert temporal.pending(run_id) == asked
-        await decide(handle, decide_(asked))
+        if by == "update":
+            await decide(handle, decide_(asked))
+        else:
+            await handle.signal("decisions", [to_payload(d) for d in decide_(asked)])
         await asyncio.wait_for(outcome(handle), WAIT)
     mine = await drained(approval_agent().resume(run_id, decide_(asked), store=local))
     theirs = [e async for e in events(temporal, run_id, after=len(theirs))]
