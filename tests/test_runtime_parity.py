@@ -168,6 +168,34 @@ def fatal_batch() -> Agent:
     return Agent(name="fatal", model=ScriptedModel(script), tools=[quick, launch])
 
 
+def nested(answers: list[Any], call: str, **options: Any) -> Agent:
+    """A manager that asks a researcher (answering `answers`, built with `options`) as a
+    tool with `call`'s arguments, then answers; its researcher's end is what is compared."""
+    researcher = Agent(name="researcher", model=ScriptedModel(answers), **options)
+    script = [[ToolCall("a1", "researcher", call)], "So says the researcher."]
+    return Agent(name="manager", model=ScriptedModel(script), tools=[researcher.as_tool()])
+
+
+def failing_target() -> Agent:
+    """Hands off to billing, whose model has no answer."""
+    billing = Agent(name="billing", model=ScriptedModel([]))
+    script = [[ToolCall("h1", "transfer_to_billing", "{}")]]
+    return Agent(name="triage", model=ScriptedModel(script), handoffs=[billing])
+
+
+def miscalling_agent() -> Agent:
+    """Calls a tool it does not have, and one with arguments that are not JSON."""
+    weather = weather_agent().tools[0]
+    script = [
+        [
+            ToolCall("u1", "umbrella", "{}"),
+            ToolCall("w1", "weather", '{"city": '),
+        ],
+        "Sorry.",
+    ]
+    return Agent(name="clumsy", model=ScriptedModel(script), tools=[weather])
+
+
 def erring_agent() -> Agent:
     """A tool that raises (an error result the model reads), then an answer."""
 
@@ -227,6 +255,32 @@ async def test_tools_in_parallel(
         pytest.param(fatal_agent, "launch", "tool_failed", id="fatal-tool-error"),
         pytest.param(fatal_batch, "launch", "tool_failed", id="fatal-tool-error-in-a-batch"),
         pytest.param(mixed_manager, "where is Paris?", "Done", id="agent-and-tool-in-a-batch"),
+        pytest.param(failing_target, "bill?", "model_call_failed", id="handoff-target-fails"),
+        pytest.param(
+            lambda: nested([], '{"input": "where?"}'), "where?", "Done", id="agent-as-tool-fails"
+        ),
+        pytest.param(
+            lambda: nested(
+                ['{"name": "Paris", "people": 2100000}'], '{"input": "a city"}', output_type=City
+            ),
+            "a city",
+            "Done",
+            id="agent-as-tool-typed",
+        ),
+        pytest.param(
+            lambda: nested(["never"], '{"query": "where?"}'),
+            "where?",
+            "Done",
+            id="agent-as-tool-bad-arguments",
+            marks=diverges(
+                "an agent as a tool called with arguments its schema refuses: locally the "
+                "error result is the tool's schema check (\"error: invalid arguments for "
+                "tool 'researcher':\\n- input: Field required\\n- query: Extra inputs are "
+                "not permitted\"); on Temporal it is HelikonWorkflow._agent_tool's own "
+                "(\"error: researcher takes {'input': text}: KeyError: 'input'\")"
+            ),
+        ),
+        pytest.param(miscalling_agent, "rain?", "Done", id="unknown-tool-and-bad-json"),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(
             lambda: weather_agent(parallel_tool_call_limit=1),
