@@ -67,6 +67,7 @@ from helikon import (
     EffectContext,
     FatalToolError,
     InputGuardrail,
+    RunConfig,
     RunContext,
     ScriptedModel,
     ToolCall,
@@ -176,6 +177,34 @@ def nested(answers: list[Any], call: str, **options: Any) -> Agent:
     return Agent(name="manager", model=ScriptedModel(script), tools=[researcher.as_tool()])
 
 
+def measuring(**config: Any) -> Agent:
+    """A manager (with `config`) that asks a researcher as a tool; the researcher, of the
+    default config, measures with a tool of its own, then answers."""
+
+    @tool(read_only=True)
+    def measure() -> str:
+        """Measure."""
+        return "42 km"
+
+    answers = [[ToolCall("m1", "measure", "{}")], "42 km"]
+    researcher = Agent(name="researcher", model=ScriptedModel(answers), tools=[measure])
+    script = [[ToolCall("a1", "researcher", '{"input": "how far?"}')], "42 km, they say."]
+    return Agent(
+        name="manager",
+        model=ScriptedModel(script),
+        tools=[researcher.as_tool()],
+        config=RunConfig(**config),
+    )
+
+
+CHILD_CONFIG = (
+    "a nested run's config: locally a nested run runs with its parent's RunConfig "
+    "(Run._child_config: 'nesting never resets turns, budget or permissions'); on Temporal "
+    "a child workflow runs with its own agent's config (AgentRegistry.facts), only the "
+    "token budget taken from the parent"
+)
+
+
 def failing_target() -> Agent:
     """Hands off to billing, whose model has no answer."""
     billing = Agent(name="billing", model=ScriptedModel([]))
@@ -281,6 +310,20 @@ async def test_tools_in_parallel(
             ),
         ),
         pytest.param(miscalling_agent, "rain?", "Done", id="unknown-tool-and-bad-json"),
+        pytest.param(
+            lambda: measuring(tool_policy=ToolPolicy(deny={"measure"})),
+            "how far?",
+            "Done",
+            id="nested-run-under-parent-policy",
+            marks=diverges(CHILD_CONFIG + ": the parent's policy denies the nested call"),
+        ),
+        pytest.param(
+            lambda: measuring(max_turns=1),
+            "how far?",
+            "max_turns_exceeded",
+            id="nested-run-under-parent-max-turns",
+            marks=diverges(CHILD_CONFIG + ": the parent's max_turns (1) ends the nested run"),
+        ),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(
             lambda: weather_agent(parallel_tool_call_limit=1),
