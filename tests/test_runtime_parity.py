@@ -67,6 +67,7 @@ from helikon import (
     EffectContext,
     FatalToolError,
     InputGuardrail,
+    OutputGuardrail,
     RunConfig,
     RunContext,
     ScriptedModel,
@@ -205,6 +206,26 @@ CHILD_CONFIG = (
 )
 
 
+def guarded_handoff(where: str) -> Agent:
+    """triage_agent with guardrails on "bill": an output guardrail on triage, or an input
+    or an output guardrail on its target, billing."""
+    trips_input = InputGuardrail("no_bill", lambda text, context: "bill" in text)
+    trips_output = OutputGuardrail("no_bill", lambda output, context: "bill" in output.text)
+    billing = Agent(
+        name="billing",
+        model=ScriptedModel(["Your bill is 10 EUR."]),
+        input_guardrails=[trips_input] if where == "target-input" else [],
+        output_guardrails=[trips_output] if where == "target-output" else [],
+    )
+    script = [[ToolCall("h1", "transfer_to_billing", "{}")]]
+    return Agent(
+        name="triage",
+        model=ScriptedModel(script),
+        handoffs=[billing],
+        output_guardrails=[trips_output] if where == "output" else [],
+    )
+
+
 def failing_target() -> Agent:
     """Hands off to billing, whose model has no answer."""
     billing = Agent(name="billing", model=ScriptedModel([]))
@@ -285,6 +306,24 @@ async def test_tools_in_parallel(
         pytest.param(fatal_batch, "launch", "tool_failed", id="fatal-tool-error-in-a-batch"),
         pytest.param(mixed_manager, "where is Paris?", "Done", id="agent-and-tool-in-a-batch"),
         pytest.param(failing_target, "bill?", "model_call_failed", id="handoff-target-fails"),
+        pytest.param(
+            lambda: guarded_handoff("output"),
+            "my bill?",
+            "guardrail_tripped",
+            id="handoff-under-an-output-guardrail",
+        ),
+        pytest.param(
+            lambda: guarded_handoff("target-input"),
+            "my bill?",
+            "guardrail_tripped",
+            id="handoff-target-input-guardrail",
+        ),
+        pytest.param(
+            lambda: guarded_handoff("target-output"),
+            "my bill?",
+            "guardrail_tripped",
+            id="handoff-target-output-guardrail",
+        ),
         pytest.param(
             lambda: nested([], '{"input": "where?"}'), "where?", "Done", id="agent-as-tool-fails"
         ),
