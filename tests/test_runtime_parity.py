@@ -596,7 +596,7 @@ async def ended_or_waiting(store: RunStore, run_id: str, nested: str) -> None:
     raise AssertionError(f"{run_id} neither ended nor waited on {nested}")
 
 
-SETTLE = 3.0
+SETTLE = 1.5
 """Seconds a parent whose nested run suspended is given to end."""
 
 

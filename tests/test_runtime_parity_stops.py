@@ -45,6 +45,7 @@ from helikon import (
     RunConfig,
     ScriptedModel,
 )
+from helikon.core.events import AgentEvent
 from helikon.durable import RunNotFound, SqliteRunStore
 from helikon.models.base import ModelChunk, ModelInput
 from helikon.run.chart_effects import Effect
@@ -308,26 +309,36 @@ async def test_a_stop_while_the_run_waits(
     stop: str,
 ) -> None:
     """The run waits on a guardrail, the model or an effect, and is cancelled, or its
-    timeout passes; what it waited on is released once both runs ended."""
+    timeout passes; what it waited on is released once its run ended. The two runtimes run
+    at once (a timeout is waited for once)."""
     local, temporal = stores
     here, there = tmp_path / "local", tmp_path / "temporal"
     here.mkdir(), there.mkdir()
     config = RunConfig(timeout=2.0 if stop == "timeout" else None)
-    result = make(here, config).run("go", store=local, run_id=run_id)
-    running = asyncio.ensure_future(drained(result))
-    await wait_for_file(here, "started")
-    if stop == "cancel":
-        result.cancel("stop waiting")
-    mine = await asyncio.wait_for(running, WAIT)
-    (here / "release").write_text("go")
-    queue = new_queue()
-    async with helikon_worker(client, queue, [make(there, config)], temporal):
-        handle = await start_run(client, make(there, config), "go", task_queue=queue, run_id=run_id)
-        await wait_for_file(there, "started")
+
+    async def in_process() -> list[AgentEvent]:
+        result = make(here, config).run("go", store=local, run_id=run_id)
+        running = asyncio.ensure_future(drained(result))
+        await wait_for_file(here, "started")
         if stop == "cancel":
-            await handle.cancel(reason="stop waiting")
-        await asyncio.wait_for(outcome(handle), WAIT)
-        (there / "release").write_text("go")
+            result.cancel("stop waiting")
+        streamed = await asyncio.wait_for(running, WAIT)
+        (here / "release").write_text("go")
+        return streamed
+
+    async def on_temporal() -> list[AgentEvent]:
+        queue = new_queue()
+        agent = make(there, config)
+        async with helikon_worker(client, queue, [make(there, config)], temporal):
+            handle = await start_run(client, agent, "go", task_queue=queue, run_id=run_id)
+            await wait_for_file(there, "started")
+            if stop == "cancel":
+                await handle.cancel(reason="stop waiting")
+            await asyncio.wait_for(outcome(handle), WAIT)
+            (there / "release").write_text("go")
+        return [e async for e in events(temporal, run_id)]
+
+    mine, theirs = await asyncio.gather(in_process(), on_temporal())
     assert ended(local, run_id) == ("cancelled" if stop == "cancel" else "timed_out")
-    assert_streams(mine, [e async for e in events(temporal, run_id)])
+    assert_streams(mine, theirs)
     assert_same(local, temporal)
