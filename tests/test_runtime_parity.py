@@ -497,6 +497,34 @@ async def test_approvals_suspend_decide_resume(
     assert_same(local, temporal)
 
 
+@diverges(
+    "an on_approval handler: locally it decides the calls in process and the run completes; "
+    "on Temporal it is not called (documented in docs/semantics.md, 'On Temporal') and the "
+    "run suspends for the decide update"
+)
+async def test_an_approval_handler(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """The calls that need approval are decided by the agent's `on_approval` handler."""
+
+    def make() -> Agent:
+        return replace(approval_agent(), on_approval=lambda request, context: True)
+
+    local, temporal = stores
+    mine = await run_locally(make, "pay", local, run_id)
+    queue = new_queue()
+    async with helikon_worker(client, queue, [make()], temporal):
+        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
+        theirs = [e async for e in events(temporal, run_id)]  # to its end or suspension
+        if theirs[-1].type != "run_suspended":
+            await asyncio.wait_for(outcome(handle), WAIT)
+        else:
+            await handle.terminate("the parity test is done with it")
+    assert ended(local, run_id) == "Done"
+    assert_streams(mine, theirs)
+    assert_same(local, temporal)
+
+
 async def test_a_run_that_continues_as_new(
     client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
 ) -> None:
