@@ -54,6 +54,7 @@ from temporalio.client import Client
 
 from helikon import Agent
 from helikon.core.events import AgentEvent
+from helikon.core.items import Item
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
@@ -196,6 +197,10 @@ def ended(store: RunStore, run_id: str) -> str:
 
 
 Make = Callable[[], Agent]
+"""Builds a scenario's agent afresh (a scripted model counts the calls it answered)."""
+
+Input = str | Sequence[Item]
+"""A run's input: the user's message, or items."""
 
 
 async def drained(result: RunResultStreaming) -> list[AgentEvent]:
@@ -203,14 +208,14 @@ async def drained(result: RunResultStreaming) -> list[AgentEvent]:
     return [event async for event in result if event.type not in DELTAS]
 
 
-async def run_locally(make: Make, text: str, store: RunStore, run_id: str) -> list[AgentEvent]:
+async def run_locally(make: Make, text: Input, store: RunStore, run_id: str) -> list[AgentEvent]:
     return await drained(make().run(text, store=store, run_id=run_id))
 
 
 async def run_on_temporal(
     client: Client,
     make: Make,
-    text: str,
+    text: Input,
     store: RunStore,
     run_id: str,
     options: TemporalOptions | None = None,
@@ -228,7 +233,7 @@ async def both(
     stores: Stores,
     run_id: str,
     make: Make,
-    text: str,
+    text: Input,
 ) -> None:
     """Run `make`'s agent on `text` in process, then on Temporal; the streams compared:
     the local run's own, and what a reader of each store streams."""

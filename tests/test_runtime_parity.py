@@ -31,6 +31,7 @@ pytest.importorskip("temporalio")
 from parity_support import (
     KEY,
     WAIT,
+    Input,
     Make,
     Stores,
     assert_same,
@@ -75,6 +76,7 @@ from helikon import (
     tool,
 )
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+from helikon.core.items import AssistantMessage, UserMessage
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.run.chart_effects import Effect
 from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
@@ -293,6 +295,16 @@ async def test_tools_in_parallel(
         ),
         pytest.param(structured_agent, "a city", "Done", id="structured-output-repaired"),
         pytest.param(
+            weather_agent,
+            [
+                UserMessage("I am off to Oslo."),
+                AssistantMessage("Have a good trip.", agent="weather"),
+                UserMessage("weather?"),
+            ],
+            "Done",
+            id="items-as-input",
+        ),
+        pytest.param(
             lambda: guarded_agent("fine"),
             "something forbidden",
             "guardrail_tripped",
@@ -412,7 +424,7 @@ async def test_a_run_to_its_end(
     stores: tuple[SqliteRunStore, SqliteRunStore],
     run_id: str,
     make: Make,
-    text: str,
+    text: Input,
     ends: str,
 ) -> None:
     """`ends`: the phase the run ends in when it completes, else its error's kind."""
