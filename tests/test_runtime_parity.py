@@ -688,6 +688,39 @@ async def test_approval_in_a_nested_run(
     assert_same(local, temporal)
 
 
+@diverges(
+    "RunConfig.timeout across a suspension: locally it bounds a stream (the suspended run "
+    "has none; agent.resume counts it afresh), so the decided run completes; on Temporal "
+    "the workflow's deadline keeps running while it waits for the decision, and the run "
+    "ends Failed(TimedOut(1.0)) at the suspension"
+)
+async def test_a_timeout_that_passes_while_the_run_waits_for_approval(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """A run with a timeout suspends for approval and is decided after its timeout passed
+    (locally the stream ends at the suspension and `agent.resume` counts the timeout
+    afresh)."""
+
+    def make() -> Agent:
+        return replace(approval_agent(), config=RunConfig(timeout=1.0))
+
+    local, temporal = stores
+    await run_locally(make, "pay", local, run_id)
+    asked = local.pending(run_id)
+    queue = new_queue()
+    async with helikon_worker(client, queue, [make()], temporal):
+        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
+        _ = [e async for e in events(temporal, run_id)]  # to the suspension
+        await asyncio.sleep(1.5)
+        with contextlib.suppress(RPCError):  # a run that ended takes no decision
+            await decide(handle, [r.approve() for r in asked])
+        await asyncio.wait_for(outcome(handle), WAIT)
+    await asyncio.sleep(1.5)
+    await drained(make().resume(run_id, [r.approve() for r in asked], store=local))
+    assert ended(local, run_id) == "Done"
+    assert_same(local, temporal)
+
+
 def guarded_payments(checked: list[str]) -> Agent:
     """approval_agent with an input guardrail that passes, noting each check in `checked`."""
 
