@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_support import PostgresBackend
 from temporalio.client import Client
 
 from helikon import Agent
@@ -77,6 +78,18 @@ def new_run_id() -> str:
 def new_queue() -> str:
     """A task queue of a worker's own (a worker serves the agents of one scenario)."""
     return f"q-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def postgres_stores_at(url: str) -> Iterator[Stores]:
+    """(the local run's store, the Temporal run's store): each on a schema of its own of
+    the PostgreSQL database at `url`."""
+    local, temporal = PostgresBackend(url), PostgresBackend(url)
+    try:
+        yield local.open(KEY), temporal.open(KEY)
+    finally:
+        local.close()
+        temporal.close()
 
 
 @contextmanager
