@@ -9,8 +9,9 @@ each operation is written once (`sql_writes.py`, `sql_reads.py`, `sql_sessions.p
 dialect, a module of SQL text (`sqlite_sql.py`, `postgres_sql.py`, with each backend's
 schema and migrations), and a connection adapter (`sql_dialect.py`: SQLite's in
 `sqlite_transactions.py`, PostgreSQL's in `postgres_engine.py`), and runs on a thread of the
-store's, never on the caller's event loop (`sql_engine.py`). Each backend migrates its own
-schema (`*_migrate.py`). What a row means is decided once for both (`rows.py`, `chain.py`),
+store's, never on the caller's event loop (`sql_engine.py`). A schema is migrated by one
+routine too (`sql_migrate.py`; PostgreSQL's on a connection of its own,
+`postgres_migrate.py`). What a row means is decided once for both (`rows.py`, `chain.py`),
 and so is how a refusal is worded (`refusals.py`). The driver writes through
 `helikon.run.journal`; `export_trace` writes a stored run as a trace file (`as_trace.py`).
 """

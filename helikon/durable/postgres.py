@@ -40,7 +40,7 @@ from helikon.durable.postgres_engine import (
     without_password,
 )
 from helikon.durable.postgres_migrate import migrate
-from helikon.durable.signing import KEY_VARIABLE
+from helikon.durable.signing import KEY_VARIABLE, resolve_key
 from helikon.durable.sql_dialect import Scope
 from helikon.durable.sql_engine import LoopThread
 from helikon.durable.sql_store import SqlRunStore
@@ -104,8 +104,9 @@ class PostgresRunStore(SqlRunStore):
         """Migrate the schema and find the key on a connection of their own (a wrong URL
         fails here at once, with libpq's reason), then open the pool."""
         keyless = key is None and not os.environ.get(KEY_VARIABLE)
+        given = None if keyless else resolve_key(key, None)
         async with await connect(self._url, self._where) as connection:
-            found = await migrate(connection, key, keyless, self._where)
+            found = await migrate(connection, given, self._where)
         pools.append(await open_pool(self._url, self._where, min_size, max_size))
         return found
 

@@ -141,14 +141,16 @@ GUARD = "helikon_schema_2_refuses_writers_of_schema_1"
 without links: these constraints refuse its writes, naming both versions. (It cannot be
 told otherwise: it checks the version when it opens the store, not at each write.)
 NOT VALID: rows a migration left unchained (they did not check out) are not checked."""
-GUARDS = f"""
-ALTER TABLE runs ADD CONSTRAINT {GUARD} CHECK (chain_n > 0) NOT VALID;
-ALTER TABLE records ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-ALTER TABLE effects ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-ALTER TABLE calls ADD CONSTRAINT {GUARD}
-    CHECK (link IS NOT NULL AND (result IS NULL OR result_link IS NOT NULL)) NOT VALID;
-ALTER TABLE decisions ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-"""
+GUARDS = tuple(
+    f"ALTER TABLE {table} ADD CONSTRAINT {GUARD} CHECK ({check}) NOT VALID"
+    for table, check in (
+        ("runs", "chain_n > 0"),
+        ("records", "link IS NOT NULL"),
+        ("effects", "link IS NOT NULL"),
+        ("calls", "link IS NOT NULL AND (result IS NULL OR result_link IS NOT NULL)"),
+        ("decisions", "link IS NOT NULL"),
+    )
+)
 
 # ---------------------------------------------------------------- the dialect
 # The names `helikon.durable.sql_writes`, `sql_reads` and `sql_sessions` run, as
@@ -320,10 +322,11 @@ SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = %s AND n = %s"
 SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = %s AND n <= %s"
 
 # ---------------------------------------------------------------- chaining (schema 1 -> 2)
-# The rows of format 1 as it read them, and the links and digests they get.
+# The rows of format 1 as it read them, and the links and digests they get, each of the
+# run's id last (`helikon.durable.sql_migrate`).
 
-V1_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_id"
-V1_READS = (
+LEGACY_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_id"
+LEGACY_READS = (
     "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq",
     "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n",
     "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s "
@@ -340,7 +343,7 @@ CHAINS = (
 CHAIN_RUN = """
 UPDATE runs SET head_mac = %s, chain_n = %s, chain_digest = %s, head_sig = %s WHERE run_id = %s
 """
-V1_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+LEGACY_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = %s WHERE n = %s AND session_id = %s"
 
 

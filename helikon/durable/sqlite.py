@@ -7,7 +7,7 @@ PostgreSQL's; here they run on one writer thread of the store's (`sql_engine.Wri
 one at a time, on one connection: a caller's event loop never waits on the file. A write is
 one `BEGIN IMMEDIATE` transaction, so another process's write waits (`busy_timeout`). SQL
 text is in `helikon.durable.sqlite_sql`; the transaction, the clock and SQLite's errors in
-`sqlite_transactions`, the migrations in `sqlite_migrate`.
+`sqlite_transactions`; its schema's migrations are run by `sql_migrate`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from helikon.durable.records import StoreError
 from helikon.durable.signing import resolve_key
 from helikon.durable.sql_dialect import Scope
 from helikon.durable.sql_engine import WriterThread
+from helikon.durable.sql_migrate import migrate
 from helikon.durable.sql_store import SqlRunStore
-from helikon.durable.sqlite_migrate import migrate
 from helikon.durable.sqlite_transactions import Transaction, now, to_wal
 
 DEFAULT_PATH = Path(".helikon") / "runs.db"
@@ -62,8 +62,6 @@ class SqliteRunStore(SqlRunStore):
             to_wal(self._db, busy_timeout)
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute("PRAGMA foreign_keys=ON")
-            with Transaction(self._db, self.path) as db:
-                migrate(db, signing, self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
         begin = _Begin(self._db, self.path)
@@ -71,6 +69,11 @@ class SqliteRunStore(SqlRunStore):
             Scope(sqlite_sql, signing, self.path, begin),
             WriterThread("helikon-sqlite", self.path, self._db.close),
         )
+        try:
+            self._wait(_migrate(self._scope))
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def url(self) -> str:
@@ -78,6 +81,13 @@ class SqliteRunStore(SqlRunStore):
 
     def __repr__(self) -> str:
         return f"SqliteRunStore({self.path!r})"
+
+
+async def _migrate(scope: Scope) -> None:
+    """Bring the file's schema up to date, in one write transaction: a second process
+    opening the same file waits, then finds it done."""
+    async with scope.begin() as db:
+        await migrate(db, sqlite_sql, scope.where, scope.key)
 
 
 class _Begin:

@@ -345,31 +345,42 @@ SELECT session_id, MAX(n) FROM sessions WHERE created_at < {NOW} - ? GROUP BY se
 SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = ? AND n = ?"
 SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = ? AND n <= ?"
 
-# ---------------------------------------------------------------- chaining (schema 3 -> 4)
-# The rows of format 1 as it read them, and the links and digests they get.
+# ---------------------------------------------------------------- migrating
+# What `helikon.durable.sql_migrate` runs. No advisory lock: the migration's write
+# transaction holds the file.
 
-V3_RUNS = "SELECT run_id, run_key, head_seq, head_mac, head_sig FROM runs ORDER BY run_key"
-V3_READS = (
-    "SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND "
-    "?1 * 4294967296 + 4294967295 ORDER BY id",
+LOCK_SCHEMA = None
+MIGRATION_LOCK = None
+META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
+SCHEMA = "SELECT value FROM meta WHERE key = 'schema'"
+SET_SCHEMA = "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)"
+PUT_KEY = KEY = None
+"""The key is never kept in the file (it is given, or kept in a file beside it)."""
+
+# Chaining (schema 3 -> 4): the rows of format 1 as it read them, and the links and
+# digests they get, each of the run's id last.
+LEGACY_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_key"
+LEGACY_READS = (
+    "SELECT seq, data, mac FROM records WHERE id BETWEEN "
+    "(SELECT run_key * 4294967296 FROM runs WHERE run_id = ?1) AND "
+    "(SELECT run_key * 4294967296 + 4294967295 FROM runs WHERE run_id = ?1) ORDER BY id",
     "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n",
     "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ? "
     "ORDER BY seq, call_id",
     "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id",
 )
-CHAIN_RECORD = "UPDATE records SET link = ?1, mac = ?2 WHERE id = ?4 * 4294967296 + ?3"
-CHAIN_EFFECT = "UPDATE effects SET link = ?1, mac = ?2 WHERE run_id = ?4 AND n = ?3"
-CHAIN_CALL = """
-UPDATE calls SET link = ?1, result_link = ?2, mac = ?3 WHERE run_id = ?6 AND seq = ?4
-AND call_id = ?5
-"""
-CHAIN_DECISION = """
-UPDATE decisions SET link = ?1, mac = ?2 WHERE run_id = ?5 AND seq = ?3 AND call_id = ?4
-"""
+CHAINS = (
+    "UPDATE records SET link = ?1, mac = ?2 "
+    "WHERE id = (SELECT run_key FROM runs WHERE run_id = ?4) * 4294967296 + ?3",
+    "UPDATE effects SET link = ?1, mac = ?2 WHERE run_id = ?4 AND n = ?3",
+    "UPDATE calls SET link = ?1, result_link = ?2, mac = ?3 WHERE run_id = ?6 AND seq = ?4 "
+    "AND call_id = ?5",
+    "UPDATE decisions SET link = ?1, mac = ?2 WHERE run_id = ?5 AND seq = ?3 AND call_id = ?4",
+)
 CHAIN_RUN = """
 UPDATE runs SET head_mac = ?, chain_n = ?, chain_digest = ?, head_sig = ? WHERE run_id = ?
 """
-V3_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+LEGACY_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = ?1 WHERE n = ?2 AND session_id = ?3"
 
 
