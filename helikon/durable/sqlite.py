@@ -64,9 +64,9 @@ class SqliteRunStore(SqlRunStore):
             self._db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
-        begin = _Begin(self._db, self.path)
+        self._begin = _Begin(self._db, self.path)
         self._serve(
-            Scope(sqlite_sql, signing, self.path, begin),
+            Scope(sqlite_sql, signing, self.path, self._begin),
             WriterThread("helikon-sqlite", self.path, self._db.close),
         )
         try:
@@ -91,12 +91,14 @@ async def _migrate(scope: Scope) -> None:
 
 
 class _Begin:
-    """The store's `sql_dialect.Begin`: a transaction on its one connection."""
+    """The store's `sql_dialect.Begin`: a transaction on its one connection, `db` (which
+    bench/durable_floor.py and durable_layers.py swap for one that records or does
+    nothing)."""
 
-    __slots__ = ("_db", "_path")
+    __slots__ = ("_path", "db")
 
     def __init__(self, db: sqlite3.Connection, path: str) -> None:
-        self._db, self._path = db, path
+        self.db, self._path = db, path
 
     def __call__(self, *, read_only: bool = False) -> Transaction:
-        return Transaction(self._db, self._path, read_only=read_only)
+        return Transaction(self.db, self._path, read_only=read_only)
