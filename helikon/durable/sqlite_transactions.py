@@ -15,16 +15,15 @@ from helikon.durable.sql_dialect import Args
 
 
 class Transaction:
-    """`with Transaction(db, path)` (migrating, on open) or `async with` (an operation, on
-    the store's writer thread): one transaction, a write one taken at once (`BEGIN
-    IMMEDIATE`), committed, or rolled back when the block raises. SQLite's errors come out
-    as `StoreError` naming SQLite's reason (a full disk, a busy file), with the error as its
-    cause: a failed `COMMIT` is rolled back, and a statement that failed may have rolled the
-    transaction back itself, so it is rolled back only while it is open (else "cannot
-    rollback" would hide the reason). A class, not a `@contextmanager` generator: every
-    record and result goes through one, and the generator's machinery costs several calls
-    more on each side. Its statements are `sql_dialect.Db`'s, run at once (they never wait
-    on a socket)."""
+    """`async with store._begin()`, on the store's writer thread: one transaction, a write
+    one taken at once (`BEGIN IMMEDIATE`), committed, or rolled back when the block raises.
+    SQLite's errors come out as `StoreError` naming SQLite's reason (a full disk, a busy
+    file), with the error as its cause: a failed `COMMIT` is rolled back, and a statement
+    that failed may have rolled the transaction back itself, so it is rolled back only while
+    it is open (else "cannot rollback" would hide the reason). A class, not a
+    `@contextmanager` generator: every record and result goes through one, and the
+    generator's machinery costs several calls more on each side. Its statements are
+    `sql_dialect.Db`'s, run at once (they never wait on a socket)."""
 
     __slots__ = ("_db", "_doing", "_path")
 
