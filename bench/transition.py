@@ -24,14 +24,10 @@ from typing import Any
 from helikon import (
     AGENT_LOOP,
     DEFAULT_TABLE,
-    ApprovalDecisions,
     ApprovalRequest,
     AssistantMessage,
     CallingModel,
-    Cancel,
-    ExecutingTools,
     ModelResponse,
-    NeedsApproval,
     Start,
     ToolCall,
     ToolResult,
@@ -41,6 +37,7 @@ from helikon import (
     UserMessage,
     transition,
 )
+from helikon.core import ApprovalDecisions, Cancel, ExecutingTools, NeedsApproval
 
 TARGET_VS_STATEMACHINE = 30.0
 TARGET_VS_FLOOR = 25.0
@@ -186,7 +183,14 @@ def transitions_cycle() -> Callable[[], Any] | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument(
+        "--json", action="store_true", help="print only the figures bench/compare.py compares"
+    )
     args = parser.parse_args(argv)
+    if args.json:  # bench/figures.py measures them, as bench/compare.py runs it
+        from figures import main as figures
+
+        return figures(["transition", *(["--quick"] if args.quick else [])])
     number, repeat = (2_000, 3) if args.quick else (20_000, 7)
 
     from helikon.core.values import STRICT_VALUES

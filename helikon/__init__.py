@@ -1,11 +1,24 @@
 """helikon: LLM agents whose control loop is a declarative statechart.
 
-Every public name is re-exported here; `__all__` is the public surface (a test keeps the
-two in step).
+This module offers what an agent author uses: agents and runs, tools, models, the items
+and events of a conversation, the errors a run ends with, and the chart's front door
+(`compile_chart`, `extend`, `transition`). `__all__` is that surface; tests keep it sorted,
+at most 90 names, and holding every name README.md and the docs import from `helikon`.
+
+Everything else lives in its subpackage: the loop's whole vocabulary (every phase, input,
+action, error value and the table) in `helikon.core`, runs in `helikon.run`, models in
+`helikon.models`, tools in `helikon.tools`, run stores in `helikon.durable`, traces in
+`helikon.trace`, the debugger in `helikon.debug`, Temporal in `helikon.temporal`. Neither
+the debugger nor the SQLite store is imported by `import helikon`: `SqliteRunStore` and
+`OpenAIModel` are imported when first asked for. A name that used to be here and moved
+(`helikon._moved`) still imports from here, with a DeprecationWarning naming its new home.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from helikon._moved import moved as _moved
 from helikon._version import __version__ as __version__
 from helikon.core.approvals import (
     ApprovalDecision,
@@ -16,49 +29,34 @@ from helikon.core.chart.compile import (
     compile_chart,
 )
 from helikon.core.chart.compose import (
-    ChartDraft,
-    RowSpec,
     extend,
     to,
 )
-from helikon.core.chart.default import (
-    DEFAULT_TABLE,
-)
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.dsl import (
     AGENT_LOOP,
     AgentLoopChart,
     LoopChart,
 )
+from helikon.core.chart.spec import (
+    ChartSpec,
+)
 from helikon.core.context import (
-    OutputSpec,
-    Permission,
     TransitionCtx,
 )
 from helikon.core.errors import (
     AgentError,
-    ApprovalHandlerFailed,
-    ApprovalNotBound,
     BudgetExceeded,
     Cancelled,
     ChartDefinitionError,
-    EffectFailed,
-    EmptyModelResponse,
     FatalToolError,
-    GuardrailFailed,
     GuardrailTripped,
     HelikonError,
-    InvalidStructuredOutput,
-    MaxAgentDepthExceeded,
     MaxTurnsExceeded,
-    ModelCallFailed,
     ModelError,
-    ModelOutputTruncated,
-    NotInChart,
     RunError,
     TimedOut,
     ToolFailed,
-    ToolsUnavailable,
-    UnexpectedInput,
 )
 from helikon.core.events import (
     AgentEvent,
@@ -83,11 +81,9 @@ from helikon.core.events import (
 )
 from helikon.core.items import (
     AssistantMessage,
-    CompactionSummary,
     FinalOutput,
     Item,
     ModelSettings,
-    Reasoning,
     SystemMessage,
     ToolCall,
     ToolResult,
@@ -95,77 +91,23 @@ from helikon.core.items import (
     UserMessage,
 )
 from helikon.core.state import (
-    ApplyingHandoff,
-    ApprovalDecisions,
-    AwaitApproval,
     CallingModel,
-    CallModel,
-    Cancel,
-    Compacting,
-    CustomPhase,
-    Done,
-    EffectPhase,
-    EffectResult,
-    ExecuteTools,
-    ExecutingTools,
-    Fail,
     Failed,
-    Finalizing,
-    Handoff,
-    HandoffResult,
-    LoopState,
-    ModelRequest,
     ModelResponse,
-    NeedsApproval,
-    NextAction,
-    RepairingOutput,
-    RunEffect,
     Start,
     Terminate,
     ToolResults,
-    TransitionInput,
     TransitionOutcome,
 )
-from helikon.core.table import (
-    ChartData,
-    Row,
-    TableNotRunnable,
-    TransitionTable,
-)
-from helikon.core.tool_spec import (
-    ListedTool,
-    ToolSpec,
-)
 from helikon.core.transition import (
-    Match,
     initial_state,
-    match_row,
-    pending_action,
     transition,
-    trip_output_guardrail,
 )
-from helikon.debug.debugger import (
-    Debugger,
-    DebuggerError,
-)
-from helikon.durable import (
-    DecisionSpent,
-    LeaseLost,
-    RunExists,
-    RunInfo,
-    RunLeased,
-    RunNotFound,
-    RunStore,
-    Session,
-    SqliteRunStore,
-    StoreCorrupt,
-    StoredRun,
-    StoreError,
+from helikon.durable.store import (
     open_store,
 )
 from helikon.models.base import (
     Model,
-    ModelInput,
 )
 from helikon.models.replay import (
     ReplayModel,
@@ -178,7 +120,6 @@ from helikon.run.agent import (
     Agent,
 )
 from helikon.run.chart_effects import (
-    Effect,
     EffectContext,
     effect,
 )
@@ -206,37 +147,45 @@ from helikon.run.runner import (
     run_sync,
 )
 from helikon.run.snapshot import (
-    ApprovalMismatch,
     RunSnapshot,
-    SnapshotMismatch,
 )
 from helikon.run.spec import (
-    AgentSpec,
     HandoffTo,
 )
-from helikon.tools import (
-    Tool,
+from helikon.tools.context import (
     ToolContext,
+)
+from helikon.tools.policy import (
     ToolPolicy,
-    ToolSource,
+)
+from helikon.tools.tool import (
+    Tool,
     tool,
 )
-from helikon.trace import (
-    Trace,
-    TraceError,
-    TraceWriter,
-    TransitionRecord,
-    read_trace,
-)
+
+if TYPE_CHECKING:
+    from helikon.durable.sqlite import SqliteRunStore
+    from helikon.models.openai import OpenAIModel
+
+# Imported when first asked for: OpenAIModel needs the `openai` extra, and a program that
+# keeps no runs does not load the SQLite store.
+_LAZY = {
+    "OpenAIModel": "helikon.models.openai",
+    "SqliteRunStore": "helikon.durable.sqlite",
+}
 
 
 def __getattr__(name: str) -> object:
-    # OpenAIModel needs the `openai` extra; import it only when asked for.
-    if name == "OpenAIModel":
-        from helikon.models.openai import OpenAIModel
+    if name in _LAZY:
+        from importlib import import_module
 
-        return OpenAIModel
-    raise AttributeError(f"module 'helikon' has no attribute {name!r}")
+        return getattr(import_module(_LAZY[name]), name)
+    return _moved(name)
+
+
+def __dir__() -> list[str]:
+    # The lazy names too (a REPL completes them), not the moved ones.
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [
@@ -246,120 +195,60 @@ __all__ = [
     "AgentError",
     "AgentEvent",
     "AgentLoopChart",
-    "AgentSpec",
     "AgentUpdated",
-    "ApplyingHandoff",
     "ApprovalDecision",
-    "ApprovalDecisions",
-    "ApprovalHandlerFailed",
-    "ApprovalMismatch",
-    "ApprovalNotBound",
     "ApprovalRequest",
     "ApprovalRequested",
     "AssistantMessage",
-    "AwaitApproval",
     "BudgetExceeded",
-    "CallModel",
     "CallingModel",
-    "Cancel",
     "Cancelled",
-    "ChartData",
     "ChartDefinitionError",
-    "ChartDraft",
-    "Compacting",
-    "CompactionSummary",
+    "ChartSpec",
     "Conversation",
-    "CustomPhase",
-    "Debugger",
-    "DebuggerError",
-    "DecisionSpent",
-    "Done",
-    "Effect",
     "EffectContext",
-    "EffectFailed",
-    "EffectPhase",
-    "EffectResult",
-    "EmptyModelResponse",
-    "ExecuteTools",
-    "ExecutingTools",
-    "Fail",
     "Failed",
     "FatalToolError",
     "FinalOutput",
-    "Finalizing",
-    "GuardrailFailed",
     "GuardrailResult",
     "GuardrailTriggered",
     "GuardrailTripped",
-    "Handoff",
     "HandoffItem",
-    "HandoffResult",
     "HandoffTo",
     "HelikonError",
     "InputGuardrail",
-    "InvalidStructuredOutput",
     "Item",
-    "LeaseLost",
-    "ListedTool",
     "LoopChart",
-    "LoopState",
-    "Match",
-    "MaxAgentDepthExceeded",
     "MaxTurnsExceeded",
     "MessageOutput",
     "Model",
-    "ModelCallFailed",
     "ModelError",
-    "ModelInput",
-    "ModelOutputTruncated",
-    "ModelRequest",
     "ModelResponse",
     "ModelSettings",
-    "NeedsApproval",
-    "NextAction",
-    "NotInChart",
     "OpenAIModel",
     "OutputGuardrail",
-    "OutputSpec",
-    "Permission",
     "PermissionDenied",
-    "Reasoning",
     "ReasoningDelta",
     "RepairStarted",
-    "RepairingOutput",
     "ReplayModel",
-    "Row",
-    "RowSpec",
     "Run",
     "RunCompleted",
     "RunConfig",
     "RunContext",
-    "RunEffect",
     "RunError",
-    "RunExists",
     "RunFailed",
-    "RunInfo",
-    "RunLeased",
-    "RunNotFound",
     "RunResult",
     "RunResultStreaming",
     "RunSnapshot",
     "RunStarted",
-    "RunStore",
     "RunSuspended",
     "Runner",
     "ScriptedModel",
     "ScriptedTurn",
-    "Session",
-    "SnapshotMismatch",
     "SqliteRunStore",
     "Start",
-    "StoreCorrupt",
-    "StoreError",
-    "StoredRun",
     "StructuredOutputFailed",
     "SystemMessage",
-    "TableNotRunnable",
     "Terminate",
     "TimedOut",
     "TokenDelta",
@@ -373,19 +262,9 @@ __all__ = [
     "ToolPolicy",
     "ToolResult",
     "ToolResults",
-    "ToolSource",
-    "ToolSpec",
-    "ToolsUnavailable",
-    "Trace",
-    "TraceError",
-    "TraceWriter",
     "TransitionCtx",
-    "TransitionInput",
     "TransitionOutcome",
-    "TransitionRecord",
-    "TransitionTable",
     "TurnStarted",
-    "UnexpectedInput",
     "Usage",
     "UserMessage",
     "arguments_hash",
@@ -393,13 +272,9 @@ __all__ = [
     "effect",
     "extend",
     "initial_state",
-    "match_row",
     "open_store",
-    "pending_action",
-    "read_trace",
     "run_sync",
     "to",
     "tool",
     "transition",
-    "trip_output_guardrail",
 ]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from helikon import Agent, Model, Reasoning, RunConfig, ToolCall, tool
+from helikon import Agent, Model, RunConfig, ToolCall, tool
+from helikon.core import Reasoning
 from helikon.models.scripted import Turn
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred"

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from helikon import AssistantMessage, read_trace
+from helikon import AssistantMessage
 from helikon.cli import main
 from helikon.cli.charts import format_table
 from helikon.cli.docs import generate
@@ -39,6 +39,7 @@ from helikon.export import (
 )
 from helikon.models.scripted import as_turn
 from helikon.testing import OpenAIServer, PlannedReply
+from helikon.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 CHARTS = ROOT / "charts"

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from helikon import read_trace
 from helikon.cli import main
 from helikon.cli.runs import duration
 from helikon.cli.studio import replay_session
 from helikon.durable import SqliteRunStore
 from helikon.export import trace_to_markdown
+from helikon.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -714,13 +714,13 @@ def test_pending_approvals_of_a_temporal_run_say_its_workflow_decides(
     import argparse
 
     from helikon import ApprovalRequest, ToolCall
-    from helikon.cli.runs import _show_pending
+    from helikon.cli.runs.reading import show_pending
 
     pending = [ApprovalRequest.for_call(ToolCall("t1", "transfer", '{"amount": 5}'))]
     args = argparse.Namespace(run_id="r1", store=None)
-    _show_pending(pending, args, "temporal:r1")
+    show_pending(pending, args, "temporal:r1")
     temporal = capsys.readouterr().out
-    _show_pending(pending, args, "host:1:abc")
+    show_pending(pending, args, "host:1:abc")
     local = capsys.readouterr().out
     assert "decide update (helikon.temporal.decide)" in temporal
     assert "helikon runs resume" not in temporal
@@ -731,7 +731,7 @@ def test_pending_approvals_of_a_temporal_run_say_its_workflow_decides(
 def test_every_runs_command_closes_the_store_it_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
-    import helikon.cli.runs as runs
+    import helikon.cli.store as cli_store
 
     opened: list[SqliteRunStore] = []
 
@@ -740,7 +740,7 @@ def test_every_runs_command_closes_the_store_it_opened(
         opened.append(store)
         return store
 
-    monkeypatch.setattr(runs, "open_store", spying)
+    monkeypatch.setattr(cli_store, "open_store", spying)
     main(["runs", *command, "--store", "sqlite:///ignored.db"])
     (store,) = opened
     with pytest.raises(Exception, match="closed"):

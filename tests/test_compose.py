@@ -12,6 +12,7 @@ from helikon import (
     Agent,
     AssistantMessage,
     ChartDefinitionError,
+    ChartSpec,
     LoopChart,
     ModelResponse,
     ScriptedModel,
@@ -46,11 +47,33 @@ def test_building_leaves_the_base_chart_alone() -> None:
     assert compile_chart(AGENT_LOOP).digest == DEFAULT_TABLE.digest
 
 
-def test_the_built_class_is_a_loop_chart_of_the_callers_module() -> None:
-    chart = extend(AGENT_LOOP, "Mine").build()
-    assert issubclass(chart, LoopChart)
-    assert (chart.__name__, chart.__module__) == ("Mine", __name__)
-    assert extend(AGENT_LOOP, "Mine").build(module="elsewhere").__module__ == "elsewhere"
+def test_building_gives_a_spec_that_states_the_shared_rows_once() -> None:
+    spec = extend(AGENT_LOOP, "Mine").phase("Extra").build()
+    assert isinstance(spec, ChartSpec) and not isinstance(spec, type)
+    assert [(e.input_kind, e.target, e.action) for e in spec.everywhere] == [
+        ("cancel", "Failed", "cancel_run"),
+        ("fail", "Failed", "fail_run"),
+    ]
+    assert not any(row.input_kind in ("cancel", "fail") for row in spec.rows)
+    # The diagram draws what the spec states: one group row each, Extra among the members.
+    table = compile_chart(
+        extend(spec, "Mine")
+        .retarget("CallingModel", "start", "start_turn -> CallingModel", to="Extra")
+        .rows("Extra", "model_response", "complete")
+        .build()
+    )
+    assert [len(rows) for rows in table.everywhere] == [8, 8]
+    assert {table.rows[i].source for i in table.everywhere[0]} >= {"Extra", "CallingModel"}
+
+
+def test_a_built_spec_extends_again_and_a_class_is_no_longer_declared() -> None:
+    draft = extend(AGENT_LOOP, "First").drop("CallingModel", "start", "fail_budget")
+    first = draft.build()
+    again = extend(first, "First").build()
+    assert again == first
+    assert compile_chart(again).digest == compile_chart(first).digest == draft.compile().digest
+    assert draft.compile().digest != DEFAULT_TABLE.digest
+    assert not [cls for cls in LoopChart.__subclasses__() if cls.__name__ == "First"]
 
 
 def test_retargeting_start_adds_a_phase_in_front_of_the_loop() -> None:
@@ -242,3 +265,37 @@ async def test_a_guard_answering_a_non_bool_takes_the_row_its_truth_says_traced_
         events = [event async for event in agent.run("go", trace=trace)]
         phases.append("Done" if events[-1].type == "run_completed" else "Failed")
     assert phases == [ends, ends]
+
+
+def test_a_row_must_go_where_its_action_builds_the_next_state() -> None:
+    """`complete` builds Done whatever its row says: a row from it to Finalizing is refused
+    when the chart compiles, naming the row and both phases."""
+    wrong = (
+        extend(AGENT_LOOP, "X").retarget(
+            "CallingModel", "model_response", "complete", to="Finalizing"
+        )
+    ).build()
+    with pytest.raises(ChartDefinitionError) as refused:
+        compile_chart(wrong)
+    assert (
+        "state CallingModel, input model_response: row #10 goes to Finalizing, but its action "
+        "complete builds the state of phase Done"
+    ) in str(refused.value)
+
+
+def test_an_action_bound_by_name_is_checked_as_the_action_it_runs() -> None:
+    # record_plan runs keep_reply, which enters a model-calling phase: not ExecutingTools.
+    wrong = (
+        extend(AGENT_LOOP, "X")
+        .phase("Planning", initial=True, prompt="Plan.")
+        .rows("Planning", "start", to("Planning", on="start_planning"))
+        .rows("Planning", "model_response", to("ExecutingTools", on="record_plan"))
+        .actions(start_planning="enter_phase", record_plan="keep_reply")
+        .build()
+    )
+    with pytest.raises(ChartDefinitionError, match="builds the state of a model-calling phase"):
+        compile_chart(wrong)
+    right = extend(wrong, "X").retarget(
+        "Planning", "model_response", "record_plan", to="CallingModel"
+    )
+    assert compile_chart(right.build()).initial == "Planning"

@@ -8,23 +8,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from helikon import (
     DEFAULT_TABLE,
     AssistantMessage,
     CallingModel,
-    CallModel,
-    Cancel,
     Cancelled,
-    CustomPhase,
-    Done,
-    EmptyModelResponse,
-    ExecuteTools,
-    ExecutingTools,
+    ChartDefinitionError,
     Failed,
     FinalOutput,
     MaxTurnsExceeded,
     MessageOutput,
-    ModelRequest,
     ModelResponse,
     RunCompleted,
     RunFailed,
@@ -41,8 +36,18 @@ from helikon import (
     UserMessage,
     compile_chart,
     initial_state,
-    pending_action,
     transition,
+)
+from helikon.core import (
+    CallModel,
+    Cancel,
+    CustomPhase,
+    Done,
+    EmptyModelResponse,
+    ExecuteTools,
+    ExecutingTools,
+    ModelRequest,
+    pending_action,
 )
 from helikon.core.chart.actions import ACTIONS
 
@@ -89,8 +94,16 @@ def test_the_chart_carries_its_actions() -> None:
     assert chart.actions["start_planning"] is ACTIONS["enter_phase"]
     assert chart.actions["record_plan"] is ACTIONS["keep_reply"]
     assert compile_chart(chart).digest == TABLE.digest
-    # An action passed to compile_chart overrides the chart's own.
-    overridden = compile_chart(chart, actions={"record_plan": ACTIONS["complete"]})
+    # An action passed to compile_chart overrides the chart's own: a default one is checked
+    # against its rows (complete builds Done, the row goes to CallingModel), a function of
+    # the chart's own, whose state helikon cannot know, is not.
+    with pytest.raises(ChartDefinitionError, match="its action record_plan builds the state"):
+        compile_chart(chart, actions={"record_plan": ACTIONS["complete"]})
+
+    def finish(state: Any, inp: Any, ctx: Any, target: str) -> Any:
+        return ACTIONS["complete"](state, inp, ctx, target)
+
+    overridden = compile_chart(chart, actions={"record_plan": finish})
     _, planned = run(
         TransitionCtx(table=overridden), Start(), ModelResponse((AssistantMessage("a"),))
     )

@@ -20,23 +20,26 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from statemachine import State
 
 from helikon import (
     Agent,
     AssistantMessage,
-    Debugger,
-    DebuggerError,
     OutputGuardrail,
+    RunConfig,
     RunContext,
     ScriptedModel,
     ToolCall,
     ToolResult,
+    compile_chart,
 )
 from helikon.cli.loading import load_module
+from helikon.core.chart.dsl import LoopChart
 from helikon.core.codec import dumps
 from helikon.core.events import AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import LoopState, ModelResponse, ToolResults, TransitionInput
+from helikon.debug import Debugger, DebuggerError
 from helikon.debug.debugger import Step
 from helikon.tools.tool import Tool
 from helikon.trace import Trace, TraceWriter, read_trace
@@ -771,3 +774,53 @@ async def test_a_replay_can_be_inspected_at_every_step() -> None:
     assert [call.name for call in calls] == ["balance", "transfer"]
     assert debugger.frames[debugger.position].state == debugger.state
     assert case.effects == []
+
+
+async def test_the_debugger_shows_what_a_redacting_run_says_and_its_saved_trace_hides_it(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig(redact=lambda text: text.replace("s3cret", "[hidden]"))
+    agent = Agent("keeper", ScriptedModel(["the code is s3cret"]), config=config)
+    debugger = Debugger.live(agent, "what is the code?")
+
+    await debugger.continue_()
+
+    assert debugger.conversation[-1].content == "the code is s3cret"  # in process: raw
+    debugger.rewind(debugger.position)  # its log is the run's, not the trace's
+    assert debugger.conversation[-1].content == "the code is s3cret"
+    saved = tmp_path / "saved.jsonl"
+    debugger.save_trace(saved)
+    text = saved.read_text()
+    assert "the code is [hidden]" in text and "s3cret" not in text
+
+
+class _CountedChart(LoopChart):
+    calling_model = State("CallingModel", initial=True)
+    done = State("Done", final=True)
+    failed = State("Failed", final=True)
+    start = calling_model.to.itself(on="start_turn")
+    model_response = calling_model.to(failed, cond="rude", on="fail_run") | calling_model.to(
+        done, on="complete"
+    )
+    cancel = calling_model.to(failed, on="cancel_run")
+    fail = calling_model.to(failed, on="fail_run")
+
+
+async def test_a_debugger_step_evaluates_each_guard_once_and_shows_its_value() -> None:
+    asked: list[str] = []
+
+    def rude(state: Any, inp: Any, ctx: Any) -> bool:
+        """The answer insults the user."""
+        asked.append(inp.kind)
+        return False
+
+    chart = compile_chart(_CountedChart, guards={"rude": rude})
+    agent = Agent("polite", ScriptedModel(["Fine, thanks."]), chart=chart)
+    debugger = Debugger.live(agent, "how are you?")
+
+    await debugger.continue_()
+
+    assert asked == ["model_response"]  # once, by the step's own transition
+    answered = next(s for s in debugger.history if s.input.kind == "model_response")
+    assert answered.match.checked == (("rude", False),)
+    assert answered.state_after.phase == "Done"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import inspect
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from statemachine import State
 
-from helikon import AGENT_LOOP, DEFAULT_TABLE, LoopChart, TransitionTable, compile_chart
+from helikon import AGENT_LOOP, DEFAULT_TABLE, ChartSpec, LoopChart, compile_chart
+from helikon.core import TransitionTable
 from helikon.core.state import INPUT_KINDS
 
 PLAN_ACT_PATH = Path(__file__).resolve().parent.parent / "charts" / "plan_act.py"
@@ -52,22 +53,39 @@ def plan_act_chart() -> Chart:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    charts = {
-        value
-        for value in vars(module).values()
-        if inspect.isclass(value)
-        and issubclass(value, LoopChart)
-        and value.__module__ == module.__name__
-    }
-    assert len(charts) == 1, f"expected one chart class in {PLAN_ACT_PATH.name}: {charts}"
-    (chart,) = charts
+    (spec,) = [value for value in vars(module).values() if isinstance(value, ChartSpec)]
     tables = [
         value
         for value in vars(module).values()
-        if isinstance(value, TransitionTable) and value.name == chart.__name__
+        if isinstance(value, TransitionTable) and value.name == spec.name
     ]
-    table = tables[0] if tables else compile_chart(chart)
+    table = tables[0] if tables else compile_chart(spec)
+    chart = declared(spec)
+    assert compile_chart(chart, actions=spec.actions).digest == table.digest  # the same chart
     return Chart("plan_act", chart, table)
+
+
+def declared(spec: ChartSpec) -> Any:
+    """The spec as a python-statemachine chart class, for the engine to run: one `State` per
+    phase, one transition per row of `table_rows`, in order (helikon itself never declares
+    one: `compile_chart` reads the spec)."""
+    states = {
+        p.name: State(p.name, initial=p.name == spec.initial, final=p.final) for p in spec.phases
+    }
+    events: dict[str, Any] = {}
+    for row in spec.table_rows:
+        transition = states[row.source].to(
+            states[row.target],
+            cond=[g.name for g in row.guards if g.expected] or None,
+            unless=[g.name for g in row.guards if not g.expected] or None,
+            on=row.action,
+        )
+        found = events.get(row.input_kind)
+        events[row.input_kind] = transition if found is None else found | transition
+    attrs = {f"phase_{i}": states[p.name] for i, p in enumerate(spec.phases)}
+    namespace = {"__module__": __name__, "__qualname__": spec.name, **attrs, **events}
+    metaclass: Any = type(LoopChart)
+    return metaclass(spec.name, (LoopChart,), namespace)
 
 
 CHARTS: dict[str, Callable[[], Chart]] = {"default": default_chart, "plan_act": plan_act_chart}

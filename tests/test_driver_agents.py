@@ -16,7 +16,6 @@ from helikon import (
     AgentUpdated,
     AssistantMessage,
     Cancelled,
-    CompactionSummary,
     FatalToolError,
     FinalOutput,
     GuardrailResult,
@@ -25,7 +24,6 @@ from helikon import (
     HandoffItem,
     HandoffTo,
     InputGuardrail,
-    MaxAgentDepthExceeded,
     MaxTurnsExceeded,
     MessageOutput,
     OutputGuardrail,
@@ -47,6 +45,7 @@ from helikon import (
     UserMessage,
     tool,
 )
+from helikon.core import CompactionSummary, MaxAgentDepthExceeded
 from helikon.core.codec import dumps
 
 

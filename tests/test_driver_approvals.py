@@ -17,7 +17,6 @@ from driver_support import drain, ends_once, settle, types
 from helikon import (
     Agent,
     ApprovalDecision,
-    ApprovalMismatch,
     ApprovalRequest,
     ApprovalRequested,
     Cancelled,
@@ -28,12 +27,12 @@ from helikon import (
     RunSnapshot,
     RunSuspended,
     ScriptedModel,
-    SnapshotMismatch,
     ToolCall,
     ToolResult,
     tool,
 )
 from helikon.core.codec import dumps, loads
+from helikon.run import ApprovalMismatch, SnapshotMismatch
 
 
 class Bank:

@@ -28,18 +28,17 @@ from helikon import (
     FatalToolError,
     GuardrailResult,
     InputGuardrail,
-    ModelCallFailed,
     ModelError,
     OutputGuardrail,
-    Reasoning,
     RunConfig,
     ScriptedModel,
     ScriptedTurn,
     ToolCall,
     Usage,
-    read_trace,
     tool,
 )
+from helikon.core import ModelCallFailed, Reasoning
+from helikon.trace import read_trace
 
 TERMINAL = {"run_completed", "run_failed", "run_suspended"}
 

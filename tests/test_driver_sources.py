@@ -24,15 +24,15 @@ from helikon import (
     RunFailed,
     RunSuspended,
     ScriptedModel,
-    SnapshotMismatch,
     TimedOut,
     Tool,
     ToolCall,
     ToolPolicy,
     ToolResult,
-    ToolsUnavailable,
     tool,
 )
+from helikon.core import ToolsUnavailable
+from helikon.run import SnapshotMismatch
 
 
 class Source:

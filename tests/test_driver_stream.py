@@ -15,10 +15,8 @@ from helikon import (
     AgentEvent,
     AssistantMessage,
     FinalOutput,
-    InvalidStructuredOutput,
     MaxTurnsExceeded,
     MessageOutput,
-    ModelCallFailed,
     ModelError,
     RepairStarted,
     Run,
@@ -45,6 +43,7 @@ from helikon import (
     run_sync,
     tool,
 )
+from helikon.core import InvalidStructuredOutput, ModelCallFailed
 from helikon.core.codec import dumps, loads
 from helikon.models.base import FinishChunk, ModelInput, TextChunk, UsageChunk
 

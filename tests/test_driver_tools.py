@@ -18,7 +18,6 @@ from helikon import (
     AssistantMessage,
     FatalToolError,
     MaxTurnsExceeded,
-    ModelOutputTruncated,
     RunCompleted,
     RunConfig,
     RunContext,
@@ -34,6 +33,7 @@ from helikon import (
     ToolResult,
     tool,
 )
+from helikon.core import ModelOutputTruncated
 from helikon.models.base import FinishChunk, TextChunk, ToolCallChunk
 
 

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from helikon import Agent, Debugger, ScriptedModel, ToolCall, tool
+from helikon import Agent, ScriptedModel, ToolCall, tool
 from helikon.cli import main
 from helikon.cli.loading import load_module
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.events import RunSuspended
 from helikon.core.state import TERMINATE, CallingModel, Start
+from helikon.debug import Debugger
 from helikon.durable import SqliteRunStore, StoreCorrupt, export_trace
 from helikon.durable.as_trace import trace_lines, transition_line
 from helikon.durable.records import StepRecord

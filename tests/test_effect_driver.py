@@ -16,10 +16,7 @@ from helikon import (
     AGENT_LOOP,
     Agent,
     Cancelled,
-    Debugger,
     EffectContext,
-    EffectFailed,
-    EffectResult,
     RunCompleted,
     RunFailed,
     ScriptedModel,
@@ -27,9 +24,11 @@ from helikon import (
     compile_chart,
     effect,
     extend,
-    read_trace,
     to,
 )
+from helikon.core import EffectFailed, EffectResult
+from helikon.debug import Debugger
+from helikon.trace import read_trace
 
 TABLE = compile_chart(
     extend(AGENT_LOOP, "Lookup")

@@ -3,6 +3,7 @@ its JSON result comes back as an input; the table, its checks and its digest hol
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,17 +12,9 @@ from helikon import (
     AGENT_LOOP,
     DEFAULT_TABLE,
     CallingModel,
-    CallModel,
-    Cancel,
     Cancelled,
     ChartDefinitionError,
-    EffectFailed,
-    EffectPhase,
-    EffectResult,
-    Fail,
     Failed,
-    ModelRequest,
-    RunEffect,
     RunFailed,
     Start,
     SystemMessage,
@@ -31,10 +24,23 @@ from helikon import (
     compile_chart,
     extend,
     initial_state,
-    pending_action,
     to,
     transition,
 )
+from helikon.core import (
+    CallModel,
+    Cancel,
+    EffectFailed,
+    EffectPhase,
+    EffectResult,
+    Fail,
+    ModelRequest,
+    RunEffect,
+    pending_action,
+)
+from helikon.core.chart.actions import ACTIONS
+from helikon.core.chart.compile import build_table
+from helikon.core.chart.guards import GUARDS
 from helikon.core.codec import dumps, loads
 from helikon.core.state import LoopState, NextAction, TransitionInput
 
@@ -101,8 +107,7 @@ def test_only_charts_with_effects_have_effect_result_rows_so_no_digest_moved() -
     assert TABLE.as_data()["effects"] == {"Retrieving": "lookup"}
     assert "effects" not in DEFAULT_TABLE.as_data()
     # The effect a phase runs is part of the chart: another effect, another digest.
-    other = retrieving_chart()
-    other.effects = {"Retrieving": "search"}
+    other = replace(retrieving_chart(), effects={"Retrieving": "search"})
     assert compile_chart(other).digest != TABLE.digest
     assert TABLE.data().digest == TABLE.digest
     assert TABLE.data().table().effects == TABLE.effects
@@ -128,9 +133,8 @@ def test_an_effect_phase_state_needs_its_effect_to_be_read_back() -> None:
 
 
 def test_the_chart_checks_its_effect_phases() -> None:
-    chart = retrieving_chart()
-    chart.effects = {"Retrieving": "not a name", "CallingModel": "x", "Nowhere": "y"}
-    chart.prompts = {"Retrieving": "Think."}
+    effects = {"Retrieving": "not a name", "CallingModel": "x", "Nowhere": "y"}
+    chart = replace(retrieving_chart(), effects=effects, prompts={"Retrieving": "Think."})
     with pytest.raises(ChartDefinitionError) as raised:
         compile_chart(chart)
     problems = str(raised.value).splitlines()[1:]
@@ -158,7 +162,7 @@ def test_an_effect_phase_without_a_result_row_is_refused() -> None:
         compile_chart(chart)
 
 
-def test_entering_a_phase_that_runs_no_effect_fails_closed() -> None:
+def test_entering_a_phase_that_runs_no_effect_is_refused_and_fails_closed() -> None:
     chart = (
         extend(AGENT_LOOP, "X")
         .phase("Retrieving", effect="lookup")
@@ -170,7 +174,14 @@ def test_entering_a_phase_that_runs_no_effect_fails_closed() -> None:
         .rows("Retrieving", "effect_result", to("CallingModel", on="keep_effect_result"))
         .build()
     )
-    ctx = TransitionCtx(table=compile_chart(chart))
+    with pytest.raises(ChartDefinitionError) as refused:
+        compile_chart(chart)
+    assert (
+        "state CallingModel, input start: row #2 goes to Oops, but its action enter_effect "
+        "builds the state of an effect phase"
+    ) in str(refused.value)
+    # A table built without the check (as no chart compiles) still fails closed at run time.
+    ctx = TransitionCtx(table=build_table(chart, GUARDS, ACTIONS))
     outcome = transition(initial_state(ctx), ASKED, ctx)
     assert outcome.next_state.phase == "Failed"
     assert outcome.next_state.error == EffectFailed(

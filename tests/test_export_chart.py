@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from helikon import DEFAULT_TABLE, TransitionTable
+from helikon import DEFAULT_TABLE
+from helikon.core import TransitionTable
 from helikon.export import (
     ChartEdge,
     ChartGraph,
@@ -331,6 +332,48 @@ def test_extract_draws_rows_every_phase_shares_once_from_the_group() -> None:
     assert flat.group is None
     cancels = [t for t in flat.transitions if t.input_kind == "cancel"]
     assert [t.source for t in cancels] == list(graph.group.members)
+
+
+def test_extract_groups_what_the_chart_states_not_what_phases_happen_to_share() -> None:
+    """The group is the chart's `everywhere` rows (from_.any); a chart whose phases each
+    declare the same row themselves states no such thing, and draws each."""
+    from statemachine import State
+
+    from helikon import LoopChart, compile_chart
+
+    class EachItsOwn(LoopChart):
+        calling_model = State("CallingModel", initial=True)
+        compacting = State("Compacting")
+        done = State("Done", final=True)
+        failed = State("Failed", final=True)
+        start = calling_model.to.itself(on="start_turn")
+        model_response = (
+            calling_model.to(compacting, cond="empty", on="compact")
+            | calling_model.to(done, on="complete")
+            | compacting.to(calling_model, on="apply_summary")
+        )
+        cancel = calling_model.to(failed, on="cancel_run") | compacting.to(failed, on="cancel_run")
+        fail = failed.from_.any(on="fail_run")
+
+    table = compile_chart(EachItsOwn)
+    assert [[table.rows[i].input_kind for i in group] for group in table.everywhere] == [
+        ["fail", "fail"]
+    ]
+    graph = extract(table)
+    assert graph.group is not None
+    assert [(t.source, t.input_kind) for t in graph.transitions if t.target == "Failed"] == [
+        ("CallingModel", "cancel"),
+        ("Compacting", "cancel"),
+        (graph.group.id, "fail"),
+    ]
+
+
+def test_a_chart_recorded_in_a_trace_draws_as_the_compiled_one() -> None:
+    """A trace records rows, not how the chart declared them: `ChartData.table()` recovers
+    the rows every phase has alike (table.recorded_everywhere), so the drawing is the same."""
+    recorded = DEFAULT_TABLE.data().table()
+    assert recorded.everywhere == DEFAULT_TABLE.everywhere
+    assert extract(recorded).transitions == extract(DEFAULT_TABLE).transitions
 
 
 def test_extract_groups_edges_by_source_and_target_in_table_order() -> None:

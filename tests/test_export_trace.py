@@ -52,10 +52,10 @@ from helikon import (
     RunContext,
     ScriptedModel,
     ToolCall,
-    TransitionTable,
     Usage,
     tool,
 )
+from helikon.core import TransitionTable
 from helikon.core.errors import RunError
 from helikon.export import (
     ChartEdge,

@@ -25,21 +25,19 @@ from pydantic import ValidationError
 from helikon import (
     Agent,
     ApprovalDecision,
-    ApprovalDecisions,
-    ApprovalMismatch,
     ApprovalRequest,
-    ExecutingTools,
     InputGuardrail,
     OutputGuardrail,
     RunConfig,
     RunFailed,
     RunSnapshot,
     ScriptedModel,
-    SnapshotMismatch,
     ToolCall,
     tool,
 )
+from helikon.core import ApprovalDecisions, ExecutingTools
 from helikon.core.codec import dumps, loads
+from helikon.run import ApprovalMismatch, SnapshotMismatch
 
 ROOT = Path(__file__).resolve().parent.parent
 

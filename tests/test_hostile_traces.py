@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from helikon import ReplayModel, TraceError, read_trace
+from helikon import ReplayModel
+from helikon.trace import TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "charts" / "triage.py"

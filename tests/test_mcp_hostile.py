@@ -31,8 +31,8 @@ from helikon import (
     ToolContext,
     ToolFailed,
     ToolResult,
-    ToolsUnavailable,
 )
+from helikon.core import ToolsUnavailable
 from helikon.mcp import MCPServer, MCPServerError
 
 CONTEXT: ToolContext[Any] = ToolContext("run-1", "call-1", "tester", None)

@@ -14,22 +14,14 @@ from typing import Any
 import pytest
 from mcp_server import build
 
-from helikon import (
-    Agent,
-    Debugger,
-    ListedTool,
-    RunSuspended,
-    ScriptedModel,
-    SnapshotMismatch,
-    ToolCall,
-    ToolSpec,
-    TraceWriter,
-    read_trace,
-)
+from helikon import Agent, RunSuspended, ScriptedModel, ToolCall
+from helikon.core import ListedTool, ToolSpec
+from helikon.debug import Debugger
 from helikon.durable.as_trace import trace_lines
 from helikon.durable.sqlite import SqliteRunStore
 from helikon.mcp import MCPServer
-from helikon.trace import TraceHeader
+from helikon.run import SnapshotMismatch
+from helikon.trace import TraceHeader, TraceWriter, read_trace
 
 
 def station(**options: Any) -> MCPServer:

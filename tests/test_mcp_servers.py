@@ -26,8 +26,8 @@ from helikon import (
     ToolContext,
     ToolPolicy,
     ToolResult,
-    ToolsUnavailable,
 )
+from helikon.core import ToolsUnavailable
 from helikon.mcp import MCPServer, MCPServerError
 
 CONTEXT: ToolContext[Any] = ToolContext("run-1", "call-1", "tester", None)

@@ -24,22 +24,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from helikon import (
-    Agent,
-    FatalToolError,
-    RunConfig,
-    RunFailed,
-    ScriptedModel,
-    ToolCall,
-    TraceWriter,
-    read_trace,
-    tool,
-)
+from helikon import Agent, FatalToolError, RunConfig, RunFailed, ScriptedModel, ToolCall, tool
 from helikon.durable.sqlite import SqliteRunStore
 from helikon.models.openai import Backoff, OpenAIModel
 from helikon.run.guardrails import GuardrailResult, InputGuardrail
 from helikon.testing import OpenAIServer, PlannedFailure, PlannedReply, PlannedToolCall
 from helikon.testing.openai_plan import PlannedUsage
+from helikon.trace import TraceWriter, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

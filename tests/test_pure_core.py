@@ -29,15 +29,11 @@ import helikon
 from helikon import (
     DEFAULT_TABLE,
     ApprovalDecision,
-    ApprovalDecisions,
     ApprovalRequest,
     AssistantMessage,
-    Cancel,
     FinalOutput,
     GuardrailTripped,
-    HandoffResult,
     ModelResponse,
-    OutputSpec,
     Start,
     ToolCall,
     ToolResult,
@@ -48,6 +44,7 @@ from helikon import (
     initial_state,
     transition,
 )
+from helikon.core import ApprovalDecisions, Cancel, HandoffResult, OutputSpec
 from helikon.core.codec import dumps
 from helikon.core.state import Fail
 

@@ -15,13 +15,14 @@ import pytest
 from store_support import KEY, Backend
 from test_studio import Client, budget_session, raw, raw_request, serve
 
-from helikon import Agent, ScriptedModel, Tool, TraceError, read_trace
+from helikon import Agent, ScriptedModel, Tool
 from helikon.cli import main
 from helikon.cli.loading import LoadError, load
 from helikon.core.codec import dumps
 from helikon.core.quoting import LIMIT, cut, quoted
 from helikon.durable import RunLeased, RunNotFound, RunStore, StoreCorrupt
 from helikon.durable.signing import sign
+from helikon.trace import TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = "x" * 2**20  # a megabyte

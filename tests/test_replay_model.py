@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from helikon import ModelCallFailed, ModelError, ReplayModel, RunContext, ScriptedModel, read_trace
+from helikon import ModelError, ReplayModel, RunContext, ScriptedModel
+from helikon.core import ModelCallFailed
 from helikon.models.base import ModelInput
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
-from helikon.trace import TraceWriter
+from helikon.trace import TraceWriter, read_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "charts"))
 

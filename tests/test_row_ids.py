@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from helikon import DEFAULT_TABLE, Debugger, RunContext, ScriptedModel
+from helikon import DEFAULT_TABLE, RunContext, ScriptedModel
 from helikon.cli.charts import format_table
 from helikon.cli.docs import chart_files, chart_page
 from helikon.cli.loading import load_module
+from helikon.debug import Debugger
 from helikon.debug.view import describe_row, step_line
 from helikon.export import chart_to_dot, chart_to_markdown, chart_to_mermaid, extract
 from helikon.studio.view import step_summary

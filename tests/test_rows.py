@@ -21,14 +21,10 @@ from pydantic import BaseModel
 
 from helikon import (
     ApprovalDecision,
-    ApprovalDecisions,
     ApprovalRequest,
     AssistantMessage,
-    Cancel,
     FinalOutput,
-    HandoffResult,
     ModelResponse,
-    OutputSpec,
     Start,
     ToolCall,
     ToolResult,
@@ -36,9 +32,9 @@ from helikon import (
     TransitionCtx,
     Usage,
     UserMessage,
-    match_row,
     transition,
 )
+from helikon.core import ApprovalDecisions, Cancel, HandoffResult, OutputSpec, match_row
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.context import COMPACT_PROMPT
 from helikon.core.errors import (

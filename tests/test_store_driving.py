@@ -19,7 +19,7 @@ from driver_support import DELTAS
 from store_drivers import TRANSFER, resume_approved, teller
 from store_support import KEY, Backend, race, run_in_thread
 
-from helikon import Agent, RunConfig, ScriptedModel, SnapshotMismatch, ToolCall, tool
+from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalRequest
 from helikon.durable import (
     CallRecord,
@@ -29,6 +29,7 @@ from helikon.durable import (
     RunStore,
     StoreCorrupt,
 )
+from helikon.run import SnapshotMismatch
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = ApprovalRequest.for_call(TRANSFER)

@@ -19,21 +19,13 @@ from pydantic import BaseModel
 from store_drivers import TRANSFER, remembering, resume_approved, teller
 from store_support import KEY, Backend, run_in_thread
 
-from helikon import (
-    Agent,
-    ApprovalMismatch,
-    RunConfig,
-    ScriptedModel,
-    SnapshotMismatch,
-    ToolCall,
-    compile_chart,
-    tool,
-)
+from helikon import Agent, RunConfig, ScriptedModel, ToolCall, compile_chart, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.chart.dsl import AgentLoopChart
 from helikon.core.codec import dumps
 from helikon.core.items import AssistantMessage, ToolResult, UserMessage
 from helikon.durable import StoreCorrupt
+from helikon.run import ApprovalMismatch, SnapshotMismatch
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = ApprovalRequest.for_call(TRANSFER)

@@ -40,7 +40,7 @@ from helikon.models.base import ModelChunk, ModelInput
 from helikon.models.openai import OpenAIModel
 from helikon.models.scripted import ScriptedModel
 from helikon.run.config import RunContext
-from helikon.studio import Session, StudioError, StudioServer
+from helikon.studio import StudioError, StudioServer, ThreadedDebugger
 from helikon.studio.view import attempts, event_entries
 from helikon.testing import OpenAIServer
 
@@ -52,11 +52,11 @@ TIMEOUT = 15.0
 # ---------------------------------------------------------------- helpers
 
 
-def budget_session(model: Any = None, text: str | None = None) -> Session:
+def budget_session(model: Any = None, text: str | None = None) -> ThreadedDebugger:
     module = load_module(str(BUDGET))
     agent = module.agent(model or ScriptedModel(list(module.script())))
     debugger = Debugger.live(agent, text or module.EXAMPLE_INPUT, context=RunContext(module.deps()))
-    return Session(debugger)
+    return ThreadedDebugger(debugger)
 
 
 def load_page(port: int, cookie: str | None = None) -> str | None:
@@ -121,7 +121,7 @@ class Client:
         return data
 
 
-def serve(session: Session, **options: Any) -> StudioServer:
+def serve(session: ThreadedDebugger, **options: Any) -> StudioServer:
     server = StudioServer(session, port=0, **options)
     server.start()
     return server
@@ -894,7 +894,7 @@ def test_the_page_shows_the_runs_text_as_text(tmp_path: Path) -> None:
         server.close()
 
 
-def real_model_session(server: OpenAIServer) -> Session:
+def real_model_session(server: OpenAIServer) -> ThreadedDebugger:
     """The budget agent on a real model: OpenAI's wire format, served by the test server."""
     return budget_session(OpenAIModel.chat("gpt-test", base_url=server.base_url, api_key="t"))
 

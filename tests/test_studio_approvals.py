@@ -16,17 +16,17 @@ from test_studio import CURRENT, Client, needs_chromium, serve
 from helikon.cli.loading import load_module
 from helikon.debug.debugger import Debugger
 from helikon.models.scripted import ScriptedModel
-from helikon.studio import Session
+from helikon.studio import ThreadedDebugger
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYMENTS = ROOT / "charts" / "approval_gated.py"
 MOVED = "moved 500.00 EUR from checking to savings"
 
 
-def payments_session() -> Session:
+def payments_session() -> ThreadedDebugger:
     module = load_module(str(PAYMENTS))
     agent = module.agent(ScriptedModel(list(module.script())))
-    return Session(Debugger.live(agent, module.EXAMPLE_INPUT))
+    return ThreadedDebugger(Debugger.live(agent, module.EXAMPLE_INPUT))
 
 
 def tool_results(state: dict[str, Any]) -> list[str]:

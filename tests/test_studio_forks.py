@@ -40,7 +40,7 @@ from helikon.cli.studio import open_session
 from helikon.core.state import EffectResult
 from helikon.export import chart_to_dot
 from helikon.models.scripted import ScriptedModel
-from helikon.studio import Session
+from helikon.studio import ThreadedDebugger
 from helikon.studio.diagram import COMPARE_CLASSES, Diagram, compare_marks
 from helikon.studio.stored import StoredRuns
 
@@ -51,7 +51,7 @@ UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def budget_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Session:
+def budget_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> ThreadedDebugger:
     trace = record(tmp_path, GROCERIES)
     capsys.readouterr()
     return open_session(studio_args(trace=str(trace), chart_option=str(BUDGET)))

@@ -13,7 +13,7 @@ from test_studio import CURRENT, Client, needs_chromium, screenshot_to, serve
 from helikon.cli.loading import load_module
 from helikon.debug.debugger import Debugger
 from helikon.models.scripted import ScriptedModel
-from helikon.studio import Session
+from helikon.studio import ThreadedDebugger
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = load_module(str(ROOT / "charts" / "triage.py"))
@@ -27,7 +27,7 @@ def triage_live() -> Debugger:
 
 def test_the_api_steps_into_a_handoff_target_while_it_runs() -> None:
     debugger = triage_live()
-    server = serve(Session(debugger))
+    server = serve(ThreadedDebugger(debugger))
     try:
         client = Client(server)
         assert client.post("/api/step")["nested_runs"] == ["r/2"]  # what the next step starts
@@ -53,7 +53,7 @@ def test_the_api_steps_into_a_handoff_target_while_it_runs() -> None:
 
 def test_closing_the_studio_with_a_run_held_cancels_it() -> None:
     debugger = triage_live()
-    session = Session(debugger)
+    session = ThreadedDebugger(debugger)
     server = serve(session)
     try:
         client = Client(server)
@@ -69,7 +69,7 @@ def test_closing_the_studio_with_a_run_held_cancels_it() -> None:
 
 @needs_chromium
 def test_the_page_steps_into_a_handoff_target_live(tmp_path: Path) -> None:
-    server = serve(Session(triage_live()))
+    server = serve(ThreadedDebugger(triage_live()))
     browser = Browser(tmp_path / "profile")
     try:
         page = browser.page(server.url, width=1440, height=1100)

@@ -33,7 +33,7 @@ from test_studio import (
 from helikon.cli.studio import open_session
 from helikon.core.quoting import quoted
 from helikon.durable import RunStore, open_store
-from helikon.studio import Session
+from helikon.studio import ThreadedDebugger
 from helikon.studio.stored import StoredRuns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -215,7 +215,7 @@ def test_the_page_picks_a_stored_run_and_follows_it(url: str, tmp_path: Path) ->
 # ---------------------------------------------------------------- nested runs
 
 
-def triage_session(tmp_path: Path) -> Session:
+def triage_session(tmp_path: Path) -> ThreadedDebugger:
     trace = tmp_path / "triage.jsonl"
     record_triage(trace)
     return open_session(studio_args(trace=str(trace)))

@@ -40,7 +40,8 @@ from temporalio.client import (
 from temporalio.service import RPCError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from helikon import Agent, Cancelled, MaxAgentDepthExceeded, MaxTurnsExceeded, TimedOut
+from helikon import Agent, Cancelled, MaxTurnsExceeded, TimedOut
+from helikon.core import MaxAgentDepthExceeded
 from helikon.core.errors import EffectFailed
 from helikon.core.events import TERMINAL_EVENTS
 from helikon.core.items import UserMessage

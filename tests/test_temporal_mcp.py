@@ -20,7 +20,9 @@ from mcp_support import hostile
 from temporal_agents import station_agent
 from temporalio.client import Client
 
-from helikon import Agent, Debugger, ScriptedModel, ToolCall, ToolsUnavailable
+from helikon import Agent, ScriptedModel, ToolCall
+from helikon.core import ToolsUnavailable
+from helikon.debug import Debugger
 from helikon.durable import SqliteRunStore
 from helikon.durable.as_trace import stored_trace, trace_lines
 from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run

@@ -11,7 +11,7 @@ pytest.importorskip("mcp")
 
 from temporal_agents import station_agent, weather_agent
 
-from helikon import ListedTool, ToolSpec
+from helikon.core import ListedTool, ToolSpec
 from helikon.temporal.registry import AgentRegistry, UnknownAgent
 
 OBJECT = {"type": "object", "properties": {"a": {"type": "integer"}}}

@@ -51,8 +51,8 @@ async def test_what_write_returns_is_what_the_store_reads_back(tmp_path: Path) -
         steps = [Step(r.seq, r.input, r.row) for r in local.get("r1").records]
     registry = AgentRegistry([clerk()])
 
-    def facts_for(tools: Sequence[ListedTool]) -> AgentFacts:
-        return registry.facts("clerk", listed=tools)
+    def facts_for(tools: Sequence[ListedTool], chart: str) -> AgentFacts:
+        return registry.facts("clerk", chart=chart, listed=tools)
 
     assert len(steps) == 4  # start, the two calls, their results, the answer
     with open_store(f"sqlite:///{tmp_path / 'temporal.db'}") as store:

@@ -15,7 +15,7 @@ import pytest
 from driver_support import drain, ends_once
 
 from helikon import Agent, RunCompleted, ScriptedModel, ToolCall, tool
-from helikon.trace import TracedRun, TraceWriter, TransitionRecord, read_trace
+from helikon.trace import Sinks, TracedRun, TraceWriter, TransitionRecord, read_trace
 
 # A JSON wire delivers "\ud800" escapes, which json.loads turns into lone surrogates: text
 # with no UTF-8 form, in model text and in what tools return.
@@ -112,6 +112,21 @@ async def test_a_sink_that_raises_never_changes_the_run_and_is_reported_once(
     reports = [record for record in caplog.records if record.name == "helikon.trace"]
     assert len(reports) == 1, "reported once, for the run and the runs nested in it"
     assert f"disk full in {sink.calls[-1]}" in str(reports[0].exc_info[1])  # type: ignore[index]
+
+
+async def test_sinks_guard_each_sink_so_one_that_fails_does_not_silence_another(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alone = BrokenSink("never")
+    await drain(tool_agent().run("go", run_id="r1", trace=alone))
+    broken, kept = BrokenSink("every call"), BrokenSink("never")
+
+    with caplog.at_level(logging.ERROR, logger="helikon.trace"):
+        await drain(tool_agent().run("go", run_id="r1", trace=Sinks(broken, kept)))
+
+    assert broken.calls == ["started"]
+    assert kept.calls == alone.calls and "transition" in kept.calls
+    assert len([record for record in caplog.records if record.name == "helikon.trace"]) == 1
 
 
 async def test_a_trace_file_that_fails_to_close_does_not_fail_the_run(

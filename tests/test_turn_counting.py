@@ -16,13 +16,6 @@ from helikon import (
     Agent,
     AssistantMessage,
     CallingModel,
-    CallModel,
-    Compacting,
-    CustomPhase,
-    EffectPhase,
-    EffectResult,
-    ExecuteTools,
-    ExecutingTools,
     MaxTurnsExceeded,
     ModelResponse,
     RunConfig,
@@ -42,6 +35,15 @@ from helikon import (
     transition,
 )
 from helikon.charttest import ChartTests, Subject, Witness
+from helikon.core import (
+    CallModel,
+    Compacting,
+    CustomPhase,
+    EffectPhase,
+    EffectResult,
+    ExecuteTools,
+    ExecutingTools,
+)
 from helikon.core.chart.guards import opening_turn, text_of
 from helikon.core.table import GuardRef
 

@@ -118,7 +118,7 @@ def test_a_model_calling_custom_phase_looping_on_approvals_is_exempt() -> None:
         .retarget("CallingModel", "model_response", "complete", to="Asking", on="enter_phase")
         .rows("Asking", "model_response", "complete")
         .rows("Asking", "approval_decisions", to("Asking", on="wait"))
-        .actions(wait="record_decisions")
+        .actions(wait="keep_reply")  # enters Asking again (record_decisions builds NeedsApproval)
         .build()
     )
     assert unbounded_cycles(table.phases, table.rows, table.effects) == []

@@ -24,6 +24,7 @@ from helikon.charttest.inputs import phase_state, stray_input
 from helikon.charttest.paths import Plan, Unwitnessed
 from helikon.charttest.targets import Target, targets_of
 from helikon.core.context import TransitionCtx
+from helikon.core.errors import HelikonError
 from helikon.core.table import TransitionTable
 from helikon.core.transition import match_row
 from helikon.trace import Trace
@@ -199,7 +200,7 @@ def _implicit_rows(
 # ---------------------------------------------------------------- from traces
 
 
-class ChartMismatch(ValueError):
+class ChartMismatch(HelikonError, ValueError):
     """A trace was recorded on another chart than the one its coverage is asked for."""
 
 

@@ -121,9 +121,9 @@ class Planner:
         queue = deque([_Node(base, (), start)])
         seen: set[tuple[Setup, str, bool]] = set()  # (setup, phase, drivable) after a start
         best: dict[Target, ChartPath] = {}
-        settled: set[Target] = set()
+        final: set[Target] = set()
         samples: dict[str, Any] = {start.phase: start}
-        while queue and len(settled) < len(wanted):
+        while queue and len(final) < len(wanted):
             node = queue.popleft()
             if len(node.targets) >= MAX_STEPS:
                 continue
@@ -136,7 +136,7 @@ class Planner:
                     continue
                 path = ChartPath(target, realised.setup, realised.steps)
                 blocked = path.blocked or approval_mode(path, realised.states)[1]
-                _offer(best, settled, path, blocked)
+                _offer(best, final, path, blocked)
                 for state in realised.states:
                     samples.setdefault(state.phase, state)
                 end = realised.states[-1]
@@ -149,7 +149,7 @@ class Planner:
     # ------------------------------------------------------------ one path
 
     def realise(self, setup: Setup, targets: tuple[Target, ...]) -> _Realised | None:
-        """The inputs of a path of `targets` under `setup` (or the setup it settles on)."""
+        """The inputs of a path of `targets` under `setup` (or the setup it chooses)."""
         for _ in range(REPLAYS):
             try:
                 result = self._replay(setup, targets)
@@ -224,17 +224,17 @@ def _matches(state: Any, inp: Any, draft: Draft, target: Target) -> bool:
 
 
 def _offer(
-    best: dict[Target, ChartPath], settled: set[Target], path: ChartPath, blocked: str | None
+    best: dict[Target, ChartPath], final: set[Target], path: ChartPath, blocked: str | None
 ) -> None:
     """Keep `path` for its target if it is the first, or the first the driver can run."""
     target = path.target
-    if target in settled:
+    if target in final:
         return
     known = best.get(target)
     if known is None or blocked is None:
         best[target] = path if blocked is None else path.checked_over_transition(blocked)
     if blocked is None or path.steps[-1].blocked is not None:
-        settled.add(target)  # the driver runs it, or can never run this target's own step
+        final.add(target)  # the driver runs it, or can never run this target's own step
 
 
 def _spent(setup: Setup) -> Usage:

@@ -6,7 +6,7 @@ whether its own tools and handoffs are kept, which probe tools are added (one th
 allowed, one that asks for approval), whether the synthetic handoff target is added, and how
 many tokens the run has spent when it starts. `Setup.of(agent)` is the agent as written;
 witnesses change a copy (`Draft.with_setup`), and every step of a path runs under the one
-setup the path settled on.
+setup the path chose.
 """
 
 from __future__ import annotations

@@ -25,10 +25,17 @@ from helikon.charttest import (
 )
 from helikon.charttest.bench import SetupRefused
 from helikon.charttest.subject import witnesses_in
-from helikon.cli.loading import LoadError, call, charts_in, compile_in, load_module
+from helikon.cli.loading import (
+    LoadError,
+    call,
+    chart_name,
+    charts_in,
+    compile_in,
+    is_chart,
+    load_module,
+)
 from helikon.cli.usage import UsageError, encoded, table_of, trace_at, write_output
 from helikon.core.chart.default import DEFAULT_TABLE
-from helikon.core.chart.dsl import LoopChart
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.table import TransitionTable
 from helikon.export import TraceOverlay
@@ -121,7 +128,7 @@ def _subject(target: str, module: ModuleType, found: Any) -> Subject:
     witnesses = witnesses_in(module)
     if isinstance(found, TransitionTable):
         return Subject.of_table(found, name=target, witnesses=witnesses)
-    if isinstance(found, type) and issubclass(found, LoopChart):
+    if is_chart(found):
         return Subject.of_table(compile_in(module, found), name=target, witnesses=witnesses)
     if isinstance(found, Agent):
         return Subject(target, lambda model: _with_model(found, model), witnesses=witnesses)
@@ -137,7 +144,7 @@ def _subject(target: str, module: ModuleType, found: Any) -> Subject:
     if len(charts) == 1:
         return Subject.of_table(compile_in(found, charts[0]), name=target, witnesses=witnesses)
     if len(charts) > 1:
-        names = ", ".join(chart.__name__ for chart in charts)
+        names = ", ".join(map(chart_name, charts))
         raise UsageError(f"{target} defines several charts ({names}); pick one with :Name")
     raise UsageError(f"{target} defines no agent, chart or compiled table")
 

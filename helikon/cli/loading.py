@@ -12,6 +12,7 @@ from typing import Any
 from helikon.core.chart.compile import compile_chart
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.chart.dsl import LoopChart
+from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import HelikonError
 from helikon.core.quoting import cut, quoted
 from helikon.core.table import TransitionTable
@@ -118,20 +119,36 @@ def _registries(module: ModuleType, suffix: str) -> dict[str, Any]:
     return found
 
 
-def charts_in(module: ModuleType) -> list[type]:
-    """The loop charts a module defines (not those it imports)."""
+def charts_in(module: ModuleType) -> list[Any]:
+    """The loop charts a module defines: its chart classes (not those it imports) and the
+    chart specs it holds (`extend(...).build()`)."""
 
     return [
         obj
         for obj in vars(module).values()
-        if isinstance(obj, type)
-        and issubclass(obj, LoopChart)
-        and obj is not LoopChart
-        and obj.__module__ == module.__name__
+        if isinstance(obj, ChartSpec)
+        or (
+            isinstance(obj, type)
+            and issubclass(obj, LoopChart)
+            and obj is not LoopChart
+            and obj.__module__ == module.__name__
+        )
     ]
 
 
-def compile_in(module: ModuleType, chart: type) -> Any:
+def is_chart(found: Any) -> bool:
+    """`found` is a chart to compile: a `ChartSpec` or a `LoopChart` class."""
+    return isinstance(found, ChartSpec) or (
+        isinstance(found, type) and issubclass(found, LoopChart)
+    )
+
+
+def chart_name(chart: Any) -> str:
+    """A chart's name, a spec's or a class's."""
+    return str(chart.name if isinstance(chart, ChartSpec) else chart.__name__)
+
+
+def compile_in(module: ModuleType, chart: Any) -> Any:
     """Compile `chart` with the guards and actions its module registers."""
 
     return compile_chart(
@@ -158,7 +175,7 @@ def load_table(target: str) -> Any:
     found = _attribute(module, where, attr) if attr else module
     if isinstance(found, TransitionTable):
         return found
-    if isinstance(found, type) and issubclass(found, LoopChart):
+    if is_chart(found):
         return compile_in(module, found)
     if isinstance(found, Agent):
         return found.chart or DEFAULT_TABLE
@@ -171,7 +188,7 @@ def load_table(target: str) -> Any:
     if len(charts) == 1:
         return compile_in(found, charts[0])
     if len(charts) > 1:
-        names = cut(", ".join(chart.__name__ for chart in charts))
+        names = cut(", ".join(map(chart_name, charts)))
         raise LoadError(f"{target} defines several charts ({names}); pick one with :Name")
     if hasattr(found, "agent"):
         agent = call(found, "agent", ScriptedModel([]))

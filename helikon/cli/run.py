@@ -14,22 +14,16 @@ from typing import Any
 
 from helikon.cli.agents import add_agent_arguments, live_agent, scripted_note
 from helikon.cli.loading import CHARTS, LoadError, load_module
-from helikon.cli.runs import (
-    add_store_argument,
-    resume_hint,
-    stopped_by_its_store,
-    store_errors,
-    store_url,
-    with_store,
-)
+from helikon.cli.runs.resuming import resume_hint, stopped_by_its_store
+from helikon.cli.store import add_store_argument, store_errors, store_url, with_store
 from helikon.cli.temporal import add_temporal_arguments, command_run_temporal
 from helikon.cli.usage import UsageError
 from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.durable import RunNotFound, RunStore, open_store
-from helikon.export.console import EventPrinter, safe_text
+from helikon.export.console import EventPrinter, StepNotes, safe_text
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
-from helikon.trace import TraceWriter
+from helikon.trace import Sinks, TraceWriter
 
 DEMO_CHART = "budget_assistant.py"
 
@@ -66,14 +60,9 @@ async def run_agent(module: Any, args: argparse.Namespace) -> int:
     trace = getattr(args, "trace", None)
     writer = TraceWriter(trace, source=live.source) if trace else None
     try:
-        run = Run(
-            agent,
-            input=live.text,
-            context=live.context,
-            trace=writer,
-            store=store,
-            run_id=args.run_id,
-        )
+        run = Run(agent, input=live.text, context=live.context, store=store, run_id=args.run_id)
+        notes = StepNotes(printer, run.run_id)  # the phases and effect results it prints
+        run.trace = Sinks(writer, notes) if writer is not None else notes
         last: Any = None
         with store_errors():
             async for event in RunResultStreaming(run, timeout=agent.config.timeout):

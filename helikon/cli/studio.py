@@ -30,12 +30,11 @@ from helikon.cli.usage import UsageError
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.durable import StoreError, open_store
 from helikon.models.scripted import ScriptedModel
+from helikon.studio.access import LOOPBACK  # the default; any other address needs a token
 from helikon.studio.server import StudioServer
-from helikon.studio.session import Session, StudioError
+from helikon.studio.session import StudioError, ThreadedDebugger
 from helikon.studio.stored import StoredRuns
 from helikon.trace import TraceError, read_trace
-
-LOOPBACK = "127.0.0.1"  # the default address; any other needs a token (helikon.studio.server)
 
 DEFAULT_PORT = 8765
 
@@ -120,8 +119,8 @@ def command_studio(args: argparse.Namespace) -> int:
     return 0
 
 
-def open_session(args: argparse.Namespace) -> Session:
-    """The `Session` the arguments ask for: a replay with `--trace`, else a live run."""
+def open_session(args: argparse.Namespace) -> ThreadedDebugger:
+    """The `ThreadedDebugger` the arguments ask for: a replay with `--trace`, else a live run."""
 
     if args.chart and args.chart_option and args.chart != args.chart_option:
         raise UsageError("name the chart once: as CHART or as --chart")
@@ -168,7 +167,7 @@ def open_runs(args: argparse.Namespace) -> StoredRuns:
     return StoredRuns(store, agent_for, resume_with)
 
 
-def stored_session(runs: StoredRuns, run_id: str | None) -> Session:
+def stored_session(runs: StoredRuns, run_id: str | None) -> ThreadedDebugger:
     """The replay of stored run `run_id` (None: the store's newest)."""
 
     try:
@@ -177,7 +176,7 @@ def stored_session(runs: StoredRuns, run_id: str | None) -> Session:
         raise UsageError(str(exc)) from None
 
 
-def live_session(chart: str, args: argparse.Namespace) -> Session:
+def live_session(chart: str, args: argparse.Namespace) -> ThreadedDebugger:
 
     module = _load(chart)
     try:
@@ -185,17 +184,19 @@ def live_session(chart: str, args: argparse.Namespace) -> Session:
     except LoadError as exc:
         raise UsageError(str(exc)) from None
     debugger = Debugger.live(live.agent, live.text, context=live.context, source=live.source)
-    return Session(debugger, mode="live")
+    return ThreadedDebugger(debugger, mode="live")
 
 
-def replay_session(trace_path: str, chart: str | None) -> Session:
+def replay_session(trace_path: str, chart: str | None) -> ThreadedDebugger:
 
     try:
         trace = read_trace(trace_path)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
     if chart is None:  # the trace alone: its steps as recorded, nothing imported
-        return Session(Debugger.replay(trace), mode="replay", fresh=lambda: Debugger.replay(trace))
+        return ThreadedDebugger(
+            Debugger.replay(trace), mode="replay", fresh=lambda: Debugger.replay(trace)
+        )
     module = _load(chart)
     if not hasattr(module, "agent"):
         raise UsageError(f"{chart} defines no agent(model) to replay")
@@ -208,7 +209,7 @@ def replay_session(trace_path: str, chart: str | None) -> Session:
         debugger = fresh()
     except DebuggerError as exc:
         raise UsageError(f"cannot replay {trace_path} on {chart}: {exc}") from None
-    return Session(debugger, mode="replay", fresh=fresh)
+    return ThreadedDebugger(debugger, mode="replay", fresh=fresh)
 
 
 def _load(chart: str) -> ModuleType:

@@ -24,7 +24,8 @@ from typing import Any
 
 from helikon.cli.agents import chart_context, live_agent, model_for, scripted_note
 from helikon.cli.loading import LoadError, call, load_module, module_label
-from helikon.cli.runs import add_store_argument, decide, store_errors, store_url, with_store
+from helikon.cli.runs.resuming import decide
+from helikon.cli.store import add_store_argument, store_errors, store_url, with_store
 from helikon.cli.usage import UsageError
 from helikon.durable import RunStore, open_store
 from helikon.export.console import EventPrinter, safe_text

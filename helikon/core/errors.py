@@ -9,6 +9,10 @@ context::
     ├── RunError                  a run ended in Failed; .error is the AgentError value
     ├── ModelError                a model call failed; .error is a ModelCallFailed value
     └── FatalToolError            raised by a tool to fail the whole run, not just its call
+
+Every other exception helikon raises derives from `HelikonError` too; the whole tree, with
+when each is raised and every `AgentError` value, is drawn on one page:
+docs/reference/errors.md (tests/test_errors_page.py keeps it in step with the package).
 """
 
 from __future__ import annotations

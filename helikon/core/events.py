@@ -74,7 +74,7 @@ so a run store never keeps them (nor does a trace whose run redacts)."""
 
 @value
 class MessageOutput:
-    """The model's text of one turn, re-aggregated once the turn settled."""
+    """The model's text of one turn, re-aggregated once the turn finished."""
 
     item: AssistantMessage
     type: Literal["message_output"] = field(default="message_output", init=False, repr=False)

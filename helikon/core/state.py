@@ -198,7 +198,7 @@ class Start:
 
 @value
 class ModelResponse:
-    """One settled model call: its items in order, its usage, why it stopped."""
+    """One finished model call: its items in order, its usage, why it stopped."""
 
     items: tuple[Item, ...]
     usage: Usage = ZERO_USAGE

@@ -6,7 +6,10 @@ with their guards and actions resolved to functions, keyed phase -> input kind -
 `transition` does two dictionary lookups and walks a short tuple (plain dicts, read-only by
 contract: a mapping proxy costs a call per lookup). The table is total: every phase has rows
 for every input kind, the implicit ones (a terminal phase absorbing an input, a phase
-refusing an input it never waits for) marked `implicit`.
+refusing an input it never waits for) marked `implicit`. `everywhere` groups the rows the
+chart states once for every non-terminal phase (`ChartSpec.everywhere`), which diagrams draw
+once; a table rebuilt from a trace's data, which does not say, recovers them from its rows
+(`recorded_everywhere`), the one place that rule is inferred.
 """
 
 from __future__ import annotations
@@ -85,6 +88,10 @@ class TransitionTable:
     prompts: Mapping[str, str]
     effects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Effect phase -> the name of the effect it runs (`LoopChart.effects`)."""
+    everywhere: tuple[tuple[int, ...], ...] = ()
+    """The rows the chart states once for every non-terminal phase (`ChartSpec.everywhere`):
+    for each, the indices of its rows, one per non-terminal phase. Not in the digest: the
+    rows themselves are."""
 
     def rows_for(self, phase: str, input_kind: str) -> tuple[Row, ...]:
         """The rows tried, in order, for `input_kind` in `phase` (implicit ones included)."""
@@ -238,7 +245,30 @@ class ChartData:
             dict(self.action_docs),
             dict(self.prompts),
             dict(self.effects),
+            recorded_everywhere(self.phases, self.rows),
         )
+
+
+def recorded_everywhere(
+    phases: tuple[Phase, ...], rows: tuple[Row, ...]
+) -> tuple[tuple[int, ...], ...]:
+    """The `everywhere` rows of a chart known only from its recorded rows (a trace's, a stored
+    run's), which do not say how the chart declared them: the declared rows that every
+    non-terminal phase has alike, each the phase's sole row for its input, aimed outside
+    those phases. A compiled table takes them from its spec instead."""
+    members = [phase.name for phase in phases if not phase.final]
+    if len(members) < 2:
+        return ()
+    pairs: dict[tuple[str, str], int] = {}
+    for row in rows:
+        pairs[row.source, row.input_kind] = pairs.get((row.source, row.input_kind), 0) + 1
+    found: dict[tuple[str, tuple[GuardRef, ...], str, str], list[int]] = {}
+    for row in rows:
+        sole = pairs[row.source, row.input_kind] == 1
+        if sole and not row.implicit and row.source in members and row.target not in members:
+            key = (row.input_kind, row.guards, row.target, row.action)
+            found.setdefault(key, []).append(row.index)
+    return tuple(tuple(group) for group in found.values() if len(group) == len(members))
 
 
 def _not_here(chart: str) -> Callable[..., Any]:

@@ -1,5 +1,9 @@
 """Tab completion for the debugger's prompt: command names, breakpoint kinds and values
-(phases, guards, event types, tools), breakpoint ids and the calls a fork can edit."""
+(phases, guards, event types, tools), breakpoint ids and the calls a fork can edit.
+
+`BREAK_KINDS`, the breakpoint kinds a user names by word, is the one list the prompt's
+`break` command and the studio's breakpoint request (`helikon.studio.checks`) accept.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from helikon.core.transition import pending_action
-from helikon.debug.debugger import Debugger
+from helikon.debug.debugger import BreakKind, Debugger
 from helikon.debug.view import event_types
 from helikon.run.spec import AgentSpec
 
@@ -42,7 +46,8 @@ COMMANDS = (
     "help",
     "quit",
 )
-BREAK_KINDS = ("phase", "event", "tool", "guard")
+BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
+"""The kinds a breakpoint set by name takes (a "predicate" is a function: set in code only)."""
 
 
 class ShellCompletion:

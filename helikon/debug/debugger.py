@@ -16,24 +16,31 @@ Nested runs (a handoff target, an agent called as a tool) are stepped into as re
 (`step_in`, after the step whose effect ran them) or, live, as they run (`step_in_live`,
 before it): that step is then in flight until the nested run is let go (see
 `helikon.debug.live`), and the nested run's debugger replays what it records as it goes.
+
+This module holds the debugger itself: building it (live, replay, a newer recording),
+reading, stepping, approvals, rewinding and forking, saving. Its parts live beside it:
+`helikon.debug.steps` (frames, steps), `helikon.debug.breakpoints` (breakpoints and why
+`continue_()` stopped), `helikon.debug.nesting` (stepping into nested runs, recorded or
+live), `helikon.debug.recording` (what each effect produced) and `helikon.debug.live` (the
+gate and stand-in run of a live step-in).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Self
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.codec import dumps
-from helikon.core.errors import HelikonError
 from helikon.core.events import RunStarted
 from helikon.core.items import Item
-from helikon.core.state import ApprovalDecisions, NextAction, TransitionOutcome
+from helikon.core.state import ApprovalDecisions, TransitionOutcome
 from helikon.core.transition import Match, match_row
-from helikon.debug.live import LiveNesting, runs_ahead, stand_in
+from helikon.debug.breakpoints import BreakKind, Breakpoint, Stop
+from helikon.debug.live import LiveNesting, stand_in
+from helikon.debug.nesting import Flight, NestedRuns
 from helikon.debug.recording import (
     NOTHING,
     Effect,
@@ -42,20 +49,18 @@ from helikon.debug.recording import (
     outcome_of,
     recorded_effects,
 )
+from helikon.debug.steps import DebuggerError, Frame, Started, Step
 from helikon.models.scripted import ScriptedModel
 from helikon.run.agent import Agent
 from helikon.run.config import RunContext
-from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
+from helikon.run.lifecycle import KEEP, Lifecycle
+from helikon.run.redaction import redacted
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
-from helikon.run.stepping import StepGate
 from helikon.trace import (
     EffectTrace,
-    Line,
-    RunTrace,
     Trace,
-    TraceError,
     TraceHeader,
     TraceWriter,
     TransitionRecord,
@@ -64,105 +69,12 @@ from helikon.trace import (
     transition_trace,
 )
 
-BreakKind = Literal["phase", "event", "tool", "guard", "predicate"]
-
-
-class DebuggerError(HelikonError, ValueError):
-    """A debugger request that cannot be carried out (the message says why)."""
-
-
-@dataclass(frozen=True)
-class Frame:
-    """The run between two steps."""
-
-    seq: int
-    state: Any
-    conversation_len: int
-    next_input: Any
-    pending: NextAction | None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step as it happened: the transition, the row it took, and its effect's events."""
-
-    seq: int
-    state_before: Any
-    input: Any
-    match: Match
-    outcome: TransitionOutcome
-    effect_events: tuple[Any, ...] = ()
-    divergence: str | None = None
-    lead_events: tuple[Any, ...] = ()
-
-    @property
-    def events(self) -> tuple[Any, ...]:
-        """Everything the step streamed: the effect that produced its input when that ran
-        at the step's start (`lead_events`), the transition's events, then its effect's."""
-        return (*self.lead_events, *self.outcome.events, *self.effect_events)
-
-    @property
-    def state_after(self) -> Any:
-        return self.outcome.next_state
+# Where each name a debugger's user meets lives; importable from here as before.
+__all__ = ["BreakKind", "Breakpoint", "Debugger", "DebuggerError", "Frame", "Step", "Stop"]
 
 
 @dataclass
-class Breakpoint:
-    """Stops `continue_()` after a step that matches; `id` is what `delete` takes."""
-
-    id: int
-    kind: BreakKind
-    value: Any
-    enabled: bool = True
-
-    def hit(self, step: Step, next_input: Any) -> bool:
-        if not self.enabled:
-            return False
-        if self.kind == "phase":
-            return bool(step.state_after.phase == self.value)
-        if self.kind == "event":
-            return any(event.type == self.value for event in step.events)
-        if self.kind == "tool":
-            return any(_tool_name(event) == self.value for event in step.events)
-        if self.kind == "guard":
-            return (self.value, True) in step.match.checked
-        return bool(self.value(step.state_after, next_input))
-
-    def hit_nested(self, line: TransitionTrace) -> bool:
-        """Whether a nested run's transition matches (phases and guards: events and tools
-        are matched on the step, which streams the nested runs' events)."""
-        if not self.enabled:
-            return False
-        if self.kind == "phase":
-            return bool(line.state_after.phase == self.value)
-        return self.kind == "guard" and (self.value, True) in line.row.checked
-
-    def describe(self) -> str:
-        shown = self.value
-        if self.kind == "predicate":
-            shown = getattr(self.value, "__name__", "predicate")
-        return f"#{self.id} {self.kind} {shown}" + ("" if self.enabled else " (disabled)")
-
-
-def _tool_name(event: Any) -> str | None:
-    if event.type == "tool_call_item":
-        return str(event.item.name)
-    return None
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Why `continue_()` or `next_turn()` stopped."""
-
-    reason: Literal["breakpoint", "end", "suspended", "diverged", "turn"]
-    step: Step | None = None
-    breakpoint: Breakpoint | None = None
-    nested: str | None = None
-    """The nested run whose transition hit the breakpoint (`step_in` opens it)."""
-
-
-@dataclass
-class Debugger:
+class Debugger(NestedRuns):
     """Steps a live run, or replays a recorded one; see the module docstring.
 
     Build one with `Debugger.live(agent, input)` or `Debugger.replay(trace, agent)`.
@@ -182,7 +94,7 @@ class Debugger:
     trace: Trace | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _live: LiveNesting | None = None  # set on a nested run followed live (`step_in_live`)
-    _flight: _Flight | None = None  # a step `step_in_live` left in flight
+    _flight: Flight | None = None  # a step `step_in_live` left in flight
 
     def __post_init__(self) -> None:
         self._recorder = Recorder(self.run.run_id)
@@ -207,13 +119,13 @@ class Debugger:
         `source` names where the agent is defined (a chart file), recorded in saved traces.
         """
         run = Run(agent, input=input, context=context, run_id=run_id)
-        run.started = True
+        run.continue_stream()  # the debugger streams its steps: the run announces nothing
         return cls(run, header=header_of(run, source))
 
     @classmethod
     def replay(
         cls, trace: Trace, agent: AgentSpec | None = None, *, context: RunContext[Any] | None = None
-    ) -> Debugger:
+    ) -> Self:
         """A debugger replaying `trace` offline: recorded inputs, no model, no tools.
 
         With `agent` (the agent the run had: its chart, tools and limits; its model is not
@@ -233,7 +145,7 @@ class Debugger:
         if agent is None:
             agent = AgentSpec(header.agent, ScriptedModel([]), chart=trace.table())
         run = Run(agent, context=context, run_id=header.run_id)
-        run.started = True
+        run.continue_stream()
         if not recorded_only and agent.mcp_servers:
             try:  # the tools as the trace recorded them: no server is asked
                 run.take_recorded_tools(header.tools)
@@ -245,8 +157,7 @@ class Debugger:
                 f"{header.chart_digest[:12]}; this agent is {agent.name!r} on "
                 f"{run.ctx.table.digest[:12]}"
             )
-        run.state = lines[0].state_before
-        run.next_input = lines[0].input
+        run.position(state=lines[0].state_before, next_input=lines[0].input)
         debugger = cls(run, header=header, recorded_only=recorded_only, trace=trace)
         debugger._take(trace)
         return debugger
@@ -380,7 +291,7 @@ class Debugger:
             effect = await self._effect(self.position + 1, live)
         return self._took(started, effect)
 
-    async def _start(self, live: bool) -> _Started | None:
+    async def _start(self, live: bool) -> Started | None:
         """Observe the input due when there is none yet, and apply it: one transition."""
         lead: tuple[Any, ...] = ()
         if self.run.next_input is None:
@@ -388,19 +299,18 @@ class Debugger:
             if observed is None:
                 return None
             lead = observed
-        before, inp = self.run.state, self.run.next_input
-        self._recorder.records.clear()
+        inp = self.run.next_input
         recorded = self.expected.get(self.position + 1) if self.recorded_only else None
         if recorded is not None:
             match = self._recorded_match(recorded)
-            self.run.record(inp, outcome_of(recorded))
+            applied = self.run.record(inp, outcome_of(recorded), match)
         else:
-            match = match_row(before, inp, self.run.ctx)
-            await self.run.apply(None if live else self._recorded_outcome(inp))
-        outcome = self._recorder.records[-1].outcome
+            applied = await self.run.apply(None if live else self._recorded_outcome(inp))
+        assert applied.match is not None  # the debugger's recorder is a trace: rows are kept
+        outcome = applied.outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
-        return _Started(before, inp, match, outcome, lead)
+        return Started(applied.before, applied.input, applied.match, outcome, lead)
 
     def _recorded_outcome(self, inp: Any) -> TransitionOutcome | None:
         """The outcome the next step had when it was recorded, or taken before a rewind,
@@ -414,7 +324,7 @@ class Debugger:
                 return earlier.outcome
         return None
 
-    def _took(self, started: _Started, effect: tuple[Any, ...]) -> Step:
+    def _took(self, started: Started, effect: tuple[Any, ...]) -> Step:
         """The step `started` began, its effect done: kept in the history, with its frame."""
         outcome = started.outcome
         step = Step(
@@ -438,7 +348,7 @@ class Debugger:
         there is none (the end of a replay, or the run suspends)."""
         position = self.position
         if position in self.recorded and not live:
-            self.run.next_input = self.recorded[position]
+            self.run.position(next_input=self.recorded[position])
             return self.produced[position].events if position in self.produced else ()
         if self.expected:
             return None
@@ -448,13 +358,15 @@ class Debugger:
     async def _effect(self, position: int, live: bool) -> tuple[Any, ...]:
         """Obtain input `position` after a transition: recorded, or performed live."""
         if not live and (position in self.recorded or self.expected):
-            self.run.next_input = self.recorded.get(position)
-            self.run.pending = None
+            next_input = self.recorded.get(position)
             effect = self.produced.get(position, NOTHING)
-            if self.run.next_input is None and any(
-                e.type == "run_suspended" for e in effect.events
-            ):  # the recording suspended here, and was not resumed: so does the replay
-                self.run.suspended = True
+            # the recording suspended here, and was not resumed: so does the replay
+            suspends = next_input is None and any(e.type == "run_suspended" for e in effect.events)
+            self.run.position(
+                next_input=next_input,
+                pending=None,
+                lifecycle=Lifecycle.SUSPENDING if suspends else KEEP,
+            )
             return effect.events
         return await self._perform(position)
 
@@ -503,30 +415,6 @@ class Debugger:
             if until_turn and any(event.type == "turn_started" for event in step.events):
                 return Stop("turn", step)
 
-    # ------------------------------------------------------------ breakpoints
-
-    def break_on(self, kind: BreakKind, value: Any) -> Breakpoint:
-        """Stop after a step that enters phase `value` / emits event type `value` / calls
-        tool `value` / finds guard `value` true / makes `value(state, next_input)` true."""
-        if kind == "phase" and value not in {p.name for p in self.run.ctx.table.phases}:
-            known = ", ".join(p.name for p in self.run.ctx.table.phases)
-            raise DebuggerError(f"no phase {value!r} in this chart; phases: {known}")
-        if kind == "guard" and value not in self.run.ctx.table.guard_docs:
-            known = ", ".join(self.run.ctx.table.guard_docs)
-            raise DebuggerError(f"no guard {value!r} in this chart; guards: {known}")
-        breakpoint = Breakpoint(next(self._ids), kind, value)
-        self.breakpoints.append(breakpoint)
-        return breakpoint
-
-    def break_when(self, predicate: Callable[[Any, Any], bool]) -> Breakpoint:
-        return self.break_on("predicate", predicate)
-
-    def delete(self, breakpoint_id: int) -> None:
-        before = len(self.breakpoints)
-        self.breakpoints = [b for b in self.breakpoints if b.id != breakpoint_id]
-        if len(self.breakpoints) == before:
-            raise DebuggerError(f"no breakpoint #{breakpoint_id}")
-
     # ------------------------------------------------------------ approvals
 
     def pending(self) -> tuple[ApprovalRequest, ...]:
@@ -564,8 +452,7 @@ class Debugger:
         except ApprovalMismatch as exc:
             raise DebuggerError(str(exc)) from None
         chosen = ApprovalDecisions(tuple(decisions))
-        self.run.suspended = False
-        self.run.next_input = chosen
+        self.run.position(next_input=chosen, lifecycle=self.run.lifecycle.resumed)
         self.recorded[self.position] = chosen
         del self.frames[self.position :]
         self.frames.append(self._frame())
@@ -573,207 +460,6 @@ class Debugger:
     def _snapshot(self) -> RunSnapshot:
         run = self.run
         return RunSnapshot(run.run_id, run.agent.name, "", run.seq, 0, run.state, ())
-
-    # ------------------------------------------------------------ nested runs
-
-    def nested_runs(self) -> list[str]:
-        """The runs nested directly in this one that the effect after the current step ran
-        (a handoff target, agents called as tools), in the order they began."""
-        root = self.run.run_id
-        found: list[str] = []
-        for line in self.produced.get(self.position, NOTHING).lines_for(root):
-            run = line.run_id
-            inside = isinstance(line, RunTrace) and run.startswith(root + "/")
-            if inside and not any(run.startswith(outer + "/") for outer in found):
-                found.append(run)
-        return found
-
-    def step_in(self, run_id: str | None = None) -> Debugger:
-        """A debugger replaying nested run `run_id` (default: the first of `nested_runs`)
-        as recorded, on its own chart, with this debugger's breakpoints that its chart has.
-
-        Raises:
-            DebuggerError: no nested run began after the current step, or not that one.
-        """
-        target = _chosen(
-            self.nested_runs(),
-            run_id,
-            f"no nested run began after step {self.position}: step in after a handoff "
-            "or a call of an agent as a tool",
-            ("here", "nested"),
-        )
-        try:
-            nested = Debugger.replay(self._recording().nested(target))
-        except TraceError as exc:
-            raise DebuggerError(str(exc)) from None
-        self._lend_breakpoints(nested)
-        return nested
-
-    # ------------------------------------------------------------ live step-in
-
-    @property
-    def followed(self) -> bool:
-        """Whether this debugger follows a nested run as it runs (`step_in_live`): its
-        record grows as the run is released, so it has no recorded length to show."""
-        return self._live is not None
-
-    @property
-    def in_flight(self) -> bool:
-        """Whether a step is in flight: `step_in_live` stepped into a nested run that its
-        effect runs; `step` (or `abandon`) finishes it."""
-        return self._flight is not None
-
-    def runs_ahead(self) -> list[str]:
-        """The nested runs the next step's effect would start when performed live (a
-        handoff target, agents called as tools): what `step_in_live` can step into. Empty
-        in a replay, or where the next step's effect is recorded (after `back`)."""
-        if self._flight is not None:
-            return []
-        if self._live is not None:
-            recorded = self.position + 1 in self.expected
-        else:
-            recorded = bool(self.expected) or self.position + 1 in self.recorded
-        return [] if recorded else runs_ahead(self.run)
-
-    async def step_in_live(self, run_id: str | None = None) -> Debugger:
-        """Step into nested run `run_id` (default: the first of `runs_ahead`) while it runs.
-
-        The next step begins: its transition is applied and its effect starts as a task,
-        which runs the nested run held before each of its transitions; its sibling calls
-        run on. The debugger returned follows the nested run: each of its steps releases
-        one transition (breakpoints as `step_in` gives them), and it can step into runs
-        nested in it in turn. This debugger's `step` finishes the step in flight, letting
-        the nested runs go to run to their end (`step out`); `abandon` cancels it.
-
-        Raises:
-            DebuggerError: no nested run starts at the next step, or not that one; or it
-                did not begin (the step is then taken: `history` shows how it went).
-        """
-        target = _chosen(
-            self.runs_ahead(),
-            run_id,
-            f"no nested run starts at step {self.position + 1}: step in before a handoff "
-            "or a call of an agent as a tool",
-            ("ahead", "ahead"),
-        )
-        if self._live is None:
-            live = await self._begin_flight(target)
-            await live.settle(target)
-        else:
-            live = self._live
-            live.gate.hold(target)
-            live.gate.release(self.run.run_id)
-            self._flight = _Flight(live, None)
-            await live.settle(target, self.run.run_id)
-        child = live.gate.held(target)
-        if child is None:
-            await self.step()
-            raise DebuggerError(f"nested run {target!r} did not begin; step {self.position} ran")
-        return self._following(child, live)
-
-    async def _begin_flight(self, target: str) -> LiveNesting:
-        """Apply the next transition and start its effect as a task, holding `target`."""
-        gate = StepGate()
-        gate.hold(target)
-        self.run.stepper = gate
-        started = await self._start(False)
-        assert started is not None  # an input is due: runs_ahead computed its transition
-        position = self.position + 1
-        task = asyncio.create_task(self._effect(position, False))
-
-        def record() -> Trace:  # the effect's lines: in flight, then as it produced them
-            done = position in self.produced
-            return self._recording(() if done else tuple(self._recorder.lines))
-
-        live = LiveNesting(gate, task, record)
-        self._flight = _Flight(live, started)
-        return live
-
-    def _following(self, child: Run, live: LiveNesting) -> Debugger:
-        """A debugger following `child`, held before a transition, with this one's
-        breakpoints that its chart has."""
-        followed = Debugger(
-            stand_in(child), log=list(child.conversation.items()), recorded_only=True
-        )
-        followed.header = header_of(followed.run)
-        followed._live = live
-        self._lend_breakpoints(followed)
-        return followed
-
-    async def _follow(self, *, release: bool = True) -> None:
-        """Release the followed run for one transition (unless it was released already)
-        and take what it recorded by the time it is held again (or ended)."""
-        assert self._live is not None
-        live, run_id = self._live, self.run.run_id
-        if release:
-            live.gate.release(run_id)
-        await live.settle(run_id)
-        trace = live.trace_of(run_id)
-        if trace is not None:
-            self._take(trace)
-            self.trace = trace
-        held = live.gate.held(run_id)
-        if held is not None:
-            self.recorded[len(self.expected)] = held.next_input
-
-    async def _land(self) -> Step | None:
-        """Finish the step in flight: let the nested runs go, and wait for its effect (or,
-        following a nested run, for that run to be held again)."""
-        flight, self._flight = self._flight, None
-        assert flight is not None
-        flight.live.gate.let_go(self.run.run_id)
-        if flight.started is None:
-            await self._follow(release=False)
-            return await self.step()
-        try:
-            effect = await flight.live.task
-        finally:
-            self.run.stepper = None
-        return self._took(flight.started, effect)
-
-    async def abandon(self) -> None:
-        """Leave the step in flight (the debugger quits): the run is cancelled, so the
-        nested runs it holds stop, its effect's task is awaited, and the step is taken with
-        the cancellation as its input. Nothing to do without one."""
-        if self._flight is not None and self._flight.started is not None:
-            self.run.cancel("the debugger left the run")
-            await self._land()
-
-    def _lend_breakpoints(self, nested: Debugger) -> None:
-        for breakpoint in self.breakpoints:
-            try:
-                added = nested.break_on(breakpoint.kind, breakpoint.value)
-            except DebuggerError:  # a phase or guard the nested run's chart lacks
-                continue
-            added.enabled = breakpoint.enabled
-
-    def _nested_transitions(self, position: int) -> list[TransitionTrace]:
-        root = self.run.run_id
-        return [
-            line
-            for line in self.produced.get(position, NOTHING).lines_for(root)
-            if isinstance(line, TransitionTrace) and line.run_id != root
-        ]
-
-    def _recording(self, flying: Sequence[Line] = ()) -> Trace:
-        """This run's record as a trace: its effects' lines (and `flying`, those of the
-        effect in flight), with every chart they name."""
-        root = self.run.run_id
-        header = replace(self.header or header_of(self.run), run_id=root)
-        lines = [line for k in sorted(self.produced) for line in self.produced[k].lines_for(root)]
-        lines.extend(flying)
-        charts = dict(self.trace.charts) if self.trace is not None else {}
-        chart_of = {root: header.chart_digest}
-        for line in lines:
-            if isinstance(line, RunTrace):
-                chart_of[line.run_id] = line.chart_digest
-                if line.table is not None:
-                    charts.setdefault(line.chart_digest, line.table)
-        missing = [run for run, digest in chart_of.items() if digest not in charts]
-        charts.setdefault(header.chart_digest, header.table)
-        if any(chart_of[run] not in charts for run in missing):
-            raise DebuggerError(f"the record holds no chart for nested run {missing[0]!r}")
-        return Trace(header, lines, charts, chart_of)
 
     # ------------------------------------------------------------ time travel
 
@@ -785,12 +471,14 @@ class Debugger:
         if not 0 <= k <= self.position:
             raise DebuggerError(f"cannot rewind to step {k}: the run has taken {self.position}")
         frame = self.frames[k]
-        self.run.state = frame.state
-        self.run.conversation = Conversation(self.log[: frame.conversation_len])
-        self.run.seq = frame.seq
-        self.run.next_input = frame.next_input
-        self.run.pending = frame.pending
-        self.run.suspended = False
+        self.run.position(
+            state=frame.state,
+            conversation=self.log[: frame.conversation_len],
+            seq=frame.seq,
+            next_input=frame.next_input,
+            pending=frame.pending,
+            lifecycle=self.run.lifecycle.resumed,
+        )
         del self.history[k:]
         del self.frames[k + 1 :]
         return frame
@@ -821,10 +509,14 @@ class Debugger:
         self.forks += 1
         fork_id = f"{self.run.run_id}-fork{k}" + (f".{self.forks}" if self.forks > 1 else "")
         run = Run(agent, context=self.run.context, run_id=fork_id)
-        run.started = True
-        run.state, run.seq = frame.state, frame.seq
-        run.conversation = Conversation(self.log[: frame.conversation_len])
-        run.next_input, run.pending = next_input, None
+        run.position(
+            state=frame.state,
+            conversation=self.log[: frame.conversation_len],
+            seq=frame.seq,
+            next_input=next_input,
+            pending=None,
+            lifecycle=Lifecycle.STARTED,  # announced by the run it forks; prepared again
+        )
         forked = Debugger(
             run, log=list(self.log[: frame.conversation_len]), header=self.header, trace=self.trace
         )
@@ -855,51 +547,39 @@ class Debugger:
         run = self.run
         return Frame(run.seq, run.state, len(run.conversation), run.next_input, run.pending)
 
+    # ------------------------------------------------------------ following a nested run
+
+    def _following(self, child: Run, live: LiveNesting) -> Self:
+        """A debugger following `child`, held before a transition, with this one's
+        breakpoints that its chart has."""
+        followed = type(self)(
+            stand_in(child), log=list(child.conversation.items()), recorded_only=True
+        )
+        followed.header = header_of(followed.run)
+        followed._live = live
+        self._lend_breakpoints(followed)
+        return followed
+
     # ------------------------------------------------------------ saving
 
     def save_trace(self, target: Any) -> None:
         """Write the history as a trace (a fork's trace is a new trace), with each step's
-        effect lines as recorded: the events it streamed and any nested run's lines."""
+        effect lines as recorded: the events it streamed and any nested run's lines. What
+        the run's `RunConfig.redact` hides, the trace does not hold (the debugger shows it)."""
         with TraceWriter(target) as writer:
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
             writer.write(EffectTrace(self.run.run_id, 0, started))
+            redact = self.run.config.redact  # a trace is written as the run writes one
             for position, step in enumerate(self.history):
-                record = TransitionRecord(step.seq, step.state_before, step.input, step.outcome)
+                record = TransitionRecord(
+                    step.seq,
+                    redacted(step.state_before, redact),
+                    redacted(step.input, redact),
+                    redacted(step.outcome, redact),
+                )
                 writer.write(transition_trace(self.run, record))
                 effect = self.produced.get(position + 1, NOTHING)
                 for line in effect.lines_for(self.run.run_id):
                     writer.write(line)
-
-
-@dataclass(frozen=True)
-class _Started:
-    """A step begun: its transition applied, its effect not yet done."""
-
-    before: Any
-    input: Any
-    match: Match
-    outcome: TransitionOutcome
-    lead: tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class _Flight:
-    """A step `step_in_live` left in flight: begun, its effect a task (`started`), or,
-    following a nested run, that run released for its transition (`started` None)."""
-
-    live: LiveNesting
-    started: _Started | None
-
-
-def _chosen(found: list[str], run_id: str | None, none: str, named: tuple[str, str]) -> str:
-    """Nested run `run_id` of `found` (default: the first), or the error saying why not:
-    `none` when there is none, else naming the runs there are (`named`: where, what)."""
-    if not found:
-        raise DebuggerError(none)
-    target = found[0] if run_id is None else run_id
-    if target not in found:
-        where, what = named
-        raise DebuggerError(f"no nested run {target!r} {where}; {what}: {', '.join(found)}")
-    return target

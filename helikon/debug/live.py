@@ -19,7 +19,6 @@ from typing import Any
 
 from helikon.core.state import ExecuteTools, Handoff
 from helikon.core.transition import transition
-from helikon.run.conversation import Conversation
 from helikon.run.driver import Run
 from helikon.run.stepping import StepGate
 from helikon.run.subagent import agent_of
@@ -78,11 +77,20 @@ def runs_ahead(run: Run) -> list[str]:
 def stand_in(child: Run) -> Run:
     """A run on `child`'s agent and chart, where `child` is held now: what its debugger
     steps, moved by `child`'s records only (it performs nothing, reports no spans)."""
-    run = Run(child.agent, config=child.config, run_id=child.run_id, agents=child.agents)
+    run = Run(
+        child.agent,
+        config=child.config,
+        run_id=child.run_id,
+        depth=child.depth,
+        agents=child.agents,
+    )
     run.observer = None
-    run.tools, run.handoffs, run.ctx = child.tools, child.handoffs, child.ctx
-    run.listed_tools, run._prepared, run.started = child.listed_tools, True, True
-    run.state, run.seq, run.next_input = child.state, child.seq, child.next_input
-    run.conversation = Conversation(child.conversation.items())
-    run.depth = child.depth
+    run.continue_stream()
+    run.take_recorded_tools(child.listed_tools)  # what it records, offered; never called
+    run.position(
+        state=child.state,
+        conversation=child.conversation.items(),
+        seq=child.seq,
+        next_input=child.next_input,
+    )
     return run

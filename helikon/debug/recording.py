@@ -49,11 +49,10 @@ NOTHING = Effect()
 
 @dataclass
 class Recorder:
-    """The trace sink of a debugged run: keeps the root's transition records apart from
-    the lines its effects produce (nested runs write here too)."""
+    """The trace sink of a debugged run: keeps the lines its effects produce (nested runs
+    write here too); the root's own transitions are the steps `Run.apply` returns."""
 
     root: str
-    records: list[TransitionRecord] = field(default_factory=list)
     lines: list[Line] = field(default_factory=list)
     runs: RunLines = field(default_factory=RunLines)
 
@@ -70,9 +69,7 @@ class Recorder:
         return None
 
     def transition(self, run: TracedRun, record: TransitionRecord) -> None:
-        if run.run_id == self.root:
-            self.records.append(record)
-        else:
+        if run.run_id != self.root:
             self._announce(run)
             self.lines.append(transition_trace(run, record))
 

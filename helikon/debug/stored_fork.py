@@ -39,7 +39,7 @@ from helikon.core.state import (
     ModelResponse,
     ToolResults,
 )
-from helikon.core.transition import match_row, transition
+from helikon.core.transition import matched_transition
 from helikon.debug.debugger import Debugger, DebuggerError
 from helikon.debug.fork import waiting_for
 from helikon.durable import RunStore, StepRecord, StoredRun, stored_trace
@@ -139,8 +139,7 @@ async def _edited_step(
     edit = edit_at(debugger) if callable(edit_at) else edit_at
     waiting_for(debugger, _WAITS[type(edit)], "the edit's kind of input")
     state, ctx = debugger.state, debugger.run.ctx
-    match = match_row(state, edit, ctx)
-    outcome = transition(state, edit, ctx)
+    match, outcome = matched_transition(state, edit, ctx)  # each guard evaluated once
     return step_record(debugger.run.seq + 1, edit, match, outcome)
 
 

@@ -172,20 +172,43 @@ _DELTAS = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})
 
 def event_lines(events: Iterable[Any], colour: bool = False) -> list[str]:
     """Events as `helikon run` prints them; each run of streamed deltas becomes one line."""
-    paint = EventPrinter(io.StringIO(), colour).paint
+    return _event_lines(events, EventPrinter(io.StringIO(), colour))
+
+
+def step_event_lines(step: Any, colour: bool = False) -> list[str]:
+    """A step's events as `helikon run` prints them, knowing the step: its turn names the
+    phase it entered, and the result an effect fed back (or an effect phase it enters)
+    shows after the events that led to the step, before the transition's own."""
+    printer = EventPrinter(io.StringIO(), colour)
+    lines = _event_lines(step.lead_events, printer)
+    printer.step(step.state_after, step.input)
+    lines += _drained(printer)
+    return lines + _event_lines((*step.outcome.events, *step.effect_events), printer)
+
+
+def _event_lines(events: Iterable[Any], printer: EventPrinter) -> list[str]:
     lines: list[str] = []
     for kind, group in groupby(events, key=lambda e: e.type if e.type in _DELTAS else None):
         if kind is None:
-            lines.extend(_printed(event, colour, paint) for event in group)
+            lines.extend(_printed(event, printer) for event in group)
         else:
-            lines.append(_deltas(kind, list(group), paint))
+            lines.append(_deltas(kind, list(group), printer.paint))
     return lines
 
 
-def _printed(event: Any, colour: bool, paint: Paint) -> str:
-    out = io.StringIO()
-    EventPrinter(out, colour)(event)
-    return out.getvalue().rstrip("\n") or paint(f"  · {event.type}", "dim")
+def _printed(event: Any, printer: EventPrinter) -> str:
+    printer(event)
+    return "\n".join(_drained(printer)) or printer.paint(f"  · {event.type}", "dim")
+
+
+def _drained(printer: EventPrinter) -> list[str]:
+    """The lines `printer` wrote since it was last drained."""
+    out = printer.out
+    assert isinstance(out, io.StringIO)
+    text = out.getvalue()
+    out.seek(0)
+    out.truncate()
+    return text.rstrip("\n").split("\n") if text.strip("\n") else []
 
 
 def _deltas(kind: str, deltas: list[Any], paint: Paint) -> str:
@@ -203,7 +226,7 @@ def _deltas(kind: str, deltas: list[Any], paint: Paint) -> str:
 def step_report(step: Any, paint: Paint = plain, colour: bool = False) -> list[str]:
     """A step as the shell prints it: its line, its events indented, any divergence."""
     lines = [step_line(step, paint)]
-    lines += ["  " + line for line in event_lines(step.events, colour)]
+    lines += ["  " + line for line in step_event_lines(step, colour)]
     if step.divergence:
         lines.append(paint(f"  ! {step.divergence}", "red"))
     return lines

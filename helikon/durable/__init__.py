@@ -18,6 +18,8 @@ and so is how a refusal is worded (`refusals.py`). The driver writes through
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from helikon.durable.as_trace import export_trace, stored_trace
 from helikon.durable.records import (
     CallRecord,
@@ -35,17 +37,25 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
-from helikon.durable.sqlite import SqliteRunStore
 from helikon.durable.store import RunStore, open_store
 from helikon.durable.views import EventStream, Session
 
+if TYPE_CHECKING:
+    from helikon.durable.sqlite import SqliteRunStore
+
 
 def __getattr__(name: str) -> object:
-    # PostgresRunStore needs the `postgres` extra (psycopg); import it only when asked for.
+    # The stores are imported only when asked for: PostgresRunStore needs the `postgres`
+    # extra (psycopg), and a program that runs agents without a store (`import helikon`)
+    # does not load SQLite's.
     if name == "PostgresRunStore":
         from helikon.durable.postgres import PostgresRunStore
 
         return PostgresRunStore
+    if name == "SqliteRunStore":
+        from helikon.durable.sqlite import SqliteRunStore
+
+        return SqliteRunStore
     raise AttributeError(f"module 'helikon.durable' has no attribute {name!r}")
 
 

@@ -35,7 +35,6 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
-from helikon.durable.sqlite import SqliteRunStore
 from helikon.durable.views import EventStream, Revision, Session, SessionStore
 
 
@@ -120,6 +119,10 @@ def open_store(url: str, **options: Any) -> RunStore:
             raise StoreError(str(exc)) from None
         return PostgresRunStore(url, **options)
     if parsed.scheme == "sqlite":
+        # Imported here, not at the top: `import helikon` (which imports this module) must
+        # not load the SQLite store (tests/test_exports.py).
+        from helikon.durable.sqlite import SqliteRunStore
+
         path = url[len("sqlite://") :]
         path = path[1:] if path.startswith("/") else path
         if path.startswith("/") or path == ":memory:":

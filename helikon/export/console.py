@@ -7,16 +7,25 @@ visible escape (ESC as `\\x1b`) before such text is printed; every printer of he
 through it (`EventPrinter`, `helikon debug`, the approval prompt, `helikon trace` on stdout).
 helikon's own colour codes are added by `EventPrinter.paint` around text already escaped, so
 they are the only escape sequences that reach the terminal.
+
+The events do not say which phase a turn runs in, nor what an effect phase's effect returned
+(an `EffectResult` is an input, not an event). A printer given the run's transitions as well
+(`StepNotes`, a trace sink: `Run(trace=...)`) names the phase of every turn outside
+`CallingModel`, and prints each effect phase as it starts and the effect's result as it
+comes back, cut short (`helikon.core.quoting.cut`). Those values are the ones a trace
+records: redacted when the run redacts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from helikon.core.errors import describe
+from helikon.core.quoting import cut
 
 _CONTROLS = [*range(0x20), *range(0x7F, 0xA0)]
 _SHOWN = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -50,11 +59,15 @@ def _short(text: str, limit: int = 160) -> str:
 
 @dataclass
 class EventPrinter:
-    """Prints events as they arrive: tokens inline, one line for everything else."""
+    """Prints events as they arrive: tokens inline, one line for everything else. Told each
+    transition too (`step`, through `StepNotes`), it names a turn's phase and shows what an
+    effect phase ran and returned."""
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     colour: bool | None = None
     _streaming: bool = False
+    _phase: str | None = None  # the phase the last transition entered, when told (`step`)
+    _shown: bool = False  # the text this step's message holds was streamed already
 
     def __post_init__(self) -> None:
         if self.colour is None:
@@ -83,8 +96,20 @@ class EventPrinter:
     def _run_started(self, e: Any) -> None:
         self.line(self.paint(f"● {e.agent}", "bold") + self.paint(f"  run {e.run_id[:12]}", "dim"))
 
+    def step(self, state: Any, inp: Any) -> None:
+        """Take a transition, before its events are printed: `inp` the input it applied,
+        `state` the state it entered. Note the phase; print the result an effect fed back,
+        and an effect phase as it starts."""
+        self._phase, self._shown = state.phase, self._streaming
+        if inp.kind == "effect_result":
+            output = json.dumps(inp.output, ensure_ascii=False, sort_keys=True)
+            self.line(self.paint(f"  ↳ {inp.effect} returned: {safe_text(cut(output))}", "dim"))
+        effect = getattr(state, "effect", None)
+        if isinstance(effect, str):
+            self.line(self.paint(f"── {state.phase}: effect {effect}", "dim"))
+
     def _turn_started(self, e: Any) -> None:
-        self.line(self.paint(f"── turn {e.turn}", "dim"))
+        self.line(self.paint(f"── {turn_label(e.turn, self._phase)}", "dim"))
 
     def _token_delta(self, e: Any) -> None:
         self.out.write(safe_text(e.text, multiline=True))
@@ -94,7 +119,7 @@ class EventPrinter:
     def _message_output(self, e: Any) -> None:
         if self._streaming:
             self.line("")
-        else:
+        elif not self._shown:
             self.line(safe_text(e.item.content, multiline=True))
 
     def _tool_call_item(self, e: Any) -> None:
@@ -136,6 +161,52 @@ class EventPrinter:
     def _run_suspended(self, e: Any) -> None:
         names = ", ".join(request.call.name for request in e.pending)
         self.line(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow", "bold"))
+
+
+def turn_phase(phase: str | None) -> str | None:
+    """The phase a turn's line names: `phase`, unless it is CallingModel (the loop's own
+    model-calling phase: a turn there is named by its number alone)."""
+    return None if phase == "CallingModel" else phase
+
+
+def turn_label(turn: int, phase: str | None) -> str:
+    """`turn 2`, or `turn 2 · Reviewing` for a turn that runs in a phase of its own."""
+    named = turn_phase(phase)
+    return f"turn {turn}" if named is None else f"turn {turn} · {named}"
+
+
+@dataclass
+class StepNotes:
+    """A trace sink (`Run(trace=...)`) that gives `printer` the transitions of run `run_id`
+    and of the runs it hands off to, whose events its stream carries (`EventPrinter.step`).
+
+    Agents run as tools (`<run>/<seq>:<call_id>`) stream nothing into it, so their
+    transitions are not shown.
+    """
+
+    printer: EventPrinter
+    run_id: str
+
+    def started(self, run: Any) -> None:
+        pass
+
+    def transition(self, run: Any, record: Any) -> None:
+        if streamed_by(run.run_id, self.run_id):
+            self.printer.step(record.outcome.next_state, record.input)
+
+    def effect(self, run: Any, event: Any) -> None:
+        pass
+
+
+def streamed_by(run_id: str, root: str) -> bool:
+    """Whether run `run_id`'s events are in run `root`'s stream: it is `root`, or a handoff
+    target of it (`<root>/<seq>`, at any depth)."""
+    if run_id == root:
+        return True
+    prefix = root + "/"
+    return run_id.startswith(prefix) and all(
+        part.isdigit() for part in run_id[len(prefix) :].split("/")
+    )
 
 
 def failure(error: Any) -> str:

@@ -9,9 +9,10 @@ tested from a graph built by hand and none of them can drift from the table. The
   or `failed`.
 - `transitions`: one per row shown, in table order, each labelled with its row's id
   (`Row.index`, the number `helikon table`, traces, the debugger and the studio show too)
-  and knowing its priority among the alternatives for its (phase, input). Rows that every
-  non-terminal phase has alike (cancel, fail) become one transition from `group`, a
-  stand-in for "any non-terminal phase", so a diagram draws them once. Implicit rows (a
+  and knowing its priority among the alternatives for its (phase, input). Rows the chart
+  states once for every non-terminal phase (cancel, fail: `TransitionTable.everywhere`)
+  become one transition from `group`, a stand-in for "any non-terminal phase", so a diagram
+  draws them once. Implicit rows (a
   terminal absorbing an input, a phase refusing one) are left out unless asked for, or
   unless the overlay visited them.
 - `edges`: the transitions grouped by (source, target), for diagrams.
@@ -251,7 +252,8 @@ def extract(
         table: the compiled chart.
         overlay: visit counts and the current phase of a run of this chart.
         implicit: include every implicit row; without it only the ones `overlay` visited.
-        group_shared: draw rows that every non-terminal phase has alike once, from a group.
+        group_shared: draw the rows the chart states for every non-terminal phase once, from
+            a group.
 
     Raises:
         ValueError: the overlay names a phase or row index this table does not have.
@@ -265,7 +267,7 @@ def extract(
         if implicit or not r.implicit or hits.rows.get(r.index) or r.index in hits.marks
     ]
     members = tuple(p.name for p in table.phases if not p.final)
-    shared = _shared_rows(table, shown, members) if group_shared and len(members) > 1 else {}
+    shared = _shared_rows(table, members) if group_shared and len(members) > 1 else {}
     group = ChartGroup(_unique_id(table), GROUP_LABEL, members) if shared else None
     transitions = _transitions(table, shown, shared, group, hits)
     nodes = (
@@ -368,16 +370,16 @@ def _key(row: Row) -> SharedKey:
 
 
 def _shared_rows(
-    table: TransitionTable, shown: list[Row], members: tuple[str, ...]
+    table: TransitionTable, members: tuple[str, ...]
 ) -> dict[SharedKey, tuple[int, ...]]:
-    """Rows that every member has alike, as the sole row for their input, aimed outside
-    the group: key -> the indices of the rows it stands for."""
-    found: dict[SharedKey, list[int]] = {}
-    for row in shown:
-        sole = len(table.dispatch[row.source][row.input_kind]) == 1
-        if sole and row.source in members and row.target not in members:
-            found.setdefault(_key(row), []).append(row.index)
-    return {key: tuple(rows) for key, rows in found.items() if len(rows) == len(members)}
+    """The rows the chart states once for every non-terminal phase (`table.everywhere`),
+    aimed outside the group: key -> the indices of the rows it stands for."""
+    found: dict[SharedKey, tuple[int, ...]] = {}
+    for indices in table.everywhere:
+        first = table.rows[indices[0]]
+        if len(indices) == len(members) and first.target not in members:
+            found[_key(first)] = indices
+    return found
 
 
 def _transitions(

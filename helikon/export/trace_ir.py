@@ -10,7 +10,7 @@ trace_view). The view is a tree:
   (`<parent>/<seq of the handoff transition>`, `<parent>/<seq of the batch>:<call_id>`);
 - a `Turn` per `TurnStarted`: the rows taken (`Step`s, whose phases make the turn's phase
   path) and its entries in stream order: model calls, messages, tool calls with their
-  results, approvals, handoffs, guardrails, repairs, errors;
+  results, approvals, handoffs, guardrails, repairs, effects with their results, errors;
 - the outcome of each run and the chart rows the root fired, for `TraceOverlay.from_rows`.
 
 A row belongs to the turn in which its transition began, so the row that starts turn n+1
@@ -55,11 +55,19 @@ from helikon.core.items import (
     ToolResult,
     UserMessage,
 )
-from helikon.core.state import ApprovalDecisions, CallModel, Handoff, ModelResponse, Start
+from helikon.core.state import (
+    ApprovalDecisions,
+    CallModel,
+    EffectResult,
+    Handoff,
+    ModelResponse,
+    Start,
+)
 from helikon.core.table import TransitionTable
 from helikon.export.trace_view import (
     ApprovalView,
     CompactionView,
+    EffectView,
     Entry,
     ErrorView,
     GuardrailView,
@@ -137,6 +145,17 @@ def pretty_json(text: str, width: int = 60) -> str | None:
 
 def error_view(error: AgentError) -> ErrorView:
     return ErrorView(type(error).__name__, describe(error))
+
+
+def effect_view(state: Any, result: EffectResult) -> EffectView:
+    """The effect `state` (an effect phase) ran, with the result it fed back."""
+    arguments = _json_text(getattr(state, "args", None))
+    output = _json_text(result.output)
+    return EffectView(state.phase, result.effect, arguments, output, pretty_json(output))
+
+
+def _json_text(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
 # ---------------------------------------------------------------- extraction
@@ -295,6 +314,8 @@ class _SectionBuilder:
         self.turn.steps.append(step)
         self.usage = line.state_after.usage
         self.take_input(line.input)
+        if isinstance(line.input, EffectResult):
+            self.turn.entries.append(effect_view(line.state_before, line.input))
         for item in line.appends:
             if isinstance(item, CompactionSummary):
                 self.turn.entries.append(CompactionView(item.content))

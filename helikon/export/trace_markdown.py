@@ -1,5 +1,5 @@
 """Render a `TraceView` as a Markdown summary: outcome, usage, a table of turns, the tool
-calls with their results, and the errors.
+calls and the effects with their results, and the errors.
 
 Text from the trace is escaped for where it lands: in table cells and lists as one line with
 `<`, `>` and `&` as entities and Markdown's punctuation backslash-escaped, in code spans with
@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from helikon.export.trace_view import (
+    EffectView,
     Entry,
     ErrorView,
     GuardrailView,
@@ -41,6 +42,9 @@ def to_markdown(view: TraceView) -> str:
     calls = [(run, turn, e) for run, turn, e in _entries(view) if isinstance(e, ToolCallView)]
     if calls:
         lines += ["", "## Tool calls", "", *_tool_calls(calls)]
+    effects = [(run, turn, e) for run, turn, e in _entries(view) if isinstance(e, EffectView)]
+    if effects:
+        lines += ["", "## Effects", "", *_effects(effects)]
     events = list(_events(view))
     if events:
         lines += ["", "## Handoffs, repairs and guardrails", "", *events]
@@ -135,6 +139,15 @@ def _tool_calls(calls: list[tuple[RunSection, Turn, ToolCallView]]) -> Iterator[
         result = code(entry.result.content) if entry.result else "—"
         cells = [plain(run.agent), turn.label, code(entry.name), code(entry.arguments)]
         cells += [approval, status, result]
+        yield "| " + " | ".join(cells) + " |"
+
+
+def _effects(effects: list[tuple[RunSection, Turn, EffectView]]) -> Iterator[str]:
+    yield "| agent | turn | phase | effect | arguments | result |"
+    yield "|---|---|---|---|---|---|"
+    for run, turn, entry in effects:
+        cells = [plain(run.agent), turn.label, plain(entry.phase), code(entry.effect)]
+        cells += [code(entry.arguments), code(entry.output)]
         yield "| " + " | ".join(cells) + " |"
 
 

@@ -4,7 +4,8 @@ Participants: the user, each agent (in the order they first ran), the model and 
 Messages: the user's input; each model call and its answer (text shortened, or the tools it
 asked for); each tool call with its approval (asked of the user) and its result (a crossed
 arrow for an error or a denial); handoffs, with the target's run in between; runs of agents
-called as tools; repairs, guardrails and compactions as notes; the final output or failure.
+called as tools; repairs, guardrails, compactions and effects (with their results) as notes;
+the final output or failure.
 
 Text from the trace is one line, shortened, and made inert: Mermaid reads `;` as the end of
 a statement and `#` as the start of a comment, and (in its default, strict mode) shows tags
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from helikon.export.trace_view import (
     ApprovalView,
     CompactionView,
+    EffectView,
     Entry,
     ErrorView,
     GuardrailView,
@@ -105,6 +107,9 @@ def _entry(entry: Entry, me: str, ids: dict[str, str], after: Sequence[Entry]) -
         yield f"{INDENT}Note over {me}: {text(label)}"
     elif isinstance(entry, CompactionView):
         yield f"{INDENT}Note over {me}: {text('compacted: ' + entry.text)}"
+    elif isinstance(entry, EffectView):
+        label = f"{entry.phase} ran {entry.effect}: {entry.output}"
+        yield f"{INDENT}Note over {me}: {text(label)}"
     elif isinstance(entry, ErrorView):
         yield f"{INDENT}Note over {me}: {text(f'{entry.title}: {entry.message}')}"
 

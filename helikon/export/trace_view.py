@@ -4,8 +4,8 @@
 A tree of frozen values: a `RunSection` per run, holding its `Turn`s, each holding the rows
 it took (`Step`s) and its entries in stream order (`ModelCall`, `Message`, `ReasoningText`,
 `ToolCallView` with its `ApprovalView` and `ToolOutcome`, `HandoffView`, `GuardrailView`,
-`RepairView`, `ErrorView`, `CompactionView`). Runs nested in a run hang from the entry that
-started them. Renderers can be tested from views built by hand.
+`RepairView`, `ErrorView`, `CompactionView`, `EffectView`). Runs nested in a run hang from
+the entry that started them. Renderers can be tested from views built by hand.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
-    """One settled model call. `purpose` is the request's: turn, finalize, repair, compact
+    """One finished model call. `purpose` is the request's: turn, finalize, repair, compact
     or a custom phase's name; `streamed` is true when deltas arrived as it ran."""
 
     purpose: str
@@ -152,6 +152,20 @@ class CompactionView:
     kind: Literal["compaction"] = "compaction"
 
 
+@dataclass(frozen=True, slots=True)
+class EffectView:
+    """An effect a chart's effect phase ran: `phase` ran `effect` with `arguments` and it
+    returned `output` (both JSON text, as the trace holds them: redacted when the run
+    redacts); `pretty` is the output re-laid out."""
+
+    phase: str
+    effect: str
+    arguments: str
+    output: str
+    pretty: str | None = None
+    kind: Literal["effect"] = "effect"
+
+
 Entry = (
     ModelCall
     | Message
@@ -163,6 +177,7 @@ Entry = (
     | RepairView
     | ErrorView
     | CompactionView
+    | EffectView
 )
 
 

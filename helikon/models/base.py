@@ -1,10 +1,10 @@
 """The model protocol: what a driver sends a model, and the chunks a model streams back.
 
 A model is anything with `stream(request) -> AsyncIterator[ModelChunk]`. Chunks are raw
-deltas as the provider emits them; `ResponseAssembler` folds them into the settled
+deltas as the provider emits them; `ResponseAssembler` folds them into the complete
 `ModelResponse` the loop consumes. Tool-call fragments carry their `call_id` on every chunk
 (adapters map provider indices to ids), and a call's arguments are only parsed by the loop
-once the response has settled.
+once the response is complete.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ from helikon.core.transition import (
 from helikon.durable.records import RunHeader, RunLeased, RunNotFound, StoredRun, StoreError
 from helikon.durable.store import RunStore
 from helikon.durable.views import Session
+from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
@@ -67,6 +68,7 @@ from helikon.run.journal import (
     status_of,
     toolset_digest,
 )
+from helikon.run.lifecycle import Applied, Lifecycle, Positioned
 from helikon.run.observing import observer_for
 from helikon.run.prepare import (
     Sourced,
@@ -91,14 +93,14 @@ from helikon.run.snapshot import (
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
 from helikon.run.stepping import Stepper
-from helikon.run.stored import check_identity, fold, moved_on
+from helikon.run.stored import Claim, check_identity, fold, moved_on
 from helikon.trace import TraceSink, TransitionRecord
 from helikon.trace.guarded import GuardedSink, guarded
 
-__all__ = ["Run", "RunToolContext"]
+__all__ = ["Applied", "Run", "RunToolContext"]
 
 
-class Run(RunEffects):
+class Run(Positioned, RunEffects):
     """One run of an agent: its state, its conversation, and the step that advances it.
 
     Build one with `agent.run(...)` (wrapped in a `RunResultStreaming`), or directly to step
@@ -124,6 +126,7 @@ class Run(RunEffects):
         store: RunStore | None = None,
         parent_run_id: str | None = None,
         session: Session | None = None,
+        session_items: int | None = None,
     ) -> None:
         self.agent = agent
         self.config = config or agent.config
@@ -140,26 +143,23 @@ class Run(RunEffects):
         self.state: Any = initial_state(self.ctx, usage)
         self.conversation = Conversation()
         self.seq = 0
-        remembered = session.items() if session is not None else ()
+        # A resumed run names how many of its items its session gave; it reads none again.
+        remembered = session.items() if session is not None and session_items is None else ()
         self.next_input: Any = Start((*remembered, *as_items(input)))
         self.pending: NextAction | None = None
-        self.suspended = False
-        self.started = False
         self.store = store
         self.parent_run_id = parent_run_id
         self.session = session
-        self.session_items = len(remembered)
+        self.session_items = len(remembered) if session_items is None else session_items
         self.journal: Journal | None = None
         self.model_calls = 0
-        self._resuming: tuple[StoredRun, bool, tuple[ApprovalDecision, ...]] | None = None
-        self._settled = False
+        self._lifecycle = Lifecycle.NEW
+        self._claim: Claim | None = None  # what it claims while RESUMING
         self._stop: Any = None
         self._waiting: asyncio.Task[Any] | None = None
         self._child: Run | None = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._guarded_input = False
         self._specs = None
-        self._prepared = False
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         self.observer = observer_for(self)  # its spans (helikon.otel), None without
         self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
@@ -186,6 +186,7 @@ class Run(RunEffects):
             SnapshotMismatch: the snapshot cannot be resumed here (the message says why).
             ApprovalMismatch: a decision does not bind to a pending call of this suspension.
         """
+        agent = on_recorded_chart(agent, snapshot.chart)  # helikon.run.chart_versions
         run = cls(
             agent,
             context=context,
@@ -208,13 +209,13 @@ class Run(RunEffects):
                 )
             snapshot.check_decisions(decisions)
         claim(snapshot)
-        run._prepared = True
-        run.state = snapshot.state
-        run.conversation = Conversation(snapshot.conversation)
-        run.seq = snapshot.seq
-        run.next_input = ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input
-        run.started = True
-        run._guarded_input = True
+        run.position(
+            state=snapshot.state,
+            conversation=snapshot.conversation,
+            seq=snapshot.seq,
+            next_input=ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input,
+            lifecycle=Lifecycle.RUNNING,
+        )
         return run
 
     @classmethod
@@ -250,6 +251,7 @@ class Run(RunEffects):
             expires = stored.info.lease_expires_at or 0.0
             raise RunLeased(refusal, owner=stored.info.lease_owner or "", expires_at=expires)
         session = store.session(header.session_id) if header.session_id else None
+        agent = on_recorded_chart(agent, header.chart_digest)  # chart versions: see that module
         run = cls(
             agent,
             context=context,
@@ -260,8 +262,9 @@ class Run(RunEffects):
             agents=agents,
             store=store,
             parent_run_id=header.parent_run_id,
+            session=session,
+            session_items=header.session_items,
         )
-        run.session, run.session_items = session, header.session_items
         if header.tools:  # the tools it took from its sources, as it recorded them
             try:
                 run._use_tools(recorded_tools(agent, header.tools, live=True))
@@ -269,17 +272,18 @@ class Run(RunEffects):
                 raise SnapshotMismatch(f"run {header.run_id!r}: {exc}") from None
         else:
             run._take_listed_tools(f"run {header.run_id!r}")
-        run._prepared = True
         chart = chart_of(run.ctx.table)[0]
         check_identity(stored, agent.name, chart, toolset_digest(run.tool_specs))
         folded = fold(stored, run.ctx, decisions)
-        run.state, run.seq = folded.state, folded.seq
-        run.conversation = Conversation(folded.conversation)
-        run.model_calls = folded.model_calls
-        run.next_input = ApprovalDecisions(folded.decided) if folded.decided else None
-        run.started = True
-        run._guarded_input = folded.model_calls > 0
-        run._resuming = (stored, force, tuple(decisions))
+        run.position(
+            state=folded.state,
+            conversation=folded.conversation,
+            seq=folded.seq,
+            next_input=ApprovalDecisions(folded.decided) if folded.decided else None,
+            model_calls=folded.model_calls,
+            lifecycle=Lifecycle.RESUMING,
+            claim=Claim(stored, force, tuple(decisions)),
+        )
         return run
 
     # ------------------------------------------------------------ reading the run
@@ -326,7 +330,7 @@ class Run(RunEffects):
 
     async def stream(self) -> AsyncIterator[AgentEvent]:
         """Every event of the run, to its end (completed, failed or suspended)."""
-        while not self.finished and not self.suspended:
+        while not self.finished and not self._lifecycle.suspended:
             async for event in self.advance():
                 yield event
 
@@ -350,7 +354,7 @@ class Run(RunEffects):
             if self.next_input is None:
                 await self._settle()
                 return
-        for event in await self.apply():
+        for event in (await self.apply()).events:
             yield event
         if not self.finished:
             async for event in self.perform():
@@ -358,12 +362,12 @@ class Run(RunEffects):
         await self._settle()
 
     async def _begin(self) -> AsyncIterator[AgentEvent]:
-        if self.store is not None and self.journal is None and not self._settled:
+        if self.store is not None and self.journal is None and not self._lifecycle.closed:
             await self.open_journal()
         if self.observer is not None:
             self.observer.begin()
-        if not self.started:
-            self.started = True
+        if self._lifecycle is Lifecycle.NEW:
+            self._move(Lifecycle.STARTED)
             started = RunStarted(self.agent.name, self.run_id)
             yield started  # at once; traced after the listing, which the trace's header records
             await self.prepare()
@@ -371,8 +375,9 @@ class Run(RunEffects):
                 self.trace.started(self)
             self._effect(started)
 
-    async def apply(self, recorded: TransitionOutcome | None = None) -> tuple[AgentEvent, ...]:
-        """Apply the input already observed (`next_input`): one transition; its events.
+    async def apply(self, recorded: TransitionOutcome | None = None) -> Applied:
+        """Apply the input already observed (`next_input`): one transition, as `Applied`
+        (the row it took, its outcome, the events the step streams).
 
         `recorded` is this step's outcome as a recording holds it (a debugger's replay): a
         completing step takes the output guardrails' verdict from it instead of running them
@@ -383,11 +388,11 @@ class Run(RunEffects):
         """
         if self.next_input is None:
             raise RuntimeError("no input to apply: perform() the pending action first")
-        if not self._prepared:
+        if not self._lifecycle.prepared:
             await self.prepare()
         if self.stepper is not None and self.stepper.holds(self.run_id):
             await self._held()
-        inp, self.next_input = self.next_input, None
+        before, inp, self.next_input = self.state, self.next_input, None
         match, outcome = self._transition(inp)
         if recorded is not None and outcome.next_state.phase == "Done":
             error = recorded_verdict(recorded)
@@ -406,7 +411,8 @@ class Run(RunEffects):
                 match, outcome = self._transition(inp)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
-        return await self._keep(inp, match, outcome)
+        events = await self._keep(inp, match, outcome)
+        return Applied(self.seq, before, inp, match, outcome, events)
 
     async def _keep(
         self, inp: Any, match: Match | None, outcome: TransitionOutcome
@@ -451,9 +457,9 @@ class Run(RunEffects):
         so the run fails before any model call; `cancel()` and the deadline stop a listing
         as they stop any effect.
         """
-        if self._prepared:
+        if self._lifecycle.prepared:
             return
-        self._prepared = True
+        self._move(Lifecycle.PREPARED)
         if not self.agent.mcp_servers:
             return
         try:
@@ -485,7 +491,8 @@ class Run(RunEffects):
                 not a valid tool.
         """
         self._use_tools(recorded_tools(self.agent, records, live=False))
-        self._prepared = True
+        if not self._lifecycle.prepared:
+            self._move(Lifecycle.PREPARED)
 
     def _take_listed_tools(self, what: str) -> None:
         """A resumed run of an agent with tool sources takes the listings they hold."""
@@ -508,12 +515,15 @@ class Run(RunEffects):
         async for event in self._perform(action):
             yield event
 
-    def record(self, inp: Any, outcome: TransitionOutcome) -> None:
+    def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
-        the state, the appends and the seq advance as if `apply()` had computed it."""
-        self.next_input = None
+        the state, the appends and the seq advance as if `apply()` had computed it. `match`,
+        the row the recording names, is returned in the `Applied`; the trace and observer
+        are given the step without a row, as a computed one would be without a trace."""
+        before, self.next_input = self.state, None
         self._apply(inp, outcome, None)
         self.pending = None if self.finished else outcome.next_action
+        return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
     def _apply(self, inp: Any, outcome: TransitionOutcome, match: Match | None) -> None:
         before, self.state = self.state, outcome.next_state
@@ -556,8 +566,8 @@ class Run(RunEffects):
         """
         assert self.store is not None
         store, redact, ttl = self.store, self.config.redact, self.config.lease_seconds
-        if self._resuming is not None:
-            stored, force, decisions = self._resuming
+        if self._claim is not None:
+            stored, force, decisions = self._claim.stored, self._claim.force, self._claim.decisions
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
             now = await store.load(self.run_id)
             moved = moved_on(stored, now)  # by another driver, after this one read it
@@ -570,6 +580,8 @@ class Run(RunEffects):
             self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
             if decisions:
                 await self.journal.decide(self.seq, decisions)
+            self._claim = None
+            self._move(Lifecycle.RUNNING if self.model_calls > 0 else Lifecycle.PREPARED)
         else:
             _, chart = chart_of(self.ctx.table)
             self.journal = Journal.new(
@@ -621,9 +633,12 @@ class Run(RunEffects):
 
     async def _settle(self) -> None:
         """When the run ended or suspended: close its journal."""
-        if self._settled or not (self.finished or self.suspended):
+        if self._lifecycle is Lifecycle.SUSPENDING:
+            self._move(Lifecycle.SUSPENDED)
+        elif self.finished and not self._lifecycle.closed:
+            self._move(Lifecycle.ENDED)
+        else:
             return
-        self._settled = True
         if self.stepper is not None:
             self.stepper.ended(self)
         if self.observer is not None:
@@ -660,9 +675,17 @@ class Run(RunEffects):
         assert self.store is not None
         head = stored.records[-1].state_after
         if head.phase in TERMINAL_PHASES:  # it ended before the crash: keep its outcome
-            child = self.child(agent, (), stored.header.run_id)
-            child.store, child.state, child.started = None, head, True
-            child.seq = stored.records[-1].seq
+            child = Run(
+                agent,
+                context=self.context,
+                config=self._child_config(),
+                run_id=stored.header.run_id,
+                depth=self.depth + 1,
+                trace=self.trace,
+                agents=self.agents,
+                parent_run_id=self.run_id,
+            )
+            child.position(state=head, seq=stored.records[-1].seq, lifecycle=Lifecycle.ENDED)
             return child
         child = Run.from_stored(
             agent,

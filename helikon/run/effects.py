@@ -67,6 +67,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input
 from helikon.run.journal import Journal
+from helikon.run.lifecycle import Lifecycle
 from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
@@ -130,13 +131,12 @@ class RunEffects:
     seq: int
     depth: int
     next_input: Any
-    suspended: bool
     journal: Journal | None
     model_calls: int
     state: Any
     _stop: Any
     _child: Any
-    _guarded_input: bool
+    _lifecycle: Lifecycle
     _specs: tuple[ToolSpec, ...] | None
     observer: RunObserver | None
 
@@ -158,7 +158,11 @@ class RunEffects:
     def stream(self) -> AsyncIterator[AgentEvent]:
         raise NotImplementedError
 
-    started: bool
+    def _move(self, to: Lifecycle) -> None:
+        raise NotImplementedError
+
+    def continue_stream(self) -> None:
+        raise NotImplementedError
 
     # ------------------------------------------------------------ dispatch
 
@@ -203,8 +207,8 @@ class RunEffects:
     # ------------------------------------------------------------ the model
 
     async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
-        if not self._guarded_input:
-            self._guarded_input = True
+        if not self._lifecycle.guarded:
+            self._move(Lifecycle.RUNNING)
             async for event in self._check_input():
                 yield event
             if self.next_input is not None:  # a guardrail tripped or failed: no model call
@@ -422,7 +426,7 @@ class RunEffects:
         handler = self.agent.on_approval
         pending = tuple(request.bound(self.run_id, self.seq) for request in action.pending)
         if handler is None:
-            self.suspended = True
+            self._move(Lifecycle.SUSPENDING)
             yield self._effect(RunSuspended(pending))
             return
         self.next_input = await ask_handler(handler, pending, self.context, self._wait)
@@ -443,7 +447,7 @@ class RunEffects:
         except StoreError as exc:
             self.next_input = HandoffResult(None, store_failed(exc))
             return
-        child.started = True  # the target continues this stream: no RunStarted of its own
+        child.continue_stream()  # the target continues this stream: no RunStarted of its own
         self._child = child
         yield self._effect(AgentUpdated(target.name))
         try:

@@ -30,6 +30,17 @@ from helikon.run.snapshot import ApprovalMismatch, RunSnapshot, SnapshotMismatch
 
 
 @dataclass(frozen=True)
+class Claim:
+    """What a run resumed from a store claims when it first steps: the stored run as it was
+    read (a run moved on since is refused then), whether to take the lease from a live
+    owner, and the decisions to spend."""
+
+    stored: StoredRun
+    force: bool
+    decisions: tuple[ApprovalDecision, ...]
+
+
+@dataclass(frozen=True)
 class Folded:
     """A stored run at its head: what `Run` continues from."""
 

@@ -3,9 +3,9 @@
 Theory of operation: a browser session is named by a random id that the page's answer sets
 in a cookie (HttpOnly, SameSite=Strict, named after the port, since cookies do not tell
 ports apart). A page load without a known id opens a new session; a reload keeps its own.
-What a session sees depends on whether the studio's `Session` can be copied:
+What a session sees depends on whether the studio's `ThreadedDebugger` can be copied:
 
-- A replay can (`Session.copy`): every browser session steps, breaks and rewinds a replay
+- A replay can (`ThreadedDebugger.copy`): every browser session steps, breaks and rewinds a replay
   of its own, which starts at step 0 with no breakpoints.
 - A live run cannot, since its steps call the model and run tools, so browser sessions
   share it and one drives it at a time: the first to send a command that is carried out (one
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from helikon.studio.session import Session, StudioBusy, StudioError
+from helikon.studio.session import StudioBusy, StudioError, ThreadedDebugger
 
 IDLE = 60.0  # seconds a browser session may go unused before it has left
 LIMIT = 16  # browser sessions open at once
@@ -54,10 +54,11 @@ class TooManyStreams(StudioError):
 
 @dataclass
 class BrowserSession:
-    """One browser's view: the `Session` it drives or watches; `id` is its cookie's value."""
+    """One browser's view: the `ThreadedDebugger` it drives or watches; `id` is its
+    cookie's value."""
 
     id: str
-    session: Session
+    session: ThreadedDebugger
     seen: float
     using: int = 0  # requests in flight and event streams open
     streams: int = 0  # event streams open
@@ -76,7 +77,7 @@ class BrowserSessions:
 
     def __init__(
         self,
-        first: Session,
+        first: ThreadedDebugger,
         *,
         idle: float = IDLE,
         limit: int = LIMIT,
@@ -153,7 +154,7 @@ class BrowserSessions:
                 browser.streams -= 1
 
     @contextmanager
-    def driving(self, browser: BrowserSession) -> Iterator[Session]:
+    def driving(self, browser: BrowserSession) -> Iterator[ThreadedDebugger]:
         """The session `browser` may command, for the block that commands it; a shared run
         becomes `browser`'s to drive, unless the block's command is refused (it raises a
         `StudioError`: nothing was done), when the run waits for its driver again.
@@ -183,7 +184,7 @@ class BrowserSessions:
                         self._driver = None
             raise
 
-    def switch(self, browser: BrowserSession, session: Session) -> None:
+    def switch(self, browser: BrowserSession, session: ThreadedDebugger) -> None:
         """`browser` replays `session` from now on (a run store's run it picked); the
         replay it had is closed, unless other browser sessions are given copies of it.
 
@@ -210,7 +211,7 @@ class BrowserSessions:
             return {**data, **seen, "breakpoints": [], "driven_elsewhere": True}
         return {**data, **seen, "driven_elsewhere": False}
 
-    def sessions(self) -> list[Session]:
+    def sessions(self) -> list[ThreadedDebugger]:
         """Every session a browser session sees, and the first."""
         with self._lock:
             found = {id(b.session): b.session for b in self._open.values()}

@@ -8,7 +8,7 @@ takes a subprocess, so drawings are cached by path, current phase and comparison
 HTTP threads draw, never the debugger's loop. Without `dot` the page gets the DOT text and a
 note saying why.
 
-A fork shown beside its original (`Session._comparison`) is drawn with both paths marked
+A fork shown beside its original (`ThreadedDebugger._comparison`) is drawn with both paths marked
 (`compare_marks`): the steps the two share before they diverge, the original's steps from
 there and the fork's, each a class on the SVG elements of its edges and the phases they
 enter (`COMPARE_CLASSES`), the step where they part and the phase it left marked too; the

@@ -1,13 +1,17 @@
-"""`Session`: one debugger on its own event loop thread, driven from the HTTP threads.
+"""`ThreadedDebugger`: one debugger on its own event loop thread, driven from the HTTP
+threads.
 
-Theory of operation: the debugger is touched only on its loop, a background thread. Each
-command (step, continue, back, break, ...) is a coroutine submitted to that loop; the calling
-thread waits for its result, a fresh snapshot. One command that runs the model or tools
-(`step`, `continue`) may be in flight at a time: another such command, or a rewind, is
-refused as busy (the server answers 409), while breakpoints can be set and deleted, and a
-continue paused, during one. Every change publishes a snapshot to `Updates`, which the event
-stream hands to the page; during a continue a watcher on the same loop publishes after each
-finished step, so the page follows the run as it goes.
+Theory of operation: the debugger is touched only on its loop, a background thread
+(`helikon.studio.bridge.LoopThread`). Each command (step, continue, back, break, ...) checks
+its request on the calling thread (`helikon.studio.checks`), then runs as a coroutine on that
+loop while the calling thread waits for its result, a fresh snapshot. What the session is
+doing is one `Activity` (`helikon.studio.activity`, where the table of its changes is): one
+command that runs the model or tools (`step`, `continue`) may be in flight at a time;
+another such command, or a rewind, is refused as busy (the server answers 409), while
+breakpoints can be set and deleted, and a continue paused, during one. Every change
+publishes a snapshot to `Updates`, which the event stream hands to the page; during a
+continue a watcher on the same loop publishes after each finished step, so the page
+follows the run as it goes.
 
 Pausing sets a breakpoint that always holds (`Debugger.break_when`): `continue_` stops after
 the step in flight, and the studio removes the breakpoint and reports the stop as "paused".
@@ -21,108 +25,53 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
 
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.core.codec import to_data
-from helikon.core.errors import HelikonError
-from helikon.core.quoting import cut, quoted
+from helikon.core.quoting import cut
 from helikon.debug.debugger import BreakKind, Breakpoint, Debugger, DebuggerError, Stop
-from helikon.debug.fork import calls_answer, effect_answer, text_answer, tool_answer
-from helikon.studio.view import EVENT_TYPES, breakpoint_data, chart_facts, snapshot, stop_data
+from helikon.studio.activity import Activity, Change, next_activity
+from helikon.studio.bridge import LoopThread, Updates
+from helikon.studio.checks import (
+    REPLAY_DECIDES_NOT,
+    check_breadcrumb,
+    check_break,
+    check_decisions,
+    check_edit,
+    check_rewind,
+    check_run_id,
+    check_steps,
+    check_then,
+    edit_for,
+)
+from helikon.studio.errors import (
+    StudioBusy,
+    StudioConflict,
+    StudioError,
+    StudioFailure,
+    StudioNotFound,
+)
+from helikon.studio.forks import comparison, fork_rows
+from helikon.studio.view import breakpoint_data, chart_facts, snapshot, stop_data
 from helikon.trace import Trace
 
-Mode = Literal["live", "replay"]
-T = TypeVar("T")
+__all__ = [  # the errors, `check_edit` and `edit_for` are imported from here too
+    "Source",
+    "StudioBusy",
+    "StudioConflict",
+    "StudioError",
+    "StudioFailure",
+    "StudioNotFound",
+    "ThreadedDebugger",
+    "check_edit",
+    "edit_for",
+]
 
-BREAK_KINDS: tuple[BreakKind, ...] = ("phase", "event", "tool", "guard")
+Mode = Literal["live", "replay"]
+
 WATCH_INTERVAL = 0.05  # seconds between looks at a continuing run's progress
 FOLLOW_INTERVAL = 0.25  # seconds between looks at a followed stored run
-CLOSE_TIMEOUT = 5.0
-
-
-class StudioError(HelikonError, ValueError):
-    """A studio request that cannot be carried out; the server answers 400 with the message."""
-
-
-class StudioBusy(StudioError):
-    """The run is busy with a step or a continue; the server answers 409."""
-
-
-class StudioConflict(StudioError):
-    """Where the run stands refuses the request (its lease held by another owner, its
-    decision spent already); the server answers 409."""
-
-
-class StudioNotFound(StudioError):
-    """The request names something that does not exist; the server answers 404."""
-
-
-class StudioFailure(HelikonError):
-    """A command raised while running the agent; the server answers 500 with the message."""
-
-
-class Updates:
-    """The latest snapshot, numbered from 1; threads wait here for a newer one."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._version = 0
-        self._latest: dict[str, Any] = {}
-        self.closed = False
-
-    def publish(self, data: dict[str, Any]) -> dict[str, Any]:
-        with self._changed:
-            self._version += 1
-            self._latest = {**data, "version": self._version}
-            self._changed.notify_all()
-            return self._latest
-
-    def latest(self) -> dict[str, Any]:
-        with self._changed:
-            return self._latest
-
-    @property
-    def version(self) -> int:
-        """The latest snapshot's version (0 before the first)."""
-        with self._changed:
-            return self._version
-
-    def wait(self, after: int, timeout: float) -> dict[str, Any] | None:
-        """The latest snapshot once its version is above `after`; None on timeout or close."""
-        with self._changed:
-            self._changed.wait_for(lambda: self.closed or self._version > after, timeout)
-            if self.closed or self._version <= after:
-                return None
-            return self._latest
-
-    def close(self) -> None:
-        with self._changed:
-            self.closed = True
-            self._changed.notify_all()
-
-
-def check_break(kind: object, value: object) -> tuple[BreakKind, str]:
-    """A breakpoint request's kind and value, checked; the debugger checks phases and guards.
-
-    Raises:
-        StudioError: an unknown kind, a value that is not a non-empty string, or an event
-            type no run emits. Tool names are not checked: a model may call one that the
-            agent lacks, and that is worth stopping at.
-    """
-    for known in BREAK_KINDS:
-        if kind == known:
-            break
-    else:
-        kinds = ", ".join(BREAK_KINDS)
-        raise StudioError(f"a breakpoint's kind is one of {kinds}; got {quoted(kind)}")
-    if not isinstance(value, str) or not value.strip():
-        raise StudioError(f"a {known} breakpoint needs a value: a non-empty string")
-    if known == "event" and value not in EVENT_TYPES:
-        raise StudioError(f"no event type {quoted(value)}; event types: {', '.join(EVENT_TYPES)}")
-    return known, value
 
 
 class Source(Protocol):
@@ -156,106 +105,11 @@ class Source(Protocol):
         """
 
 
-REPLAY_DECIDES_NOT = (
-    "a replay runs no tool: decide in a live studio (helikon studio CHART), on a stored run "
-    "(helikon studio --store URL RUN_ID --chart CHART) or with helikon runs resume"
-)
-
-
-def check_decisions(decisions: object, *, seq_needed: bool) -> list[dict[str, Any]]:
-    """A decide request's decisions, checked: a non-empty list of `{"call_id": str,
-    "arguments_hash": str, "approved": bool, "seq": int}`, `seq` (the suspension's, as
-    the page was shown it) optional unless `seq_needed`.
-
-    Raises:
-        StudioError: the list or one of its decisions is not that.
-    """
-    if not isinstance(decisions, list) or not decisions:
-        raise StudioError("decisions must be a non-empty list")
-    shape = '{"call_id": str, "arguments_hash": str, "approved": bool, "seq": int}'
-    for given in decisions:
-        fields = given if isinstance(given, dict) else {}
-        seq = fields.get("seq")
-        if not (
-            isinstance(fields.get("call_id"), str)
-            and isinstance(fields.get("arguments_hash"), str)
-            and isinstance(fields.get("approved"), bool)
-            and (seq is None or (isinstance(seq, int) and not isinstance(seq, bool)))
-        ):
-            raise StudioError(f"each decision is {shape}")
-        if seq_needed and seq is None:
-            raise StudioError(
-                f"each decision for a stored run names the suspension it answers: {shape}"
-            )
-    return decisions
-
-
-def check_edit(at: object, kind: object, value: object) -> tuple[int, str, Any]:
-    """A fork request's step, kind and value, checked (see `Session.fork`).
-
-    Raises:
-        StudioError: one of them is not what a fork takes.
-    """
-    if isinstance(at, bool) or not isinstance(at, int):
-        raise StudioError(f"at must be a whole number of steps; got {quoted(at)}")
-    if kind not in ("text", "calls", "tool", "effect"):
-        raise StudioError(f"kind is text, calls, tool or effect; got {quoted(kind)}")
-    if kind == "tool":
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise StudioError("a tool edit's value is an object of call id to result text")
-    elif not isinstance(value, str):
-        raise StudioError(f"the {kind} edit's value is a string")
-    return at, str(kind), value
-
-
-def edit_for(debugger: Debugger, kind: str, value: Any) -> Any:
-    """The input a checked fork request names, for `debugger` at the fork point.
-
-    Raises:
-        DebuggerError: the run does not wait for that kind of input there.
-    """
-    if kind == "text":
-        return text_answer(debugger, value)
-    if kind == "calls":
-        return calls_answer(debugger, value)
-    if kind == "effect":
-        return effect_answer(debugger, value)
-    return tool_answer(debugger, [part for pair in value.items() for part in pair])
-
-
-def _rows(debugger: Debugger) -> list[dict[str, Any]]:
-    """A run's steps for comparing: those taken, then (a replay) those recorded after."""
-    rows = [
-        {
-            "from": step.state_before.phase,
-            "to": step.state_after.phase,
-            "row": step.match.row.index,
-            "input": step.input.kind,
-            "appends": [to_data(i, Any) for i in step.outcome.conversation_appends],
-        }
-        for step in debugger.history
-    ]
-    for k in range(len(rows) + 1, len(debugger.expected) + 1):
-        line = debugger.expected[k]
-        rows.append(
-            {
-                "from": line.state_before.phase,
-                "to": line.state_after.phase,
-                "row": line.row.index,
-                "input": line.input.kind,
-                "appends": [to_data(i, Any) for i in line.appends],
-            }
-        )
-    return rows
-
-
 def _always(state: Any, next_input: Any) -> bool:
     return True
 
 
-class Session:
+class ThreadedDebugger:
     """A debugger driven from any thread; see the module docstring.
 
     Args:
@@ -282,17 +136,15 @@ class Session:
         self.chart = chart_facts(debugger)
         self.tables = {debugger.run.ctx.table.digest: debugger.run.ctx.table}
         self.updates = Updates()
-        self._busy: str | None = None
+        self._activity = Activity.IDLE  # changed only through `_change`
         self._stop: dict[str, Any] | None = None
         self._error: str | None = None
-        self._pause: Breakpoint | None = None
-        self._closed = False
+        self._pause: Breakpoint | None = None  # the pause's breakpoint, while PAUSING
         self._follower: asyncio.Task[None] | None = None
         self._outer: list[Debugger] = []  # `step_in`: the runs the shown one is nested in
         self._forks: list[tuple[Debugger, list[dict[str, Any]], int]] = []  # origin, rows, at
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name="helikon-studio", daemon=True)
-        self._thread.start()
+        self._bridge = LoopThread()
+        self._run = self._bridge.run  # runs a command on the loop, from any thread
         self._run(self._show)
         if source is not None:
             self._run(self._start_following)
@@ -304,7 +156,7 @@ class Session:
         """Whether `copy` can open another session like this one (a replay can)."""
         return self._fresh is not None
 
-    def copy(self) -> Session:
+    def copy(self) -> ThreadedDebugger:
         """Another session like this one, before its first step, with no breakpoints.
 
         Raises:
@@ -313,7 +165,7 @@ class Session:
         if self._fresh is None:
             raise StudioError("a live run cannot be copied: its steps have side effects")
         source = None if self._source is None else self._source.again()
-        return Session(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
+        return ThreadedDebugger(self._fresh(), mode=self.mode, fresh=self._fresh, source=source)
 
     def clear_breakpoints(self) -> dict[str, Any]:
         """Delete every breakpoint (for the next browser session to drive the run)."""
@@ -335,11 +187,11 @@ class Session:
                 "a replay calls no model and runs no tool: step live needs a live run "
                 "(helikon studio CHART)"
             )
-        return self._run(lambda: self._drive("step", lambda: self._step(live)))
+        return self._run(lambda: self._drive(Change.STEP, lambda: self._step(live)))
 
     def continue_(self) -> dict[str, Any]:
         """Step until a breakpoint, a divergence, a pause or the end; returns when stopped."""
-        return self._run(lambda: self._drive("continue", self._continue))
+        return self._run(lambda: self._drive(Change.CONTINUE, self._continue))
 
     def pause(self) -> dict[str, Any]:
         """Stop a continue after the step in flight.
@@ -351,15 +203,13 @@ class Session:
 
     def back(self, steps: object = 1) -> dict[str, Any]:
         """Rewind `steps` steps (to the start at most); stepping again reuses their inputs."""
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise StudioError(f"steps must be a positive whole number; got {quoted(steps)}")
-        return self._run(lambda: self._time_travel(lambda: self.debugger.back(steps)))
+        back = check_steps(steps)
+        return self._run(lambda: self._time_travel(lambda: self.debugger.back(back)))
 
     def rewind(self, to: object) -> dict[str, Any]:
         """Go back to the run after `to` steps (0: before the first)."""
-        if isinstance(to, bool) or not isinstance(to, int):
-            raise StudioError(f"to must be a whole number of steps; got {quoted(to)}")
-        return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(to)))
+        at = check_rewind(to)
+        return self._run(lambda: self._time_travel(lambda: self.debugger.rewind(at)))
 
     def decide(self, decisions: object) -> dict[str, Any]:
         """Answer the suspended run's pending calls and continue it: `decisions` is a list
@@ -380,7 +230,7 @@ class Session:
         if self.mode == "replay":
             raise StudioError(REPLAY_DECIDES_NOT)
         checked = check_decisions(decisions, seq_needed=False)
-        return self._run(lambda: self._drive("continue", lambda: self._decide(checked)))
+        return self._run(lambda: self._drive(Change.CONTINUE, lambda: self._decide(checked)))
 
     async def _decide(self, given: list[dict[str, Any]]) -> Stop:
         bound = {request.call.call_id: request for request in self.debugger.pending()}
@@ -403,20 +253,21 @@ class Session:
 
     async def _decide_stored(self, given: list[dict[str, Any]]) -> dict[str, Any]:
         assert self._source is not None
-        self._check_idle()
+        next_activity(self._activity, Change.DECIDE)  # refused as busy first, changing nothing
         if self._outer or self._forks:
             raise StudioError(
                 "decide on the stored run itself: step out of the nested run, or go back "
                 "to the original from the fork, first"
             )
-        self._busy, self._stop, self._error = "deciding", None, None
+        self._change(Change.DECIDE)
+        self._stop = self._error = None
         self._publish()
         try:
             await asyncio.to_thread(self._source.decide, given)
             while await self.debugger.step() is not None:  # to the suspension: then follow
                 pass
         finally:  # refused or not, the pages see the run idle again
-            self._busy = None
+            self._change(Change.FINISH)
             published = self._publish()
         return published
 
@@ -433,22 +284,19 @@ class Session:
                 run does not wait for after `at` steps.
         """
         step, what, given = check_edit(at, kind, value)
-        if then is not None and (
-            not isinstance(then, list) or not all(isinstance(t, str) for t in then)
-        ):
-            raise StudioError("then is a list of texts")
-        return self._run(lambda: self._fork(step, what, given, then))
+        answers = check_then(then)
+        return self._run(lambda: self._fork(step, what, given, answers))
 
     def unfork(self) -> dict[str, Any]:
         """Back to the run the shown fork was forked from."""
         return self._run(self._unfork)
 
     async def _fork(self, at: int, kind: str, value: Any, then: list[str] | None) -> dict[str, Any]:
-        self._check_idle()
+        self._change(Change.MOVE)
         if self._outer:
             raise StudioError("step out of the nested run first: forks are of the outer run")
         original = self.debugger
-        rows = _rows(original)
+        rows = fork_rows(original)
         try:
             edit = edit_for(original.after(at), kind, value)
             forked = original.fork(edit, at=at, turns=then)
@@ -459,7 +307,7 @@ class Session:
         return self._publish()
 
     async def _unfork(self) -> dict[str, Any]:
-        self._check_idle()
+        self._change(Change.MOVE)
         if not self._forks or self._outer:
             raise StudioError("this run is not a fork (or a nested run is shown)")
         original, _, _ = self._forks.pop()
@@ -467,21 +315,11 @@ class Session:
         return self._publish()
 
     def _comparison(self) -> dict[str, Any] | None:
-        """The shown fork beside the run it came from: the rows of both, which differ, and
-        where the paths diverge."""
+        """The shown fork beside the run it came from (None: no fork is shown)."""
         if not self._forks or self._outer:
             return None
         original, rows, at = self._forks[-1]
-        mine = _rows(self.debugger)
-        steps = []
-        for k in range(max(len(rows), len(mine))):
-            before = rows[k] if k < len(rows) else None
-            after = mine[k] if k < len(mine) else None
-            steps.append(
-                {"step": k + 1, "original": before, "fork": after, "differs": before != after}
-            )
-        diverged = next((s["step"] for s in steps if s["differs"]), None)
-        return {"of": original.run.run_id, "at": at, "steps": steps, "diverged_at": diverged}
+        return comparison(original, rows, at, self.debugger)
 
     def step_in(self, run_id: object = None) -> dict[str, Any]:
         """Show the run nested in the last step's effect (a handoff target, an agent called
@@ -489,16 +327,14 @@ class Session:
         live run, before a step whose effect starts one, step into it as it runs
         (`Debugger.step_in_live`: stepping releases its transitions, stepping out completes
         the outer step)."""
-        if run_id is not None and not isinstance(run_id, str):
-            raise StudioError(f"run_id must be a nested run's id; got {quoted(run_id)}")
-        return self._run(lambda: self._nest(run_id))
+        nested = check_run_id(run_id)
+        return self._run(lambda: self._nest(nested))
 
     def step_out(self, to: object = None) -> dict[str, Any]:
         """Back to the run the shown one is nested in (`to`: how many levels up stay, 0:
         the outermost run, as the breadcrumb's first entry)."""
-        if to is not None and (isinstance(to, bool) or not isinstance(to, int)):
-            raise StudioError(f"to must be a breadcrumb position; got {quoted(to)}")
-        return self._run(lambda: self._unnest(to))
+        level = check_breadcrumb(to)
+        return self._run(lambda: self._unnest(level))
 
     def add_break(self, kind: object, value: object) -> dict[str, Any]:
         """Set a breakpoint; the snapshot returned has it under `breakpoint`."""
@@ -510,32 +346,12 @@ class Session:
 
     def close(self) -> None:
         """Stop the loop, cancelling a command in flight; idempotent."""
-        if self._closed:
+        if self._bridge.closed:
             return
-        self._closed = True
         self.updates.close()
-        stopping = asyncio.run_coroutine_threadsafe(self._cancel_all(), self._loop)
-        with contextlib.suppress(Exception):
-            stopping.result(CLOSE_TIMEOUT)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(CLOSE_TIMEOUT)
+        self._bridge.close(self._abandon)
 
     # ------------------------------------------------------------ on the loop
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            # a store read of a followed run may be in flight: let it finish first
-            self._loop.run_until_complete(self._loop.shutdown_default_executor())
-            self._loop.close()
-
-    def _run(self, command: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        if self._closed:
-            raise StudioError("the studio is closed")
-        return asyncio.run_coroutine_threadsafe(command(), self._loop).result()
 
     async def _show(self) -> dict[str, Any]:
         return self._publish()
@@ -545,7 +361,7 @@ class Session:
         data = snapshot(
             self.debugger,
             mode=self.mode,
-            busy=self._busy,
+            busy=self._activity.busy,
             stop=self._stop,
             error=self._error,
             hidden=hidden,
@@ -557,7 +373,8 @@ class Session:
             for d in (*self._outer, self.debugger)
         ]
         shown = self.debugger
-        data["nested_runs"] = [] if self._busy else [*shown.nested_runs(), *shown.runs_ahead()]
+        busy = self._activity is not Activity.IDLE
+        data["nested_runs"] = [] if busy else [*shown.nested_runs(), *shown.runs_ahead()]
         data["compare"] = self._comparison()
         source = self._source
         data["stored"] = (
@@ -603,10 +420,10 @@ class Session:
             try:
                 if pending is None:
                     pending = await asyncio.to_thread(source.newer)
-                if pending is None or self._busy is not None:
+                if pending is None or self._activity is not Activity.IDLE:
                     continue
                 trace, pending = pending, None
-                self._busy = "follow"
+                self._change(Change.FOLLOW)
                 root = (self._forks[0][0] if self._forks else None) or (
                     self._outer[0] if self._outer else self.debugger
                 )
@@ -617,23 +434,25 @@ class Session:
             except Exception as exc:  # a store that stopped checking out: stop following
                 self._error = f"stopped following the run: {cut(str(exc))}"
                 source.status = "unreadable"
-                if self._busy != "follow":
+                if self._activity is not Activity.FOLLOWING:
                     self._publish()
                 return
             finally:
-                if self._busy == "follow":
-                    self._busy = None
+                if self._activity is Activity.FOLLOWING:
+                    self._change(Change.FINISH)
                     self._publish()
 
-    def _check_idle(self) -> None:
-        if self._busy is not None:
-            raise StudioBusy(f"the run is busy ({self._busy}); pause it or wait for it to stop")
+    def _change(self, change: Change) -> None:
+        """The one place the activity changes (`helikon.studio.activity`); refused changes
+        raise the error the request gets."""
+        self._activity = next_activity(self._activity, change)
 
     async def _drive(
-        self, command: str, work: Callable[[], Awaitable[Stop | None]]
+        self, change: Change, work: Callable[[], Awaitable[Stop | None]]
     ) -> dict[str, Any]:
-        self._check_idle()
-        self._busy, self._stop, self._error = command, None, None
+        self._change(change)
+        command = self._activity.busy
+        self._stop = self._error = None
         self._publish()
         try:
             stop = await work()
@@ -645,7 +464,7 @@ class Session:
             self._error = f"{command} failed: {type(exc).__name__}: {cut(str(exc))}"
             raise StudioFailure(self._error) from exc
         finally:
-            self._busy = None
+            self._change(Change.FINISH)
             if self._pause is not None:
                 self.debugger.delete(self._pause.id)
                 self._pause = None
@@ -676,14 +495,13 @@ class Session:
                 self._publish()
 
     async def _request_pause(self) -> dict[str, Any]:
-        if self._busy != "continue":
-            raise StudioError("nothing to pause: the run is not continuing")
+        self._change(Change.PAUSE)
         if self._pause is None:
             self._pause = self.debugger.break_when(_always)
         return self._publish()
 
     async def _time_travel(self, move: Callable[[], object]) -> dict[str, Any]:
-        self._check_idle()
+        self._change(Change.MOVE)
         try:
             move()
         except DebuggerError as exc:
@@ -692,7 +510,7 @@ class Session:
         return self._publish()
 
     async def _nest(self, run_id: str | None) -> dict[str, Any]:
-        self._check_idle()
+        self._change(Change.MOVE)
         outer = self.debugger
         ahead = outer.runs_ahead()
         try:
@@ -707,7 +525,7 @@ class Session:
         return self._publish()
 
     async def _unnest(self, to: int | None) -> dict[str, Any]:
-        self._check_idle()
+        self._change(Change.MOVE)
         if not self._outer:
             raise StudioError("this is the outermost run: step into a nested one first")
         level = len(self._outer) - 1 if to is None else to
@@ -749,12 +567,8 @@ class Session:
                 self.debugger.delete(breakpoint.id)
         return self._publish()
 
-    async def _cancel_all(self) -> None:
+    async def _abandon(self) -> None:
+        """The last command on the loop, as the session closes: a run held by a live step-in
+        is cancelled (the bridge then cancels the tasks left)."""
         outermost = self._outer[0] if self._outer else self.debugger
-        with contextlib.suppress(Exception):  # a run held by a live step-in: cancelled
-            await outermost.abandon()
-        current = asyncio.current_task()
-        tasks = [task for task in asyncio.all_tasks() if task is not current]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await outermost.abandon()

@@ -6,7 +6,7 @@ nothing the store names is imported; with an agent (`--chart CHART`) each step i
 again and checked. A replay session of a run that has not ended looks at the store every
 `FOLLOW_INTERVAL` seconds (`StoredSource.newer`); when the run or a run nested in it has
 moved on, the debugger takes the newer recording (`Debugger.extend`) and a page at the end
-of the run steps on with it. Each browser session's replay (`Session.copy`) reads the run
+of the run steps on with it. Each browser session's replay (`ThreadedDebugger.copy`) reads the run
 as the store holds it when the session opens, not as it was when the studio did. A
 suspended run's pending calls are the store's (`store.pending`), and with `--chart` a
 decision on them resumes the run in the studio (`helikon.studio.resumes`), which the page
@@ -30,7 +30,7 @@ from helikon.run.config import RunContext
 from helikon.run.spec import AgentSpec
 from helikon.studio.resumes import AgentFor as ResumeWith
 from helikon.studio.resumes import Resumes
-from helikon.studio.session import Session, StudioError, StudioNotFound, edit_for
+from helikon.studio.session import StudioError, StudioNotFound, ThreadedDebugger, edit_for
 from helikon.trace import Trace, TraceError
 
 AgentFor = Callable[[], tuple[AgentSpec, RunContext[Any] | None]]
@@ -108,7 +108,7 @@ def run_data(info: RunInfo) -> dict[str, Any]:
 
 
 class StoredRuns:
-    """The runs of one store, each opened as a replay `Session` (see the module docstring).
+    """The runs of one store, each opened as a replay `ThreadedDebugger` (see the module docstring).
 
     Args:
         store: the store; closed by `close`.
@@ -145,7 +145,7 @@ class StoredRuns:
             raise StudioError(f"the store {self.store.url} holds no run to open")
         return str(runs[0]["run_id"])
 
-    def session(self, run_id: object) -> Session:
+    def session(self, run_id: object) -> ThreadedDebugger:
         """A replay of the stored run `run_id` that follows it while it goes on.
 
         Raises:
@@ -166,7 +166,7 @@ class StoredRuns:
         def fresh() -> Debugger:  # another browser's replay: of the run as stored then
             return self._replay(run_id, lambda: stored_trace(self.store, run_id))
 
-        return Session(
+        return ThreadedDebugger(
             self._replay(run_id, source.newer), mode="replay", fresh=fresh, source=source
         )
 
@@ -191,7 +191,7 @@ class StoredRuns:
 
     def fork(self, run_id: str, at: int, kind: str, value: Any) -> str:
         """Fork stored run `run_id` after seq `at` into a new stored run, the input the
-        next step applied replaced as `kind` and `value` say (`Session.fork`): what
+        next step applied replaced as `kind` and `value` say (`ThreadedDebugger.fork`): what
         `helikon runs fork --edit` does. Returns the fork's run id; it waits, suspended,
         for `helikon runs resume`.
 

@@ -8,30 +8,27 @@ Graphviz (the server adds the diagram).
 
 Values (states, inputs, items, events) go out through `helikon.core.codec.to_data`, so the page
 sees the same JSON a trace holds. Events are also given a one-line `text`, with runs of
-streaming deltas folded into one entry, so a timeline stays readable.
+streaming deltas folded into one entry, so a timeline stays readable; a turn's text names the
+phase it runs in, and a step that an effect's result drove carries that result (`effect`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, get_args
+from typing import Any
 
 from helikon.core.codec import to_data
-from helikon.core.events import AgentEvent
+from helikon.core.quoting import cut
 from helikon.core.table import Row, TransitionTable
 from helikon.core.transition import Match
 from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
+from helikon.debug.view import event_types
+from helikon.export.console import turn_label, turn_phase
 from helikon.models.scripted import ScriptedModel
 
 TEXT_LIMIT = 240
 _FOLDED = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})
-
-
-def event_types() -> tuple[str, ...]:
-    """Every event type a run can emit, in the order `AgentEvent` lists them."""
-    union = get_args(AgentEvent)[0]
-    return tuple(cls.__dataclass_fields__["type"].default for cls in get_args(union))
 
 
 EVENT_TYPES = event_types()
@@ -170,17 +167,30 @@ def step_summary(step: Step) -> dict[str, Any]:
         "input_kind": step.input.kind,
         "row": step.match.row.index,
         "action": step.match.row.action,
-        "events": event_entries(step.events),
+        "events": event_entries(step.events, step.state_after.phase),
+        "effect": effect_data(step.state_before, step.input),
         "divergence": step.divergence,
     }
 
 
-def event_entries(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """Events as `{type, text, count}`, consecutive deltas of one type folded together."""
+def effect_data(state: Any, inp: Any) -> dict[str, Any] | None:
+    """What the effect of effect phase `state` returned, when `inp` is its result: the
+    phase, the effect and its output as one line of JSON, cut short; else None."""
+    if inp.kind != "effect_result":
+        return None
+    output = json.dumps(inp.output, ensure_ascii=False, sort_keys=True)
+    return {"phase": state.phase, "effect": inp.effect, "text": cut(output)}
+
+
+def event_entries(events: Iterable[Any], phase: str | None = None) -> list[dict[str, Any]]:
+    """Events as `{type, text, count}`, consecutive deltas of one type folded together; a
+    turn started in `phase` (the phase the step entered) names it, as `helikon run` does."""
     entries: list[dict[str, Any]] = []
     for event in events:
         kind = event.type
         text = event_text(event)
+        if kind == "turn_started" and turn_phase(phase) is not None:
+            text = turn_label(event.turn, phase)
         last = entries[-1] if entries else None
         if last is not None and kind in _FOLDED and last["type"] == kind:
             last["count"] += 1

@@ -58,7 +58,7 @@ from helikon.run.prepare import listed, source_tools, tools_and_handoffs
 from helikon.run.spec import AgentSpec, model_of
 from helikon.run.stored import model_calls
 from helikon.temporal import messages as m
-from helikon.temporal.registry import AgentFacts, AgentRegistry
+from helikon.temporal.registry import AgentFacts, AgentRegistry, UnknownAgent
 from helikon.temporal.writes import RunDiverged, Written, write
 from helikon.tools import Tool, ToolContext, execute_batch
 
@@ -92,8 +92,15 @@ class HelikonActivities:
         if writes is None:
             return None
 
-        def facts_for(tools: Sequence[ListedTool]) -> AgentFacts:
-            return self.registry.facts(writes.agent, writes.token_budget, listed=tools)
+        def facts_for(tools: Sequence[ListedTool], chart: str) -> AgentFacts:
+            """On the run's `chart` when it is a kept version of the default chart (see
+            helikon.run.chart_versions); another chart is refused by the write, as before."""
+            try:
+                return self.registry.facts(
+                    writes.agent, writes.token_budget, chart=chart, listed=tools
+                )
+            except UnknownAgent:
+                return self.registry.facts(writes.agent, writes.token_budget, listed=tools)
 
         try:
             return await write(self.store, writes, facts_for)

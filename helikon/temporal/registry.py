@@ -27,8 +27,9 @@ from helikon.core.codec import dumps
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import HelikonError
 from helikon.core.tool_spec import ListedTool, ToolSpec
+from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig
-from helikon.run.journal import toolset_digest
+from helikon.run.journal import chart_of, toolset_digest
 from helikon.run.prepare import (
     recorded_tools,
     tool_specs,
@@ -69,7 +70,9 @@ class AgentFacts:
 
     @property
     def digest(self) -> str:
-        return self.ctx.table.digest
+        """The chart's digest, computed once per table (`chart_of`): every write and every
+        chart check reads it."""
+        return chart_of(self.ctx.table)[0]
 
     def nested(self, name: str) -> AgentSpec | None:
         """The agent a tool of this agent runs (an agent as a tool), if it is one."""
@@ -143,11 +146,17 @@ class AgentRegistry:
             raise UnknownAgent(f"this worker has no agent {name!r} (it has: {known})")
         facts = self._facts_for(agent, token_budget, tuple(listed))
         if chart and chart != facts.digest:
-            raise UnknownAgent(
-                f"agent {name!r} runs chart {facts.digest[:12]} on this worker, but the run "
-                f"asks for chart {chart[:12]}: the loop changed, so this worker refuses it "
-                "(run the new chart on a new task queue)"
-            )
+            kept = on_recorded_chart(agent, chart)  # an older default chart (chart_versions)
+            if kept is agent:
+                raise UnknownAgent(
+                    f"agent {name!r} runs chart {facts.digest[:12]} on this worker, but the "
+                    f"run asks for chart {chart[:12]}: the loop changed, so this worker "
+                    "refuses it (run the new chart on a new task queue)"
+                )
+            try:
+                facts = _facts_of(kept, self.agents, token_budget, tuple(listed))
+            except ValueError as exc:
+                raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
         return facts
 
     def _facts_for(

@@ -279,8 +279,8 @@ class HelikonWorkflow:
         """The run's facts with the tools it listed from its sources."""
         request = self._request
         try:
-            return registry_for(self._queue).facts(
-                request.agent, request.token_budget, listed=tools
+            return registry_for(self._queue).facts(  # chart: a kept version stays (chart_versions)
+                request.agent, request.token_budget, chart=request.chart, listed=tools
             )
         except UnknownAgent as exc:
             raise _refused(str(exc)) from None

@@ -51,8 +51,9 @@ def owner_of(run_id: str) -> str:
     return f"temporal:{run_id}"
 
 
-FactsFor = Callable[[Sequence[ListedTool]], AgentFacts]
-"""The facts of the run's agent given the tools the run listed from its sources."""
+FactsFor = Callable[[Sequence[ListedTool], str], AgentFacts]
+"""The facts of the run's agent given the tools the run listed from its sources, and the
+digest of the chart a stored run was recorded on ("" for a new run)."""
 
 
 @value
@@ -91,7 +92,7 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written
                 f"run {run_id!r} is not in the store {store.url} and these writes do not "
                 "create it: was the store emptied under a running workflow?"
             )
-        facts = facts_for(writes.tools)
+        facts = facts_for(writes.tools, "")
         ctx = facts.ctx
         first = rebuilt(run_id, initial_state(ctx), steps.pop(0), ctx)
         before = [e for e in effects if e.after_seq < first.seq]
@@ -110,7 +111,7 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written
         await store.create(header, chart, owner_of(run_id), LEASE_TTL, first, before)
         stored = await store.load(run_id)
     else:
-        facts = facts_for(stored.header.tools)
+        facts = facts_for(stored.header.tools, stored.header.chart_digest)  # a kept version
         ctx = facts.ctx
     _check_ours(stored, facts)
     steps, effects = _new_only(stored, steps, effects)

@@ -308,7 +308,7 @@ async def _in_own_thread(
     done: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
 
-    def settle(result: Any, error: BaseException | None) -> None:
+    def resolve(result: Any, error: BaseException | None) -> None:
         if done.done():  # the caller stopped waiting
             return
         if error is None:
@@ -326,7 +326,7 @@ async def _in_own_thread(
         except BaseException as exc:
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
-            loop.call_soon_threadsafe(settle, result, error)
+            loop.call_soon_threadsafe(resolve, result, error)
 
     threading.Thread(target=work, name=name, daemon=True).start()
     return await done

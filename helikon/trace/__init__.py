@@ -1,13 +1,13 @@
 """Traces: every transition of a run, recorded as JSON lines, and read back.
 
 `lines` holds the values a trace file is made of, `writing` the sink a run reports to and
-`TraceWriter`, `guarded` the guard a run keeps its sink behind, `reading` `read_trace`.
-Everything is re-exported here.
+`TraceWriter`, `guarded` the guard a run keeps its sink behind (and `Sinks`, several as one),
+`reading` `read_trace`. Everything is re-exported here.
 """
 
 from __future__ import annotations
 
-from helikon.trace.guarded import GuardedSink
+from helikon.trace.guarded import GuardedSink, Sinks
 from helikon.trace.lines import (
     TRACE_VERSION,
     EffectTrace,
@@ -37,6 +37,7 @@ __all__ = [
     "RowTrace",
     "RunLines",
     "RunTrace",
+    "Sinks",
     "Trace",
     "TraceError",
     "TraceHeader",

@@ -6,6 +6,9 @@ traceback, on the `helikon.trace` logger at ERROR level, and kept as `failure`; 
 the guard drops every call, so the run goes on untraced and its trace simply ends there.
 Runs nested in a run (handoff targets, agents as tools) share its guard, so a failing sink is
 reported once per run, nested runs included.
+
+`Sinks` gives a run several sinks (a trace file and `helikon run`'s console), each behind its
+own guard.
 """
 
 from __future__ import annotations
@@ -71,6 +74,32 @@ class GuardedSink:
             where,
             exc_info=exc,
         )
+
+
+class Sinks:
+    """Several sinks as one (a trace file and a console, say): each is called in turn,
+    behind its own guard, so one that fails does not silence the others.
+
+    Args:
+        sinks: the sinks, called in this order.
+    """
+
+    __slots__ = ("guards",)
+
+    def __init__(self, *sinks: TraceSink) -> None:
+        self.guards = tuple(GuardedSink(sink) for sink in sinks)
+
+    def started(self, run: TracedRun) -> None:
+        for guard in self.guards:
+            guard.started(run)
+
+    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
+        for guard in self.guards:
+            guard.transition(run, record)
+
+    def effect(self, run: TracedRun, event: Any) -> None:
+        for guard in self.guards:
+            guard.effect(run, event)
 
 
 def guarded(sink: TraceSink | None) -> GuardedSink | None:

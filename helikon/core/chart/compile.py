@@ -1,6 +1,8 @@
-"""`compile_chart`: a chart class in, a frozen `TransitionTable` out, as small pure passes.
+"""`compile_chart`: a chart (a `ChartSpec`, or a chart class read into one) in, a frozen
+`TransitionTable` out, as small pure passes.
 
-    read_chart    the class's states and transitions -> a `ChartSpec` of plain rows
+    read_chart    a class's states and transitions -> a `ChartSpec` of plain rows, a
+                  `from_.any()` row read once (`ChartSpec.everywhere`)
     check_chart   every compile-time check (helikon.core.chart.validate), all problems at once
     build_table   resolve guard and action names, add the implicit rows (a turn-limit check
                   before each row opening a turn, helikon.core.chart.turns; a fallback
@@ -17,10 +19,11 @@ from types import MappingProxyType
 from typing import Any
 
 from statemachine import StateChart
+from statemachine.state import AnyState
 
 from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
 from helikon.core.chart.guards import GUARDS, Guard
-from helikon.core.chart.spec import ChartSpec
+from helikon.core.chart.spec import ChartSpec, EverywhereRow
 from helikon.core.chart.turns import checked_phases, numbered, turn_phases, with_limit
 from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
@@ -33,50 +36,62 @@ def compile_chart(
     guards: Mapping[str, Guard] | None = None,
     actions: Mapping[str, Action] | None = None,
 ) -> TransitionTable:
-    """Compile a chart class into a frozen `TransitionTable`.
+    """Compile a chart into a frozen `TransitionTable`.
 
     Args:
-        chart: a `LoopChart` (python-statemachine `StateChart`) subclass; not an instance.
+        chart: a `ChartSpec` (what `extend(...).build()` returns), or a `LoopChart`
+            (python-statemachine `StateChart`) subclass, not an instance.
         guards: extra named guards, added to (and overriding) the default ones and the
-            chart's own (its `guards` attribute).
+            chart's own (`ChartSpec.guards`, a chart class's `guards` attribute).
         actions: extra named actions, added to (and overriding) the default ones and the
-            chart's own (its `actions` attribute).
+            chart's own (`ChartSpec.actions`, a chart class's `actions` attribute).
 
     Raises:
         ChartDefinitionError: the chart cannot be compiled; the message lists every
             problem, each naming its state and input.
     """
-    spec = read_chart(chart)
-    guard_fns = {**GUARDS, **_own(chart, "guards"), **(guards or {})}
-    action_fns = {**ACTIONS, **_own(chart, "actions"), **(actions or {})}
+    spec = chart if isinstance(chart, ChartSpec) else read_chart(chart)
+    guard_fns = {**GUARDS, **spec.guards, **(guards or {})}
+    action_fns = {**ACTIONS, **spec.actions, **(actions or {})}
     check_chart(spec, guard_fns, action_fns)
     return build_table(spec, guard_fns, action_fns)
 
 
-def _own(chart: Any, registry: str) -> dict[str, Any]:
+def _own(chart: Any, registry: str) -> Mapping[str, Any]:
     """The guards or actions a chart class carries (`LoopChart.guards`, `.actions`)."""
     found = getattr(chart, registry, None) or {}
     if not isinstance(found, Mapping):
         raise ChartDefinitionError(
             f"chart {chart.__name__}: {registry} must map names to functions, got {found!r}"
         )
-    return dict(found)
+    return MappingProxyType(dict(found))
 
 
 def read_chart(chart: Any) -> ChartSpec:
-    """Read a chart class's phases and rows, refusing what helikon cannot interpret."""
+    """Read a chart class into a `ChartSpec`, refusing what helikon cannot interpret.
+
+    A `from_.any()` transition, which python-statemachine copies onto every non-final
+    state, is read once, as an `everywhere` row.
+    """
     if not (inspect.isclass(chart) and issubclass(chart, StateChart)):
         raise ChartDefinitionError(_not_a_chart(chart))
     if not chart.states or chart.initial_state is None:
         raise ChartDefinitionError(f"chart {chart.__name__} declares no states")
     phases = tuple(_phase(state) for state in chart.states)
     names = _unique_names(phases)
+    copies = _everywhere_copies(chart)
     rows: list[Row] = []
+    everywhere: dict[int, list[EverywhereRow]] = {}
     for state in chart.states:
         for transition in state.transitions:
             _check_transition(chart.__name__, state, transition, names)
             for event in transition.events:
-                rows.append(_row(len(rows), state, transition, str(event)))
+                row = _row(len(rows), state, transition, str(event))
+                if id(transition) in copies:
+                    every = EverywhereRow(row.input_kind, row.guards, row.target, row.action)
+                    everywhere.setdefault(id(state), []).append(every)
+                else:
+                    rows.append(row)
     return ChartSpec(
         chart.__name__,
         chart.initial_state.name,
@@ -85,7 +100,32 @@ def read_chart(chart: Any) -> ChartSpec:
         MappingProxyType(dict(getattr(chart, "awaits", {}))),
         MappingProxyType(dict(getattr(chart, "prompts", {}))),
         MappingProxyType(dict(getattr(chart, "effects", {}))),
+        _one_everywhere(chart, everywhere),
+        guards=_own(chart, "guards"),
+        actions=_own(chart, "actions"),
     )
+
+
+def _everywhere_copies(chart: Any) -> set[int]:
+    """The ids of the transitions python-statemachine copied from a `from_.any()` one onto
+    each non-final state (`AnyState._copies`)."""
+    return {
+        id(copy)
+        for event in chart._events
+        for transition in event._transitions
+        if isinstance(transition.source, AnyState)
+        for copy in transition.source._copies.values()
+    }
+
+
+def _one_everywhere(chart: Any, found: dict[int, list[EverywhereRow]]) -> tuple[EverywhereRow, ...]:
+    """The `everywhere` rows, which every non-final state has alike, after its own rows."""
+    lists = [found.get(id(state), []) for state in chart.states if not state.final]
+    if any(rows != lists[0] for rows in lists):
+        raise ChartDefinitionError(
+            f"chart {chart.__name__}: its from_.any() transitions differ from state to state"
+        )
+    return tuple(lists[0]) if lists else ()
 
 
 def _not_a_chart(chart: Any) -> str:
@@ -204,9 +244,10 @@ def build_table(
 ) -> TransitionTable:
     """Freeze a checked spec: resolve names, count turns and make the table total with
     implicit rows."""
-    rows = list(spec.rows)
-    turns = turn_phases(spec.phases, spec.rows, spec.effects)
-    checked = checked_phases(spec.phases, spec.rows, turns)
+    declared = spec.table_rows
+    rows = list(declared)
+    turns = turn_phases(spec.phases, declared, spec.effects)
+    checked = checked_phases(spec.phases, declared, turns)
     dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
     # A chart without effect phases has no effect_result rows at all: its table, and its
     # digest, are what they were before effect phases existed.
@@ -214,7 +255,7 @@ def build_table(
     for phase in spec.phases:
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
         for kind in kinds:
-            own = [row for row in spec.rows if row.source == phase.name and row.input_kind == kind]
+            own = [row for row in declared if row.source == phase.name and row.input_kind == kind]
             own = with_limit(own, turns, checked, len(rows))
             rows.extend(row for row in own if row.implicit)
             if not own:
@@ -236,6 +277,7 @@ def build_table(
         MappingProxyType({name: _doc(_action(name, actions)) for name in sorted(used_actions)}),
         spec.prompts,
         spec.effects,
+        spec.everywhere_rows(),
     )
 
 

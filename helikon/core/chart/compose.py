@@ -1,11 +1,11 @@
-"""Composing charts: start from a chart's rows, change a few, get a new chart class.
+"""Composing charts: start from a chart's spec, change a few rows, get a new `ChartSpec`.
 
 python-statemachine fixes a chart's initial state where its states are declared, and a
 subclass shares its parent's `State` objects (rows added to an inherited state change the
 parent too), so a chart that starts elsewhere, or adds a phase in front of the loop, cannot
-be a subclass. `extend(base)` reads the base chart's rows as plain data instead; the draft's
-methods change them, and `build()` declares a fresh chart class from them, with new `State`
-objects, which compiles and validates like any chart:
+be a subclass. `extend(base)` reads the base chart's spec (`ChartSpec`, plain data) instead;
+the draft's methods change it, and `build()` returns the new spec, which `compile_chart`
+checks and compiles like any chart (`compile()` does both; no class is declared):
 
     PlanActChart = (
         extend(AGENT_LOOP, "PlanActChart")
@@ -19,31 +19,29 @@ objects, which compiles and validates like any chart:
 A row is named by its action within its (phase, input kind), or as "action -> Target" when
 several of its rows run that action: `retarget("CallingModel", "start", "start_turn ->
 CallingModel", to="Retrieving")` sends the default loop's `start` fallback to Retrieving.
-Rows the base gives every non-terminal phase alike (`cancel` and `fail` in the default loop)
-are given to every phase of the draft, new ones included, after the phase's own rows.
+The rows the base states for every non-terminal phase (`ChartSpec.everywhere`: `cancel` and
+`fail` in the default loop) are given to every phase of the draft, new ones included, after
+the phase's own rows.
 
-The built chart lists its phases in the draft's order (an initial phase first, then the
+The built spec lists its phases in the draft's order (an initial phase first, then the
 base's phases, a new phase before the terminal ones) and, within a phase, its rows in the
-draft's order: so a draft that changes nothing declares the base's rows again, in order.
+draft's order: so a draft that changes nothing is the base's spec again, with its digest.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
-from statemachine import State
-
 from helikon.core.chart.actions import ACTIONS
-from helikon.core.chart.compile import read_chart
-from helikon.core.chart.dsl import LoopChart
+from helikon.core.chart.compile import compile_chart, read_chart
 from helikon.core.chart.guards import GUARDS
+from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import EFFECT_RESULT, INPUT_KINDS
-from helikon.core.table import GuardRef, Row
+from helikon.core.state import BUILTIN_PHASES
+from helikon.core.table import GuardRef, Phase, Row, TransitionTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +69,6 @@ def to(
 
 
 @dataclass(frozen=True, slots=True)
-class _Phase:
-    name: str
-    final: bool
-    attr: str
-
-
-@dataclass(frozen=True, slots=True)
 class _DraftRow:
     source: str
     input_kind: str
@@ -89,21 +80,20 @@ class ChartDraft:
     changes the draft and returns it, so the changes chain. Build one with `extend`."""
 
     def __init__(self, base: Any, name: str) -> None:
-        spec = read_chart(base)
+        spec = base if isinstance(base, ChartSpec) else read_chart(base)
+        if not spec.flat:
+            raise ChartDefinitionError(f"chart {spec.name}: only a flat chart can be extended")
         self.name = name
         self.initial = spec.initial
-        self._phases = [_Phase(s.name, bool(s.final), s.id) for s in base.states]
-        non_final = [p.name for p in self._phases if not p.final]
-        rows = [_DraftRow(r.source, r.input_kind, _spec(r)) for r in spec.rows]
-        self._base = tuple(rows)
-        self._common = _common_rows(rows, non_final)
-        common = {(row.input_kind, row.spec) for row in self._common}
-        self._rows = [row for row in rows if (row.input_kind, row.spec) not in common]
+        self._phases = list(spec.phases)
+        self._base = tuple(_DraftRow(r.source, r.input_kind, _spec(r)) for r in spec.table_rows)
+        self._everywhere = spec.everywhere
+        self._rows = [_DraftRow(r.source, r.input_kind, _spec(r)) for r in spec.rows]
         self.prompts: dict[str, str] = dict(spec.prompts)
         self.awaits: dict[str, tuple[str, ...]] = dict(spec.awaits)
-        self.effects: dict[str, str] = dict(getattr(base, "effects", {}))
-        self.guard_fns: dict[str, Callable[..., Any]] = dict(getattr(base, "guards", {}))
-        self.action_fns: dict[str, Callable[..., Any]] = dict(getattr(base, "actions", {}))
+        self.effects: dict[str, str] = dict(spec.effects)
+        self.guard_fns: dict[str, Callable[..., Any]] = dict(spec.guards)
+        self.action_fns: dict[str, Callable[..., Any]] = dict(spec.actions)
 
     # ------------------------------------------------------------ phases
 
@@ -131,7 +121,7 @@ class ChartDraft:
             raise ChartDefinitionError(
                 f"state {name}: the chart has this phase already", state=name
             )
-        phase = _Phase(name, False, _attr(name, {p.attr for p in self._phases} | _RESERVED))
+        phase = Phase(name, False, name not in BUILTIN_PHASES)
         if initial:
             self._rows = [
                 r for r in self._rows if (r.source, r.input_kind) != (self.initial, "start")
@@ -230,12 +220,8 @@ class ChartDraft:
 
     # ------------------------------------------------------------ building
 
-    def build(self, module: str | None = None) -> Any:
-        """Declare the chart class: fresh states, the draft's rows in order.
-
-        Args:
-            module: the class's `__module__`; by default the caller's module, so the chart
-                loaders (`helikon run`, `helikon test`) find it as the module's own chart.
+    def build(self) -> ChartSpec:
+        """The chart's spec: the draft's phases, and each phase's rows in the draft's order.
 
         Raises:
             ChartDefinitionError: a row names a phase the draft does not have. (The other
@@ -247,43 +233,34 @@ class ChartDraft:
                 raise self._missing(
                     row.source, row.input_kind, f"names {row.spec.target!r}, which is not a phase"
                 )
-        states = {
-            p.name: State(p.name, initial=p.name == self.initial, final=p.final)
-            for p in self._phases
-        }
-        events: dict[str, Any] = {}
-        for phase in self._phases:
-            if phase.final:
-                continue
-            for row in (
-                *[r for r in self._rows if r.source == phase.name],
-                *_at(self._common, phase.name),
-            ):
-                spec = row.spec
-                transition = states[phase.name].to(
-                    states[spec.target],
-                    cond=[g.name for g in spec.guards if g.expected] or None,
-                    unless=[g.name for g in spec.guards if not g.expected] or None,
-                    on=spec.action,
-                )
-                events[row.input_kind] = (
-                    events[row.input_kind] | transition if row.input_kind in events else transition
-                )
-        caller = module or sys._getframe(1).f_globals.get("__name__", __name__)
-        namespace: dict[str, Any] = {
-            "__module__": caller,
-            "__qualname__": self.name,
-            "__doc__": f"A chart composed with helikon.extend: {self.name}.",
-            **{p.attr: states[p.name] for p in self._phases},
-            **events,
-            "prompts": dict(self.prompts),
-            "awaits": dict(self.awaits),
-            "effects": dict(self.effects),
-            "guards": dict(self.guard_fns),
-            "actions": dict(self.action_fns),
-        }
-        metaclass: Any = type(LoopChart)  # python-statemachine's, which reads the states
-        return metaclass(self.name, (LoopChart,), namespace)
+        rows = tuple(
+            Row(at, r.source, r.input_kind, r.spec.guards, r.spec.target, r.spec.action)
+            for at, r in enumerate(self._rows)
+        )
+        return ChartSpec(
+            self.name,
+            self.initial,
+            tuple(self._phases),
+            rows,
+            MappingProxyType(dict(self.awaits)),
+            MappingProxyType(dict(self.prompts)),
+            MappingProxyType(dict(self.effects)),
+            self._everywhere,
+            guards=MappingProxyType(dict(self.guard_fns)),
+            actions=MappingProxyType(dict(self.action_fns)),
+        )
+
+    def compile(
+        self,
+        guards: Mapping[str, Callable[..., Any]] | None = None,
+        actions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> TransitionTable:
+        """The built spec, compiled: `compile_chart(self.build(), guards, actions)`.
+
+        Raises:
+            ChartDefinitionError: as `build` and `compile_chart` do.
+        """
+        return compile_chart(self.build(), guards, actions)
 
     # ------------------------------------------------------------ finding rows
 
@@ -344,8 +321,9 @@ class ChartDraft:
 
 
 def extend(base: Any, name: str) -> ChartDraft:
-    """A draft of chart `name`, starting from the rows of chart class `base` (for example
-    `AGENT_LOOP`, helikon's default loop); see `ChartDraft`."""
+    """A draft of chart `name`, starting from the rows of `base`: a chart class (for example
+    `AGENT_LOOP`, helikon's default loop) or a `ChartSpec` (a chart built before); see
+    `ChartDraft`."""
     return ChartDraft(base, name)
 
 
@@ -368,36 +346,6 @@ def _resolved(
 
 def _spec(row: Row) -> RowSpec:
     return RowSpec(row.target, row.guards, row.action)
-
-
-def _common_rows(rows: list[_DraftRow], phases: list[str]) -> list[_DraftRow]:
-    """The rows every non-terminal phase has alike (input, guards, target, action), in the
-    order of the first phase's rows."""
-    if len(phases) < 2:  # one phase: nothing tells its own rows from common ones
-        return []
-    keys = [{(r.input_kind, r.spec) for r in rows if r.source == phase} for phase in phases]
-    shared = set.intersection(*keys)
-    return [r for r in rows if r.source == phases[0] and (r.input_kind, r.spec) in shared]
-
-
-def _at(common: list[_DraftRow], phase: str) -> list[_DraftRow]:
-    return [replace(row, source=phase) for row in common]
-
-
-# Class attributes a built chart declares besides its states: its events and registries.
-_RESERVED = frozenset(
-    {*INPUT_KINDS, EFFECT_RESULT, "prompts", "awaits", "effects", "guards", "actions"}
-)
-
-
-def _attr(name: str, taken: set[str] | frozenset[str]) -> str:
-    """A free snake_case attribute name for a new phase's state."""
-    base = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-    base = re.sub(r"\W", "_", base) or "phase"
-    attr = base if base.isidentifier() and not base.startswith("_") else f"phase_{base}"
-    while attr in taken:
-        attr += "_"
-    return attr
 
 
 __all__ = ["ChartDraft", "RowSpec", "extend", "to"]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from helikon.core.chart.builds import built
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
@@ -34,9 +35,11 @@ class Problem:
 def check_chart(spec: ChartSpec, guards: Mapping[str, Any], actions: Mapping[str, Any]) -> None:
     """Raise `ChartDefinitionError` listing every problem of `spec`; return if none."""
     checks: tuple[Callable[[ChartSpec], Iterator[Problem]], ...] = (
+        check_flat,
         check_terminals,
         check_declarations,
         lambda s: check_names(s, guards, actions),
+        lambda s: check_targets(s, actions),
         check_reachable,
         check_can_finish,
         check_coverage,
@@ -51,6 +54,12 @@ def check_chart(spec: ChartSpec, guards: Mapping[str, Any], actions: Mapping[str
             state=first.state,
             input_kind=first.input_kind,
         )
+
+
+def check_flat(spec: ChartSpec) -> Iterator[Problem]:
+    """No nested, parallel or history phases yet: the spec has their fields, empty."""
+    for name in (*spec.parents, *spec.regions, *spec.history):
+        yield Problem(name, None, "nested, parallel and history phases are not supported yet")
 
 
 def check_terminals(spec: ChartSpec) -> Iterator[Problem]:
@@ -96,7 +105,7 @@ def _check_effects(spec: ChartSpec, phases: set[str]) -> Iterator[Problem]:
             yield Problem(name, None, f"the effect's name {effect!r} must be an identifier")
         if name in spec.prompts:
             yield Problem(name, None, "an effect phase calls no model: it takes no prompt")
-    for row in spec.rows:
+    for row in spec.table_rows:
         if row.input_kind == EFFECT_RESULT and row.source not in spec.effects:
             yield Problem(row.source, row.input_kind, "only an effect phase gets effect results")
 
@@ -105,7 +114,7 @@ def check_names(
     spec: ChartSpec, guards: Mapping[str, Any], actions: Mapping[str, Any]
 ) -> Iterator[Problem]:
     """Every guard and action name resolves to a registered function."""
-    for row in spec.rows:
+    for row in spec.table_rows:
         for ref in row.guards:
             if ref.name not in guards:
                 yield Problem(row.source, row.input_kind, f"unknown guard {ref.name!r}")
@@ -113,9 +122,29 @@ def check_names(
             yield Problem(row.source, row.input_kind, f"unknown action {row.action!r}")
 
 
+def check_targets(spec: ChartSpec, actions: Mapping[str, Any]) -> Iterator[Problem]:
+    """Every row goes to the phase its action builds (helikon.core.chart.builds). A row
+    into a terminal phase other than Done and Failed, or whose action builds a terminal the
+    chart lacks, is left to `check_terminals`."""
+    custom = frozenset(phase.name for phase in spec.phases if phase.custom)
+    finals = {phase.name for phase in spec.phases if phase.final}
+    for row in spec.table_rows:
+        action = actions.get(row.action)
+        builds = built(action, row.target, custom, spec.effects) if action else None
+        terminal = builds in ("Done", "Failed") and builds not in finals
+        if builds is not None and not terminal and row.target not in finals - {"Done", "Failed"}:
+            yield Problem(
+                row.source,
+                row.input_kind,
+                f"row #{row.index} goes to {row.target}, but its action {row.action} builds "
+                f"the state of {builds if ' ' in builds else 'phase ' + builds}: make the row "
+                f"go there, or run an action that enters {row.target}",
+            )
+
+
 def _edges(spec: ChartSpec) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {phase.name: set() for phase in spec.phases}
-    for row in spec.rows:
+    for row in spec.table_rows:
         edges[row.source].add(row.target)
     return edges
 
@@ -146,7 +175,7 @@ def check_reachable(spec: ChartSpec) -> Iterator[Problem]:
 def check_can_finish(spec: ChartSpec) -> Iterator[Problem]:
     """Every state has a path to Done or Failed."""
     backwards: dict[str, set[str]] = {phase.name: set() for phase in spec.phases}
-    for row in spec.rows:
+    for row in spec.table_rows:
         backwards[row.target].add(row.source)
     finals = {phase.name for phase in spec.phases if phase.final}
     finishing = _closure(finals, backwards)
@@ -157,7 +186,7 @@ def check_can_finish(spec: ChartSpec) -> Iterator[Problem]:
 
 def _pairs(spec: ChartSpec) -> dict[tuple[str, str], list[Row]]:
     pairs: dict[tuple[str, str], list[Row]] = {}
-    for row in spec.rows:
+    for row in spec.table_rows:
         pairs.setdefault((row.source, row.input_kind), []).append(row)
     return pairs
 
@@ -167,7 +196,7 @@ def check_coverage(spec: ChartSpec) -> Iterator[Problem]:
     pairs = _pairs(spec)
     live = reachable(spec)
     for phase in spec.phases:
-        if phase.final and any(row.source == phase.name for row in spec.rows):
+        if phase.final and any(row.source == phase.name for row in spec.table_rows):
             yield Problem(phase.name, None, "a final state cannot have rows")
         if phase.name not in live:
             continue

@@ -216,6 +216,13 @@
     return list;
   }
 
+  function renderEffect(effect) {
+    const line = h("p", "effect-result");
+    line.append(h("b", null, effect.effect), h("span", "muted", " returned "));
+    line.append(h("code", null, effect.text));
+    return line;
+  }
+
   function renderStep(box, step, empty) {
     box.replaceChildren();
     if (!step) {
@@ -229,6 +236,7 @@
     box.append(title);
     if (step.divergence) box.append(h("p", "divergence", step.divergence));
     box.append(renderAttempts(step.match.attempts));
+    if (step.effect) box.append(renderEffect(step.effect));
     if (step.events.length) box.append(renderEvents(step.events));
   }
 
@@ -265,6 +273,7 @@
       const detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
       item.append(head, h("div", "moment-detail muted", detail));
       if (step.divergence) item.append(h("p", "divergence", step.divergence));
+      if (step.effect) item.append(renderEffect(step.effect));
       if (step.events.length) item.append(renderEvents(step.events));
       list.append(item);
     });
