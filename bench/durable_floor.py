@@ -55,7 +55,7 @@ async def recorded(work: Path, turns: int, width: int) -> list[Statement]:
     recording = RecordingConnection(store._db)
     try:
         await helikon.once(turns, width, store, "first")
-        store._db = recording  # type: ignore[assignment]
+        store._begin.db = recording  # type: ignore[assignment]
         await helikon.once(turns, width, store, "floor")
     finally:
         store.close()
@@ -72,6 +72,7 @@ def replay(path: str | Path, statements: Sequence[Statement]) -> tuple[float, fl
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("PRAGMA foreign_keys=ON")
+        connection.create_function("helikon_now", 0, time.time)  # the store's clock
         if str(path) == ":memory:":
             _schema(connection)
         execute, executemany = connection.execute, connection.executemany

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -42,6 +42,8 @@ class NullConnection:
     give it back when the store reads it. Counts the transactions begun."""
 
     rowcount = 1
+    in_transaction = False
+    ROW: ClassVar[dict[Any, Any]] = {0: 1, "lease_expires": 0.0}  # by index or column name
 
     def __init__(self) -> None:
         self.transactions = 0
@@ -50,19 +52,17 @@ class NullConnection:
     def execute(self, statement: str, *args: Any) -> NullConnection:
         self.transactions += statement == "BEGIN IMMEDIATE"
         row = args[0] if args else ()
-        if statement is sql.CREATE_RUN:
-            self.head = (row[7], row[8], row[17], row[18])
-        elif statement is sql.ADVANCE:
-            self.head = (row[0], row[1], row[3], row[4])
+        if statement is sql.CREATE_RUN or statement is sql.ADVANCE:
+            self.head = (row["head_seq"], row["head_mac"], row["chain_n"], row["chain_digest"])
         elif statement is sql.SET_CHAIN:
             self.head = (*self.head[:2], row[0], row[1])
-        self.row = self.head if statement in (sql.HOLDS, sql.CHAIN) else (1,)
+        self.row: Any = self.head if statement in (sql.HOLDS, sql.CHAIN) else self.ROW
         return self
 
     def executemany(self, statement: str, *args: Any) -> NullConnection:
         return self
 
-    def fetchone(self) -> tuple[Any, ...]:
+    def fetchone(self) -> Any:
         return self.row
 
     def close(self) -> None:
@@ -79,9 +79,8 @@ LAYERS = (
 
 def layer_stores(work: Path) -> tuple[dict[str, SqliteRunStore | None], NullConnection]:
     null = SqliteRunStore(":memory:", key=KEY)
-    null._db.close()
     connection = NullConnection()
-    null._db = connection  # type: ignore[assignment]
+    null._begin.db = connection  # type: ignore[assignment]
     stores = {
         "memory": None,
         "null": null,

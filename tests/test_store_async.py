@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
+
+import pytest
+from test_store_conformance import CHART, TTL, header, started
 
 from helikon.durable import SqliteRunStore
 
@@ -36,3 +40,44 @@ async def test_the_async_reads_answer_as_the_plain_ones(tmp_path: Path) -> None:
         assert await session.aitems() == session.items() == ()
         assert await store.aruns() == store.runs() == []
         await session.aclear()
+
+
+READS = {
+    "load": lambda store: store.load("r1"),
+    "aheader": lambda store: store.aheader("r1"),
+    "arevision": lambda store: store.arevision("r1"),
+    "aruns": lambda store: store.aruns(),
+    "apending": lambda store: store.apending("r1"),
+    "asession_items": lambda store: store.asession_items("s"),
+}
+
+
+@pytest.mark.parametrize("read", READS)
+async def test_a_held_sqlite_read_lets_the_event_loop_run_on(tmp_path: Path, read: str) -> None:
+    """The read is held inside SQLite (its progress handler waits) until the loop's own
+    task lets it go: the task runs only if the read is off the loop. (Were it on the loop,
+    the handler's wait would time out and the read end first.)"""
+    with SqliteRunStore(tmp_path / "runs.db", key=b"k" * 32) as store:
+        await store.create(header(), CHART, "a", TTL, started())
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> int:  # SQLite calls it at each step of the read: it waits once
+            if not held.is_set():
+                held.set()
+                release.wait(10)
+            return 0
+
+        store._db.set_progress_handler(hold, 1)
+        try:
+            reading = asyncio.ensure_future(READS[read](store))
+            assert await asyncio.to_thread(held.wait, 10)  # the loop hears of it: not blocked
+            ticks = 0
+            for _ in range(5):
+                await asyncio.sleep(0)
+                ticks += 1
+            assert (ticks, reading.done()) == (5, False)
+            release.set()
+            await reading
+        finally:
+            release.set()
+            store._db.set_progress_handler(None, 1)

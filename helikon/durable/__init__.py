@@ -4,13 +4,16 @@ conversation across runs.
 
 `RunStore` is the protocol (`store.py`); `SqliteRunStore` the embedded default
 (`sqlite.py`), `PostgresRunStore` the one for many workers (`postgres.py`, the `postgres`
-extra); `open_store(url)` opens either. Each backend keeps its SQL (`*_sql.py`), its
-migrations (`*_migrate.py`), its sessions (`*_sessions.py`) and what a write adds to a
-run's chain (`*_links.py`) beside it; SQLite its transactions (`sqlite_transactions.py`),
-PostgreSQL its loop and pool (`postgres_engine.py`) and its reads (`postgres_reads.py`).
-What a row means is decided once for both (`rows.py`, `chain.py`), and so is how a refusal
-is worded (`refusals.py`). The driver writes through `helikon.run.journal`; `export_trace`
-writes a stored run as a trace file (`as_trace.py`).
+extra); `open_store(url)` opens either. Both are one design, `SqlRunStore` (`sql_store.py`):
+each operation is written once (`sql_writes.py`, `sql_reads.py`, `sql_sessions.py`) over a
+dialect, a module of SQL text (`sqlite_sql.py`, `postgres_sql.py`, with each backend's
+schema and migrations), and a connection adapter (`sql_dialect.py`: SQLite's in
+`sqlite_transactions.py`, PostgreSQL's in `postgres_engine.py`), and runs on a thread of the
+store's, never on the caller's event loop (`sql_engine.py`). A schema is migrated by one
+routine too (`sql_migrate.py`; PostgreSQL's on a connection of its own,
+`postgres_migrate.py`). What a row means is decided once for both (`rows.py`, `chain.py`),
+and so is how a refusal is worded (`refusals.py`). The driver writes through
+`helikon.run.journal`; `export_trace` writes a stored run as a trace file (`as_trace.py`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,20 @@
-"""What `PostgresRunStore` runs on: its own event loop in a daemon thread, its pool, and
-psycopg's errors and URLs as its messages name them."""
+"""What `PostgresRunStore` runs on: its pool, its transactions (`begin`, yielding `PgDb`,
+the store's `sql_dialect.Db`, whose rows are read by column name or index), and psycopg's
+errors and URLs as its messages name them. Its event loop is `sql_engine.LoopThread`."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg.rows import RowMaker
 from psycopg_pool import AsyncConnectionPool
 
 from helikon.durable.records import StoreError
+from helikon.durable.sql_dialect import Args
 
 Cursor = psycopg.AsyncCursor[Any]
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
@@ -55,29 +58,71 @@ async def fetch_all(cur: Cursor, query: str, *args: Any) -> list[Any]:
     return await cur.fetchall()
 
 
-def serve(loop: asyncio.AbstractEventLoop) -> None:
-    """The store's thread: its loop, until the store shuts it down."""
+READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+"""A read sees one snapshot: a record appended meanwhile is not half seen."""
+
+
+@asynccontextmanager
+async def begin(pool: Pool, where: str, *, read_only: bool = False) -> AsyncIterator[PgDb]:
+    """One transaction on a connection of the pool, committed or rolled back."""
     try:
-        loop.run_forever()
-    finally:
-        loop.close()
+        async with (
+            pool.connection() as connection,
+            connection.transaction(),
+            connection.cursor(row_factory=named_row) as cur,
+        ):
+            if read_only:
+                await cur.execute(READ_ONLY)
+            yield PgDb(cur)
+    except psycopg.Error as exc:
+        raise StoreError(f"the run store {where} failed: {reason(exc)}") from exc
 
 
-def shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, pools: list[Pool]) -> None:
-    """Close the pools on the store's loop, then stop the loop and its thread."""
+class PgDb:
+    """A transaction's statements, on its cursor."""
 
-    async def close_pools() -> None:
-        for pool in pools:
-            await pool.close()
+    __slots__ = ("_cur",)
 
-    if threading.current_thread() is thread:  # collected on its own loop: cannot wait there
-        loop.create_task(close_pools()).add_done_callback(lambda _: loop.stop())
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(close_pools(), loop).result()
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
+    def __init__(self, cur: psycopg.AsyncCursor[NamedRow]) -> None:
+        self._cur = cur
+
+    async def run(self, query: str, args: Args = ()) -> int:
+        await self._cur.execute(query, args)
+        return self._cur.rowcount
+
+    async def one(self, query: str, args: Args = ()) -> Any:
+        await self._cur.execute(query, args)
+        return await self._cur.fetchone()
+
+    async def all(self, query: str, args: Args = ()) -> list[Any]:
+        await self._cur.execute(query, args)
+        return await self._cur.fetchall()
+
+    async def many(self, query: str, args: Iterable[Args]) -> None:
+        await self._cur.executemany(query, args)
+
+
+class NamedRow:
+    """A row read by column name (`row["head_seq"]`) or index, as `sqlite3.Row` is."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, values: Sequence[Any], names: dict[str, int]) -> None:
+        self._values, self._names = tuple(values), names
+
+    def __getitem__(self, key: str | int | slice) -> Any:
+        return self._values[self._names[key] if isinstance(key, str) else key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def named_row(cursor: Any) -> RowMaker[NamedRow]:
+    names = {column.name: n for n, column in enumerate(cursor.description or ())}
+    return lambda values: NamedRow(values, names)
 
 
 def reason(exc: psycopg.Error) -> str:

@@ -141,16 +141,23 @@ GUARD = "helikon_schema_2_refuses_writers_of_schema_1"
 without links: these constraints refuse its writes, naming both versions. (It cannot be
 told otherwise: it checks the version when it opens the store, not at each write.)
 NOT VALID: rows a migration left unchained (they did not check out) are not checked."""
-GUARDS = f"""
-ALTER TABLE runs ADD CONSTRAINT {GUARD} CHECK (chain_n > 0) NOT VALID;
-ALTER TABLE records ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-ALTER TABLE effects ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-ALTER TABLE calls ADD CONSTRAINT {GUARD}
-    CHECK (link IS NOT NULL AND (result IS NULL OR result_link IS NOT NULL)) NOT VALID;
-ALTER TABLE decisions ADD CONSTRAINT {GUARD} CHECK (link IS NOT NULL) NOT VALID;
-"""
+GUARDS = tuple(
+    f"ALTER TABLE {table} ADD CONSTRAINT {GUARD} CHECK ({check}) NOT VALID"
+    for table, check in (
+        ("runs", "chain_n > 0"),
+        ("records", "link IS NOT NULL"),
+        ("effects", "link IS NOT NULL"),
+        ("calls", "link IS NOT NULL AND (result IS NULL OR result_link IS NOT NULL)"),
+        ("decisions", "link IS NOT NULL"),
+    )
+)
 
-# ---------------------------------------------------------------- driving a run
+# ---------------------------------------------------------------- the dialect
+# The names `helikon.durable.sql_writes`, `sql_reads` and `sql_sessions` run, as
+# `sqlite_sql` holds them.
+
+MARK = "%s"
+"""The placeholder of a positional parameter."""
 
 PUT_CHART = "INSERT INTO charts (digest, data) VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING"
 
@@ -159,8 +166,10 @@ INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, 
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
                   created_at, updated_at, forked_from, forked_at, head_sig, chain_n,
                   chain_digest)
-VALUES (%s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s, 1, {NOW} + %s, {NOW}, {NOW},
-        %s, %s, %s, %s, %s)
+VALUES (%(run_id)s, %(header)s, %(header_mac)s, %(agent)s, %(parent_run_id)s, %(session_id)s,
+        'running', %(phase)s, %(head_seq)s, %(head_mac)s, %(turns)s, %(lease_owner)s, 1,
+        {NOW} + %(ttl)s, {NOW}, {NOW}, %(forked_from)s, %(forked_at)s, %(head_sig)s,
+        %(chain_n)s, %(chain_digest)s)
 ON CONFLICT (run_id) DO NOTHING
 RETURNING lease_expires
 """
@@ -168,34 +177,34 @@ RETURNING lease_expires
 LEASE = "SELECT lease_owner, lease_epoch, lease_expires FROM runs WHERE run_id = %s FOR UPDATE"
 
 CLAIM = f"""
-UPDATE runs SET lease_owner = %s, lease_epoch = lease_epoch + 1, lease_expires = {NOW} + %s,
-                updated_at = {NOW}
-WHERE run_id = %s AND (lease_owner IS NULL OR lease_expires < {NOW} OR %s)
+UPDATE runs SET lease_owner = %(owner)s, lease_epoch = lease_epoch + 1,
+                lease_expires = {NOW} + %(ttl)s, updated_at = {NOW}
+WHERE run_id = %(run_id)s AND (lease_owner IS NULL OR lease_expires < {NOW} OR %(force)s)
 RETURNING lease_epoch, lease_expires
 """
 
 RENEW = f"""
-UPDATE runs SET lease_expires = {NOW} + %s
-WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s
+UPDATE runs SET lease_expires = {NOW} + %(ttl)s
+WHERE run_id = %(run_id)s AND lease_owner = %(owner)s AND lease_epoch = %(epoch)s
 RETURNING lease_expires
 """
 
 # The compare and swap: the caller's lease, and the head one before the new record.
 ADVANCE = f"""
-UPDATE runs SET head_seq = %s, head_mac = %s, head_sig = %s, chain_n = %s, chain_digest = %s,
-                status = %s, phase = %s,
-                turns = GREATEST(turns, %s), updated_at = {NOW},
-                lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END,
-                lease_expires = CASE WHEN %s THEN NULL ELSE lease_expires END
-WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s AND head_seq = %s
-AND head_mac = %s
+UPDATE runs SET head_seq = %(head_seq)s, head_mac = %(head_mac)s, head_sig = %(head_sig)s,
+                chain_n = %(chain_n)s, chain_digest = %(chain_digest)s, status = %(status)s,
+                phase = %(phase)s, turns = GREATEST(turns, %(turns)s), updated_at = {NOW},
+                lease_owner = CASE WHEN %(ended)s THEN NULL ELSE lease_owner END,
+                lease_expires = CASE WHEN %(ended)s THEN NULL ELSE lease_expires END
+WHERE run_id = %(run_id)s AND lease_owner = %(owner)s AND lease_epoch = %(epoch)s
+AND head_seq = %(before_seq)s AND head_mac = %(before_mac)s
 """
 
 # A claim waits for this lock: a write under the lease commits before the lease moves. It
 # is FOR UPDATE: every write extends the run's one chain, so the writes of a run take turns.
 HOLDS = """
 SELECT head_seq, head_mac, chain_n, chain_digest FROM runs
-WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s FOR UPDATE
+WHERE run_id = %(run_id)s AND lease_owner = %(owner)s AND lease_epoch = %(epoch)s FOR UPDATE
 """
 CHAIN = """
 SELECT head_seq, head_mac, chain_n, chain_digest FROM runs WHERE run_id = %s FOR UPDATE
@@ -204,12 +213,14 @@ SET_CHAIN = "UPDATE runs SET chain_n = %s, chain_digest = %s, head_sig = %s WHER
 HOLDER = "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = %s"
 
 RELEASE = f"""
-UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = %s, updated_at = {NOW}
-WHERE run_id = %s AND lease_owner = %s AND lease_epoch = %s
+UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = %(status)s,
+                updated_at = {NOW}
+WHERE run_id = %(run_id)s AND lease_owner = %(owner)s AND lease_epoch = %(epoch)s
 """
 
 INSERT_RECORD = """
-INSERT INTO records (run_id, seq, data, mac, link) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO records (run_id, seq, data, mac, link)
+VALUES (%(run_id)s, %(seq)s, %(data)s, %(mac)s, %(link)s)
 """
 NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = %s"
 INSERT_EFFECT = """
@@ -217,25 +228,23 @@ INSERT INTO effects (run_id, n, after_seq, data, mac, link) VALUES (%s, %s, %s, 
 """
 START_CALL = """
 INSERT INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac, link)
-VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)
+VALUES (%(run_id)s, %(seq)s, %(call_id)s, %(tool)s, %(arguments_hash)s, NULL, %(mac)s,
+        %(link)s)
 ON CONFLICT (run_id, seq, call_id) DO NOTHING
 """
 FINISH_CALL = """
-UPDATE calls SET result = %s, mac = %s, result_link = %s
-WHERE run_id = %s AND seq = %s AND call_id = %s AND result IS NULL
+UPDATE calls SET result = %(result)s, mac = %(mac)s, result_link = %(link)s
+WHERE run_id = %(run_id)s AND seq = %(seq)s AND call_id = %(call_id)s AND result IS NULL
 """
 INSERT_DECISION = """
-INSERT INTO decisions (run_id, seq, call_id, data, mac, link) VALUES (%s, %s, %s, %s, %s, %s)
+INSERT INTO decisions (run_id, seq, call_id, data, mac, link)
+VALUES (%(run_id)s, %(seq)s, %(call_id)s, %(data)s, %(mac)s, %(link)s)
 ON CONFLICT (run_id, seq, call_id) DO NOTHING
-RETURNING 1
 """
 
-# ---------------------------------------------------------------- reading
-
-# The columns of a `RunInfo`, in the order of its fields.
 INFO = """run_id, agent, phase, head_seq, status, turns, updated_at, created_at, parent_run_id,
        lease_owner, lease_expires, forked_from, forked_at"""
-READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+"""The columns of a `RunInfo` (`sql_reads.info`)."""
 RUN_ROW = f"""
 SELECT {INFO}, header, header_mac, head_mac, head_sig, chain_n, chain_digest FROM runs
 WHERE run_id = %s
@@ -255,6 +264,8 @@ WHERE run_id = %s ORDER BY seq, call_id
 DECISIONS = """
 SELECT seq, call_id, data, mac, link FROM decisions WHERE run_id = %s ORDER BY seq, call_id
 """
+PARTS = (RECORDS, EFFECTS, CALLS, DECISIONS)
+"""A run's rows, each query of the run's id, as `rows.read_rows` takes them."""
 CHART = "SELECT data FROM charts WHERE digest = %s"
 
 # ---------------------------------------------------------------- sessions
@@ -270,7 +281,7 @@ ON CONFLICT (session_id) DO UPDATE SET first = excluded.first, base = excluded.b
 """
 SESSION_ADD = f"""
 INSERT INTO sessions (session_id, n, item, mac, run_id, created_at)
-VALUES (%s, %s, %s, %s, %s, {NOW})
+VALUES (%(session_id)s, %(n)s, %(item)s, %(mac)s, %(run_id)s, {NOW})
 """
 SESSION_CLEAR = (
     "DELETE FROM sessions WHERE session_id = %s",
@@ -288,7 +299,8 @@ WITH RECURSIVE tree (run_id) AS (
 )
 SELECT run_id FROM tree
 """
-# Runs not updated for %s seconds, that are not nested in another, with their nested runs.
+# Runs not updated for %s seconds, that are not nested in another and no live driver
+# holds, with their nested runs.
 OLD_TREES = f"""
 WITH RECURSIVE tree (run_id) AS (
     SELECT run_id FROM runs WHERE updated_at < {NOW} - %s AND parent_run_id IS NULL
@@ -298,10 +310,11 @@ WITH RECURSIVE tree (run_id) AS (
 )
 SELECT run_id FROM tree
 """
-DELETE_RUNS = tuple(
-    f"DELETE FROM {table} WHERE run_id = ANY(%s)"
+DELETE_RUN = tuple(
+    f"DELETE FROM {table} WHERE run_id = %s"
     for table in ("records", "effects", "calls", "decisions", "payloads", "runs")
 )
+"""One run's rows, its own last."""
 OLD_SESSIONS = f"""
 SELECT session_id, MAX(n) FROM sessions WHERE created_at < {NOW} - %s GROUP BY session_id
 """
@@ -309,10 +322,11 @@ SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = %s AND n = %s"
 SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = %s AND n <= %s"
 
 # ---------------------------------------------------------------- chaining (schema 1 -> 2)
-# The rows of format 1 as it read them, and the links and digests they get.
+# The rows of format 1 as it read them, and the links and digests they get, each of the
+# run's id last (`helikon.durable.sql_migrate`).
 
-V1_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_id"
-V1_READS = (
+LEGACY_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_id"
+LEGACY_READS = (
     "SELECT seq, data, mac FROM records WHERE run_id = %s ORDER BY seq",
     "SELECT n, after_seq, data, mac FROM effects WHERE run_id = %s ORDER BY n",
     "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = %s "
@@ -329,7 +343,7 @@ CHAINS = (
 CHAIN_RUN = """
 UPDATE runs SET head_mac = %s, chain_n = %s, chain_digest = %s, head_sig = %s WHERE run_id = %s
 """
-V1_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+LEGACY_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = %s WHERE n = %s AND session_id = %s"
 
 

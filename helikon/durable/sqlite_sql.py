@@ -170,83 +170,108 @@ GUARDS = tuple(
     )
 )
 
-CREATE_RUN = """
+# ---------------------------------------------------------------- the dialect
+# The names `helikon.durable.sql_writes`, `sql_reads` and `sql_sessions` run, as
+# `postgres_sql` holds them.
+
+NOW = "helikon_now()"
+"""The store's clock (`sqlite_transactions.now`, registered on the store's connection)."""
+MARK = "?"
+"""The placeholder of a positional parameter."""
+
+PUT_CHART = "INSERT INTO charts (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING"
+
+CREATE_RUN = f"""
 INSERT INTO runs (run_id, header, header_mac, agent, parent_run_id, session_id, status, phase,
                   head_seq, head_mac, turns, lease_owner, lease_epoch, lease_expires,
                   created_at, updated_at, forked_from, forked_at, head_sig, chain_n,
                   chain_digest, run_key)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?,
+VALUES (:run_id, :header, :header_mac, :agent, :parent_run_id, :session_id, 'running', :phase,
+        :head_seq, :head_mac, :turns, :lease_owner, 1, {NOW} + :ttl, {NOW}, {NOW},
+        :forked_from, :forked_at, :head_sig, :chain_n, :chain_digest,
         (SELECT COALESCE(MAX(run_key), 0) + 1 FROM runs))
+ON CONFLICT (run_id) DO NOTHING
+RETURNING lease_expires
 """
 
-CLAIM = """
-UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?,
-                updated_at = ?
-WHERE run_id = ? AND (lease_owner IS NULL OR lease_expires < ? OR ?)
+LEASE = "SELECT lease_owner, lease_epoch, lease_expires FROM runs WHERE run_id = ?"
+
+CLAIM = f"""
+UPDATE runs SET lease_owner = :owner, lease_epoch = lease_epoch + 1,
+                lease_expires = {NOW} + :ttl, updated_at = {NOW}
+WHERE run_id = :run_id AND (lease_owner IS NULL OR lease_expires < {NOW} OR :force)
+RETURNING lease_epoch, lease_expires
 """
 
-RENEW = """
-UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+RENEW = f"""
+UPDATE runs SET lease_expires = {NOW} + :ttl
+WHERE run_id = :run_id AND lease_owner = :owner AND lease_epoch = :epoch
+RETURNING lease_expires
 """
 
-ADVANCE = """
-UPDATE runs SET head_seq = ?, head_mac = ?, head_sig = ?, chain_n = ?, chain_digest = ?,
-                status = ?, phase = ?,
-                turns = MAX(turns, ?), updated_at = ?,
-                lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END,
-                lease_expires = CASE WHEN ? THEN NULL ELSE lease_expires END
-WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ? AND head_seq = ? AND head_mac = ?
+# The compare and swap: the caller's lease, and the head one before the new record.
+ADVANCE = f"""
+UPDATE runs SET head_seq = :head_seq, head_mac = :head_mac, head_sig = :head_sig,
+                chain_n = :chain_n, chain_digest = :chain_digest, status = :status,
+                phase = :phase, turns = MAX(turns, :turns), updated_at = {NOW},
+                lease_owner = CASE WHEN :ended THEN NULL ELSE lease_owner END,
+                lease_expires = CASE WHEN :ended THEN NULL ELSE lease_expires END
+WHERE run_id = :run_id AND lease_owner = :owner AND lease_epoch = :epoch
+AND head_seq = :before_seq AND head_mac = :before_mac
 """
 
 HOLDS = """
 SELECT head_seq, head_mac, chain_n, chain_digest FROM runs
-WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+WHERE run_id = :run_id AND lease_owner = :owner AND lease_epoch = :epoch
 """
 CHAIN = "SELECT head_seq, head_mac, chain_n, chain_digest FROM runs WHERE run_id = ?"
 SET_CHAIN = "UPDATE runs SET chain_n = ?, chain_digest = ?, head_sig = ? WHERE run_id = ?"
+HOLDER = "SELECT lease_owner, lease_epoch FROM runs WHERE run_id = ?"
 
-RELEASE = """
-UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = ?, updated_at = ?
-WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?
+RELEASE = f"""
+UPDATE runs SET lease_owner = NULL, lease_expires = NULL, status = :status,
+                updated_at = {NOW}
+WHERE run_id = :run_id AND lease_owner = :owner AND lease_epoch = :epoch
 """
 
 INSERT_RECORD = """
 INSERT INTO records (id, run_id, seq, data, mac, link)
-SELECT run_key * 4294967296 + ?2, ?1, ?2, ?3, ?4, ?5 FROM runs WHERE run_id = ?1
+SELECT run_key * 4294967296 + :seq, :run_id, :seq, :data, :mac, :link FROM runs
+WHERE run_id = :run_id
 """
 INSERT_EFFECT = """
 INSERT INTO effects (run_id, n, after_seq, data, mac, link) VALUES (?, ?, ?, ?, ?, ?)
 """
 NEXT_EFFECT = "SELECT COALESCE(MAX(n), 0) + 1 FROM effects WHERE run_id = ?"
 START_CALL = """
-INSERT OR IGNORE INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac, link)
-VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+INSERT INTO calls (run_id, seq, call_id, tool, arguments_hash, result, mac, link)
+VALUES (:run_id, :seq, :call_id, :tool, :arguments_hash, NULL, :mac, :link)
+ON CONFLICT (run_id, seq, call_id) DO NOTHING
 """
 FINISH_CALL = """
-UPDATE calls SET result = ?, mac = ?, result_link = ?
-WHERE run_id = ? AND seq = ? AND call_id = ?
-AND result IS NULL
+UPDATE calls SET result = :result, mac = :mac, result_link = :link
+WHERE run_id = :run_id AND seq = :seq AND call_id = :call_id AND result IS NULL
 """
 INSERT_DECISION = """
-INSERT INTO decisions (run_id, seq, call_id, data, mac, link) VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO decisions (run_id, seq, call_id, data, mac, link)
+VALUES (:run_id, :seq, :call_id, :data, :mac, :link)
+ON CONFLICT (run_id, seq, call_id) DO NOTHING
 """
-PUT_CHART = "INSERT OR IGNORE INTO charts (digest, data) VALUES (?, ?)"
 
-RUN_ROW = """
-SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
-       turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at, head_sig, run_key, chain_n, chain_digest
-FROM runs WHERE run_id = ?
+INFO = """run_id, agent, phase, head_seq, status, turns, updated_at, created_at, parent_run_id,
+       lease_owner, lease_expires, forked_from, forked_at"""
+"""The columns of a `RunInfo` (`sql_reads.info`)."""
+RUN_ROW = f"""
+SELECT {INFO}, header, header_mac, head_mac, head_sig, chain_n, chain_digest FROM runs
+WHERE run_id = ?
 """
-RUN_LIST = """
-SELECT run_id, header, header_mac, agent, parent_run_id, status, phase, head_seq, head_mac,
-       turns, lease_owner, lease_epoch, lease_expires, created_at, updated_at, forked_from,
-       forked_at, head_sig
-FROM runs
-"""
+RUN_LIST = f"SELECT {INFO} FROM runs"
+RUN_ORDER = " ORDER BY updated_at DESC, run_id"
 RECORDS = """
 SELECT seq, data, mac, link FROM records
-WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY id
+WHERE id BETWEEN (SELECT run_key * 4294967296 FROM runs WHERE run_id = ?1)
+             AND (SELECT run_key * 4294967296 + 4294967295 FROM runs WHERE run_id = ?1)
+ORDER BY id
 """
 EFFECTS = "SELECT n, after_seq, data, mac, link FROM effects WHERE run_id = ? ORDER BY n"
 REVISION = """
@@ -260,22 +285,49 @@ WHERE run_id = ? ORDER BY seq, call_id
 DECISIONS = """
 SELECT seq, call_id, data, mac, link FROM decisions WHERE run_id = ? ORDER BY seq, call_id
 """
+PARTS = (RECORDS, EFFECTS, CALLS, DECISIONS)
+"""A run's rows, each query of the run's id, as `rows.read_rows` takes them."""
 CHART = "SELECT data FROM charts WHERE digest = ?"
 
+SESSION_LOCK_TAKE = None
+"""Sessions need no lock of their own: a write transaction holds the file."""
+SESSION_LOCK = None
 SESSION_ITEMS = "SELECT n, item, mac FROM sessions WHERE session_id = ? ORDER BY n"
 SESSION_HEAD = "SELECT first, base, n, digest, sig FROM session_heads WHERE session_id = ?"
 SESSION_SET_HEAD = """
 INSERT OR REPLACE INTO session_heads (session_id, first, base, n, digest, sig)
 VALUES (?, ?, ?, ?, ?, ?)
 """
-SESSION_ADD = """
-INSERT INTO sessions (session_id, n, item, mac, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
+SESSION_ADD = f"""
+INSERT INTO sessions (session_id, n, item, mac, run_id, created_at)
+VALUES (:session_id, :n, :item, :mac, :run_id, {NOW})
 """
 SESSION_CLEAR = (
     "DELETE FROM sessions WHERE session_id = ?",
     "DELETE FROM session_heads WHERE session_id = ?",
 )
 
+# A run with every run nested in it, at any depth (UNION: a forged cycle still ends).
+TREE = """
+WITH RECURSIVE tree (run_id) AS (
+    SELECT run_id FROM runs WHERE run_id = ?
+    UNION
+    SELECT runs.run_id FROM runs JOIN tree ON runs.parent_run_id = tree.run_id
+)
+SELECT run_id FROM tree
+"""
+# Runs not updated for ? seconds, that are not nested in another and no live driver holds,
+# with their nested runs.
+OLD_TREES = f"""
+WITH RECURSIVE tree (run_id) AS (
+    SELECT run_id FROM runs WHERE updated_at < {NOW} - ? AND parent_run_id IS NULL
+    AND (lease_owner IS NULL OR lease_expires < {NOW})
+    UNION
+    SELECT runs.run_id FROM runs JOIN tree ON runs.parent_run_id = tree.run_id
+)
+SELECT run_id FROM tree
+"""
+# One run's rows, its own last (its records are found by its number).
 DELETE_RUN = (
     """
     DELETE FROM records WHERE id BETWEEN
@@ -287,44 +339,53 @@ DELETE_RUN = (
         for table in ("effects", "calls", "decisions", "payloads", "runs")
     ),
 )
-CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ?"
-OLD_RUNS = """
-SELECT run_id FROM runs WHERE updated_at < ? AND parent_run_id IS NULL
-AND (lease_owner IS NULL OR lease_expires < ?)
-"""
-OLD_SESSIONS = """
-SELECT session_id, MAX(n) FROM sessions WHERE created_at < ? GROUP BY session_id
+OLD_SESSIONS = f"""
+SELECT session_id, MAX(n) FROM sessions WHERE created_at < {NOW} - ? GROUP BY session_id
 """
 SESSION_ITEM = "SELECT mac FROM sessions WHERE session_id = ? AND n = ?"
 SESSION_PRUNE = "DELETE FROM sessions WHERE session_id = ? AND n <= ?"
 
-# ---------------------------------------------------------------- chaining (schema 3 -> 4)
-# The rows of format 1 as it read them, and the links and digests they get.
+# ---------------------------------------------------------------- migrating
+# What `helikon.durable.sql_migrate` runs. No advisory lock: the migration's write
+# transaction holds the file.
 
-V3_RUNS = "SELECT run_id, run_key, head_seq, head_mac, head_sig FROM runs ORDER BY run_key"
-V3_READS = (
-    "SELECT seq, data, mac FROM records WHERE id BETWEEN ?1 * 4294967296 AND "
-    "?1 * 4294967296 + 4294967295 ORDER BY id",
+LOCK_SCHEMA = None
+MIGRATION_LOCK = None
+META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
+SCHEMA = "SELECT value FROM meta WHERE key = 'schema'"
+SET_SCHEMA = "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)"
+PUT_KEY = KEY = None
+"""The key is never kept in the file (it is given, or kept in a file beside it)."""
+
+# Chaining (schema 3 -> 4): the rows of format 1 as it read them, and the links and
+# digests they get, each of the run's id last.
+LEGACY_RUNS = "SELECT run_id, head_seq, head_mac, head_sig FROM runs ORDER BY run_key"
+LEGACY_READS = (
+    "SELECT seq, data, mac FROM records WHERE id BETWEEN "
+    "(SELECT run_key * 4294967296 FROM runs WHERE run_id = ?1) AND "
+    "(SELECT run_key * 4294967296 + 4294967295 FROM runs WHERE run_id = ?1) ORDER BY id",
     "SELECT n, after_seq, data, mac FROM effects WHERE run_id = ? ORDER BY n",
     "SELECT seq, call_id, tool, arguments_hash, result, mac FROM calls WHERE run_id = ? "
     "ORDER BY seq, call_id",
     "SELECT seq, call_id, data, mac FROM decisions WHERE run_id = ? ORDER BY seq, call_id",
 )
-CHAIN_RECORD = "UPDATE records SET link = ?1, mac = ?2 WHERE id = ?4 * 4294967296 + ?3"
-CHAIN_EFFECT = "UPDATE effects SET link = ?1, mac = ?2 WHERE run_id = ?4 AND n = ?3"
-CHAIN_CALL = """
-UPDATE calls SET link = ?1, result_link = ?2, mac = ?3 WHERE run_id = ?6 AND seq = ?4
-AND call_id = ?5
-"""
-CHAIN_DECISION = """
-UPDATE decisions SET link = ?1, mac = ?2 WHERE run_id = ?5 AND seq = ?3 AND call_id = ?4
-"""
+CHAINS = (
+    "UPDATE records SET link = ?1, mac = ?2 "
+    "WHERE id = (SELECT run_key FROM runs WHERE run_id = ?4) * 4294967296 + ?3",
+    "UPDATE effects SET link = ?1, mac = ?2 WHERE run_id = ?4 AND n = ?3",
+    "UPDATE calls SET link = ?1, result_link = ?2, mac = ?3 WHERE run_id = ?6 AND seq = ?4 "
+    "AND call_id = ?5",
+    "UPDATE decisions SET link = ?1, mac = ?2 WHERE run_id = ?5 AND seq = ?3 AND call_id = ?4",
+)
 CHAIN_RUN = """
 UPDATE runs SET head_mac = ?, chain_n = ?, chain_digest = ?, head_sig = ? WHERE run_id = ?
 """
-V3_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
+LEGACY_SESSIONS = "SELECT DISTINCT session_id FROM sessions"
 CHAIN_ITEM = "UPDATE sessions SET mac = ?1 WHERE n = ?2 AND session_id = ?3"
 
 
-PUT_PAYLOAD = "INSERT OR IGNORE INTO payloads (run_id, digest, data) VALUES (?, ?, ?)"
+PUT_PAYLOAD = """
+INSERT INTO payloads (run_id, digest, data) VALUES (?, ?, ?)
+ON CONFLICT (run_id, digest) DO NOTHING
+"""
 PAYLOAD = "SELECT data FROM payloads WHERE run_id = ? AND digest = ?"

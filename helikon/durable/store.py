@@ -5,11 +5,14 @@ Theory of operation: a store is a protocol with small, named operations (create 
 its lease, append a record, record a call's start and result, spend decisions, release),
 each one transaction, each conditioned on the caller's lease (a record carries the call rows
 written with it: the starts of the calls it asks for, the last result of the batch before
-it; the record of a run that ended releases the lease); and reads (`get`, `header`,
-`runs`, `pending`, `events`, `session`) with async twins, so async applications never
-block. `get` reads a whole run, checking every record; `header` reads its header alone,
-checked alike, for a caller that needs no more (a read that does not grow with the run);
-`revision` tells a follower whether anything changed since it last read the run.
+it; the record of a run that ended releases the lease); reads (`get`, `header`,
+`runs`, `pending`, `events`) and a session's items (read, added, cleared), each with an
+async twin that runs off the caller's event loop, so async applications never block.
+Both backends are one design (`sql_store.SqlRunStore`): each operation is written once
+over a dialect of SQL text and a connection adapter. `get` reads a whole run, checking
+every record; `header` reads its header alone, checked alike, for a caller that needs no
+more (a read that does not grow with the run); `revision` tells a follower whether
+anything changed since it last read the run.
 The same conformance suite runs against every backend (`tests/test_store_conformance.py`).
 """
 
@@ -32,12 +35,13 @@ from helikon.durable.records import (
     StoredRun,
     StoreError,
 )
-from helikon.durable.views import EventStream, Revision, Session
+from helikon.durable.views import EventStream, Revision, Session, SessionStore
 
 
 @runtime_checkable
-class RunStore(Protocol):
-    """A run store (`SqliteRunStore`, `PostgresRunStore`)."""
+class RunStore(SessionStore, Protocol):
+    """A run store (`SqliteRunStore`, `PostgresRunStore`); its sessions' operations are
+    `SessionStore`'s."""
 
     @property
     def url(self) -> str: ...

@@ -150,9 +150,16 @@ class EventStream:
 
 
 class SessionStore(Protocol):
+    """A store's sessions: the part of `RunStore` (which extends it) a `Session` uses."""
+
     def session_items(self, session_id: str) -> tuple[Item, ...]: ...
+    async def asession_items(self, session_id: str) -> tuple[Item, ...]: ...
     def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None: ...
+    async def aadd_session_items(
+        self, session_id: str, items: Sequence[Item], run_id: str
+    ) -> None: ...
     def clear_session(self, session_id: str) -> None: ...
+    async def aclear_session(self, session_id: str) -> None: ...
 
 
 class Session:
@@ -170,16 +177,16 @@ class Session:
         return self.store.session_items(self.session_id)
 
     async def aitems(self) -> tuple[Item, ...]:
-        return await asyncio.to_thread(self.items)
+        return await self.store.asession_items(self.session_id)
 
     def add(self, items: Sequence[Item], run_id: str = "") -> None:
         self.store.add_session_items(self.session_id, items, run_id)
 
     async def aadd(self, items: Sequence[Item], run_id: str = "") -> None:
-        await asyncio.to_thread(self.add, items, run_id)
+        await self.store.aadd_session_items(self.session_id, items, run_id)
 
     def clear(self) -> None:
         self.store.clear_session(self.session_id)
 
     async def aclear(self) -> None:
-        await asyncio.to_thread(self.clear)
+        await self.store.aclear_session(self.session_id)

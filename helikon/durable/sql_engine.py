@@ -1,0 +1,183 @@
+"""Where a SQL store's IO runs: never on its caller's event loop.
+
+Theory of operation: every operation of a store (`helikon.durable.sql_store`) is a
+coroutine handed to the store's engine, which runs it on a thread of the store's own; an
+async caller awaits the answer (its loop goes on meanwhile), a sync caller waits for it.
+
+- `WriterThread` (SQLite): one thread runs the operations one at a time, to the end. A
+  SQLite statement never waits on a socket, so the coroutine of an operation never
+  suspends: the thread runs it with one `send`, with no event loop of its own, and one
+  operation's transaction is never interleaved with another's.
+- `LoopThread` (PostgreSQL): an event loop in a thread, running psycopg's async engine.
+  An async pool belongs to the loop it was opened in (psycopg/psycopg#737: used from a
+  second `asyncio.run` it hangs), and a store outlives its callers' loops, so the pool
+  lives on the store's loop.
+
+Either refuses work once closed (`StoreError`) and work submitted from its own thread
+(which would wait for itself forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future
+from contextlib import suppress
+from queue import SimpleQueue
+from typing import Any, Protocol, TypeVar
+
+from helikon.durable.records import StoreError
+
+T = TypeVar("T")
+Work = Coroutine[Any, Any, Any]
+
+
+class Engine(Protocol):
+    def wait(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the engine's thread and wait for it (a sync caller)."""
+        ...
+
+    async def call(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the engine's thread; the caller's loop goes on meanwhile."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+class WriterThread:
+    """One thread that runs a store's operations in turn (`stop` ends it, then `closed`
+    runs on it: the connection is closed on the thread that used it). An async caller's
+    answer comes back straight to its loop (`call_soon_threadsafe`): no future between,
+    whose callbacks would cost the loop a second wake-up."""
+
+    def __init__(self, name: str, where: str, closed: Callable[[], None]) -> None:
+        self._where, self._closed = where, closed
+        self._jobs: SimpleQueue[
+            tuple[Work, Callable[[Any], object], Callable[[BaseException], object]] | None
+        ] = SimpleQueue()
+        self._open = True
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def wait(self, work: Coroutine[Any, Any, T]) -> T:
+        _check(self._open, self._thread, work, self._where)
+        future: Future[T] = Future()
+        self._jobs.put((work, future.set_result, future.set_exception))
+        return future.result()
+
+    async def call(self, work: Coroutine[Any, Any, T]) -> T:
+        _check(self._open, self._thread, work, self._where)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((work, *_answers(loop, future)))
+        return await future
+
+    def stop(self) -> None:
+        """Let the operations submitted finish, then close and end the thread."""
+        if self._open:
+            self._open = False
+            self._jobs.put(None)
+            if threading.current_thread() is not self._thread:
+                self._thread.join()
+
+    def _serve(self) -> None:
+        try:
+            while (job := self._jobs.get()) is not None:
+                _run(*job)
+        finally:
+            self._closed()
+
+
+_Answer = tuple[Callable[[Any], object], Callable[[BaseException], object]]
+
+
+def _answers(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> _Answer:
+    """How the writer thread answers `future`, on its loop (nothing, if the caller has
+    stopped waiting or its loop has closed)."""
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.cancelled():
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def answer(value: Any) -> None:
+        with suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, value, None)
+
+    def fail(error: BaseException) -> None:
+        with suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, None, error)
+
+    return answer, fail
+
+
+def _run(
+    work: Work, answer: Callable[[Any], object], fail: Callable[[BaseException], object]
+) -> None:
+    """Run `work` to its end on this thread: it must not suspend (it has no loop to)."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        answer(done.value)
+    except BaseException as exc:  # the caller's, raised where it waits
+        fail(exc)
+    else:
+        work.close()
+        fail(RuntimeError("a store operation waited on the writer thread"))
+
+
+class LoopThread:
+    """An event loop in a thread of the store's; `stop` runs `closing` on it, then ends it."""
+
+    def __init__(self, name: str, where: str, closing: Callable[[], Awaitable[None]]) -> None:
+        self._where, self._closing = where, closing
+        self._loop = asyncio.new_event_loop()
+        self._open = True
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def wait(self, work: Coroutine[Any, Any, T]) -> T:
+        _check(self._open, self._thread, work, self._where)
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+    async def call(self, work: Coroutine[Any, Any, T]) -> T:
+        _check(self._open, self._thread, work, self._where)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+    def stop(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        loop = self._loop
+        if threading.current_thread() is self._thread:  # collected on its own loop
+            closing = loop.create_task(_awaited(self._closing()))
+            closing.add_done_callback(lambda _: loop.stop())
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_awaited(self._closing()), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join()
+
+    def _serve(self) -> None:
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
+
+
+async def _awaited(work: Awaitable[None]) -> None:
+    await work
+
+
+def _check(open_: bool, thread: threading.Thread, work: Work, where: str) -> None:
+    if not open_:
+        work.close()
+        raise StoreError(f"the run store {where} is closed")
+    if threading.current_thread() is thread:  # it would wait for itself forever
+        work.close()
+        raise RuntimeError("a run store's own thread cannot wait on the store")
