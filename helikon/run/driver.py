@@ -57,8 +57,8 @@ from helikon.durable.store import RunStore
 from helikon.durable.views import Session
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
-from helikon.run.guardrails import checked_output, recorded_verdict
+from helikon.run.effects import RunEffects, RunToolContext, store_failed
+from helikon.run.guardrails import recorded_verdict
 from helikon.run.journal import (
     Journal,
     chart_of,
@@ -67,7 +67,8 @@ from helikon.run.journal import (
     status_of,
     toolset_digest,
 )
-from helikon.run.observing import observer_for
+from helikon.run.loop import Next, Stopped, checked, child_budget, perform, stop_wins
+from helikon.run.observing import Ending, observer_for
 from helikon.run.prepare import (
     Sourced,
     as_items,
@@ -369,7 +370,7 @@ class Run(RunEffects):
             await self.prepare()
             if self.trace is not None:
                 self.trace.started(self)
-            self._effect(started)
+            self.emit(started)
 
     async def apply(self, recorded: TransitionOutcome | None = None) -> tuple[AgentEvent, ...]:
         """Apply the input already observed (`next_input`): one transition; its events.
@@ -388,22 +389,13 @@ class Run(RunEffects):
         if self.stepper is not None and self.stepper.holds(self.run_id):
             await self._held()
         inp, self.next_input = self.next_input, None
-        match, outcome = self._transition(inp)
+        match, outcome = self.transition(inp)
         if recorded is not None and outcome.next_state.phase == "Done":
             error = recorded_verdict(recorded)
             if error is not None:
                 outcome = trip_output_guardrail(outcome, error)
-        elif self.agent.output_guardrails and outcome.next_state.phase == "Done":
-            if self.journal is not None:  # guardrails are effects: a held result goes first
-                with contextlib.suppress(StoreError):  # (a refusal stops the run at _commit)
-                    await self.journal.flush()
-            try:
-                outcome = await self._wait(
-                    checked_output(self.agent.output_guardrails, outcome, self.context)
-                )
-            except Stopped:  # cancelled while the guardrail ran: the run does not complete,
-                inp = landed(self._stop, inp)  # but the answer it checked was paid for
-                match, outcome = self._transition(inp)
+        else:  # the output guardrails' check (helikon.run.loop)
+            inp, match, outcome, _ = await checked(self, inp, match, outcome)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
         return await self._keep(inp, match, outcome)
@@ -434,9 +426,9 @@ class Run(RunEffects):
         stop during the wait becomes the input, keeping what the effect before it got."""
         assert self.stepper is not None
         try:
-            await self._wait(self.stepper.before(self))
+            await self.stoppable(self.stepper.before(self))
         except Stopped:
-            self._stop_wins()
+            self.next_input = stop_wins(self._stop, self.next_input)
 
     async def prepare(self) -> None:
         """Get the tools of the agent's tool sources (`mcp_servers`), once, before the run's
@@ -457,7 +449,7 @@ class Run(RunEffects):
         if not self.agent.mcp_servers:
             return
         try:
-            listed = await self._wait(source_tools(self.agent))
+            listed = await self.stoppable(source_tools(self.agent))
         except Stopped:
             self.next_input = self._stop
             return
@@ -495,18 +487,34 @@ class Run(RunEffects):
             except ValueError as exc:
                 raise SnapshotMismatch(f"{what}: {exc}") from None
 
-    def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+    def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+        """`transition` on `inp`, with the row it matched when something keeps it."""
         if self.trace is None and self.journal is None and self.observer is None:  # no row kept
             return None, transition(self.state, inp, self.ctx)
         return matched_transition(self.state, inp, self.ctx)
 
-    async def perform(self) -> AsyncIterator[AgentEvent]:
-        """Perform the pending action (call the model, run tools, ...); its result becomes
-        `next_input`, or the run suspends for approval."""
+    def perform(self) -> AsyncIterator[AgentEvent]:
+        """Perform the pending action (call the model, run tools, ...) by the loop's rules
+        (`helikon.run.loop`); its result becomes `next_input`, or the run suspends for
+        approval."""
         action = self.pending or pending_action(self.state, self.ctx)
         self.pending = None
-        async for event in self._perform(action):
-            yield event
+        observed = self.observer.action(action) if self.observer is not None else None
+        return self._performed(action, observed)
+
+    async def _performed(
+        self, action: NextAction, observed: Ending | None
+    ) -> AsyncIterator[AgentEvent]:
+        """The action's events; a handoff or an approval in its span (`observed`)."""
+        try:
+            async for item in perform(self, action):
+                if isinstance(item, Next):
+                    self.next_input = item.input
+                else:
+                    yield item
+        finally:
+            if observed is not None:
+                observed.end(self.next_input)
 
     def record(self, inp: Any, outcome: TransitionOutcome) -> None:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
@@ -535,7 +543,7 @@ class Run(RunEffects):
                     )
                 self.trace.transition(self, record)
 
-    def _effect(self, event: AgentEvent) -> AgentEvent:
+    def emit(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
         redact = self.config.redact
         if self.trace is not None and (redact is None or not isinstance(event, DELTAS)):
@@ -696,11 +704,8 @@ class Run(RunEffects):
         )
 
     def _child_config(self) -> RunConfig:
-        config = self.config
-        if config.token_budget is not None:
-            left = max(config.token_budget - self.usage.total_tokens, 1)
-            config = config.with_token_budget(left)
-        return config
+        left = child_budget(self.config, self.usage)
+        return self.config if left is None else self.config.with_token_budget(left)
 
     # ------------------------------------------------------------ stopping
 
@@ -731,7 +736,7 @@ class Run(RunEffects):
             self._deadline.cancel()
             self._deadline = None
 
-    async def _wait(self, awaitable: Awaitable[Any]) -> Any:
+    async def stoppable(self, awaitable: Awaitable[Any]) -> Any:
         """Await an effect so that `cancel()` and the deadline can stop it."""
         if self._stop is not None:
             close = getattr(awaitable, "close", None)

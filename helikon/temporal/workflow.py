@@ -100,7 +100,8 @@ with workflow.unsafe.imports_passed_through():
         trip_output_guardrail,
     )
     from helikon.durable.records import EffectRecord, step_record
-    from helikon.run.effects import EFFECT_INTERRUPTED, INTERRUPTED, landed
+    from helikon.run.effects import EFFECT_INTERRUPTED, INTERRUPTED
+    from helikon.run.loop import landed
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec
     from helikon.temporal import messages as m
