@@ -2,9 +2,10 @@
 
 Theory of operation: a run holds (state, conversation, next input). `advance()` is one step:
 apply `transition(state, input, ctx)`, append its items, emit its events, then perform its
-`NextAction` (call the model, run tools, ask for approval, hand off: `helikon.run.effects`),
-which yields the next input. Every event of the stream comes from a step, so the stream,
-`collect()`, the run store and the debugger all share this one engine.
+`NextAction` by the loop's rules (`helikon.run.loop`, which the Temporal workflow shares),
+through the effects `Run` gives it (call the model, run tools, ask for approval, hand off:
+`helikon.run.effects`), which yield the next input. Every event of the stream comes from a
+step, so the stream, `collect()`, the run store and the debugger all share this one engine.
 
 With a run store (`store=`), each transition is committed to the run's journal before the
 effect it asks for starts, under the run's lease; a run resumed from the store continues at

@@ -30,7 +30,7 @@ two runtimes this package ships, not an extension point; docs/reference/layout.m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -111,7 +111,7 @@ class RunPort(Protocol):
     def depth(self) -> int: ...
 
     @property
-    def handoffs(self) -> dict[str, HandoffTo]: ...
+    def handoffs(self) -> Mapping[str, HandoffTo]: ...
 
     @property
     def stopping(self) -> Cancel | Fail | None:
