@@ -36,7 +36,6 @@ from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
     Cancel,
-    ExecuteTools,
     Fail,
     Failed,
     NeedsApproval,
@@ -68,7 +67,15 @@ from helikon.run.journal import (
     status_of,
     toolset_digest,
 )
-from helikon.run.loop import Next, Stopped, checked, child_budget, perform, stop_wins
+from helikon.run.loop import (
+    Next,
+    Stopped,
+    checked,
+    child_budget,
+    first_calls,
+    perform,
+    stop_wins,
+)
 from helikon.run.observing import Ending, observer_for
 from helikon.run.prepare import (
     Sourced,
@@ -612,9 +619,7 @@ class Run(RunEffects):
         """Commit the step just applied; when the store refuses, the run stops here."""
         assert self.journal is not None
         action = outcome.next_action
-        starts: Sequence[Any] = ()
-        if isinstance(action, ExecuteTools):  # the calls the batch starts at once
-            starts = action.calls[: self.config.parallel_tool_call_limit]
+        starts = first_calls(action, self.config.parallel_tool_call_limit)
         try:
             await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
         except StoreError as exc:

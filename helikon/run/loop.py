@@ -18,7 +18,8 @@ each implements. Everything else is a rule of the loop, and lives here:
 - A handoff deeper than `max_agent_depth` is refused (`MaxAgentDepthExceeded`) before any
   child runs, as is an agent run as a tool (`too_deep`); a nested run gets only the token
   budget its parent has left (`child_budget`); a handoff's result is its target's end
-  (`handoff_result`).
+  (`handoff_result`). A tool batch starts at most `parallel_tool_call_limit` calls at once
+  (`first_calls`: those a run store records as started with the step).
 - A stop (`Cancel`, `Fail(TimedOut)`) cuts the effect in flight short: the runtime's
   stoppable wait raises `Stopped`, and the stop becomes the input, keeping what the effect
   finished (`landed`). A stop requested while the effect completed wins the same way
@@ -41,7 +42,7 @@ from helikon.core.errors import (
     MaxAgentDepthExceeded,
 )
 from helikon.core.events import AgentEvent, GuardrailTriggered
-from helikon.core.items import ZERO_USAGE, FinalOutput, Usage
+from helikon.core.items import ZERO_USAGE, FinalOutput, ToolCall, Usage
 from helikon.core.state import (
     AwaitApproval,
     CallModel,
@@ -64,8 +65,10 @@ __all__ = [
     "Next",
     "RunPort",
     "Stopped",
+    "awaits_decisions",
     "checked",
     "child_budget",
+    "first_calls",
     "handoff_result",
     "landed",
     "perform",
@@ -263,6 +266,17 @@ def landed(stop: Cancel | Fail, observed: Any) -> Cancel | Fail:
     if isinstance(observed, ToolResults):
         return replace(stop, results=observed.results, usage=stop.usage + spent)
     return replace(stop, usage=stop.usage + spent)
+
+
+def awaits_decisions(action: NextAction) -> bool:
+    """Whether `action` waits for approval decisions (a run may suspend at it)."""
+    return isinstance(action, AwaitApproval)
+
+
+def first_calls(action: NextAction, limit: int | None) -> tuple[ToolCall, ...]:
+    """The tool calls `action` starts at once: a batch's first `limit` (all without one);
+    none for another action. A run store records them as started with the step."""
+    return action.calls[:limit] if isinstance(action, ExecuteTools) else ()
 
 
 def too_deep(depth: int, config: RunConfig, agent: str) -> MaxAgentDepthExceeded | None:

@@ -62,7 +62,6 @@ with workflow.unsafe.imports_passed_through():
     from helikon.core.items import ZERO_USAGE
     from helikon.core.state import (
         TERMINAL_PHASES,
-        AwaitApproval,
         Cancel,
         Fail,
         Failed,
@@ -75,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.core.transition import Match, initial_state, matched_transition, pending_action
     from helikon.durable.records import EffectRecord, step_record
     from helikon.run.config import RunConfig
-    from helikon.run.loop import Next, Stopped, checked, perform
+    from helikon.run.loop import Next, Stopped, awaits_decisions, checked, perform
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec, HandoffTo
     from helikon.temporal import messages as m
@@ -131,7 +130,7 @@ class HelikonWorkflow(WorkflowEffects):
                 action = await self._apply(next_input)
                 if self.state.phase in TERMINAL_PHASES:
                     break
-                if not isinstance(action, AwaitApproval) and self._should_continue():
+                if not awaits_decisions(action) and self._should_continue():
                     await self._flush()
                     if self.stopping is None:  # a cancel during the write: stop here instead
                         workflow.continue_as_new(m.to_payload(self._continued()))
