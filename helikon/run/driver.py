@@ -68,13 +68,13 @@ from helikon.run.journal import (
     toolset_digest,
 )
 from helikon.run.loop import (
-    Next,
     Stopped,
     checked,
     child_budget,
     first_calls,
     perform,
     stop_wins,
+    to_check,
 )
 from helikon.run.observing import Ending, observer_for
 from helikon.run.prepare import (
@@ -402,7 +402,7 @@ class Run(RunEffects):
             error = recorded_verdict(recorded)
             if error is not None:
                 outcome = trip_output_guardrail(outcome, error)
-        else:  # the output guardrails' check (helikon.run.loop)
+        elif to_check(self, outcome):  # the output guardrails' check (helikon.run.loop)
             inp, match, outcome, _ = await checked(self, inp, match, outcome)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
@@ -508,21 +508,21 @@ class Run(RunEffects):
         action = self.pending or pending_action(self.state, self.ctx)
         self.pending = None
         observed = self.observer.action(action) if self.observer is not None else None
-        return self._performed(action, observed)
+        if observed is None:  # no span of its own: no extra generator in the way either
+            return perform(self, action)
+        return self._in_span(action, observed)
 
-    async def _performed(
-        self, action: NextAction, observed: Ending | None
-    ) -> AsyncIterator[AgentEvent]:
-        """The action's events; a handoff or an approval in its span (`observed`)."""
+    async def _in_span(self, action: NextAction, observed: Ending) -> AsyncIterator[AgentEvent]:
+        """A handoff or an approval, in its span."""
         try:
-            async for item in perform(self, action):
-                if isinstance(item, Next):
-                    self.next_input = item.input
-                else:
-                    yield item
+            async for event in perform(self, action):
+                yield event
         finally:
-            if observed is not None:
-                observed.end(self.next_input)
+            observed.end(self.next_input)
+
+    def take_input(self, inp: Any) -> None:
+        """The input the action produced (the loop's rules applied): the next to apply."""
+        self.next_input = inp
 
     def record(self, inp: Any, outcome: TransitionOutcome) -> None:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):

@@ -9,12 +9,12 @@ nested agent, check guardrails, keep what happened and wait stoppably; that is t
 each implements. Everything else is a rule of the loop, and lives here:
 
 - `perform` is the only dispatch on `NextAction`: one port effect per action, whose result
-  is the next input (`Next`).
+  is the next input (returned, or yielded last as `Next`), handed to the runtime.
 - Input guardrails run once, before the run's first model call; one that trips emits
   `GuardrailTriggered` and fails the run without a model call.
-- A completing step's outcome is checked by the output guardrails (`checked`): a tripped one
-  rewrites it (`trip_output_guardrail`); a stop during the check re-applies the step with the
-  stop as its input (`landed`: the answer was paid for).
+- A completing step's outcome is checked by the output guardrails (`to_check`, `checked`):
+  a tripped one rewrites it (`trip_output_guardrail`); a stop during the check re-applies the
+  step with the stop as its input (`landed`: the answer was paid for).
 - A handoff deeper than `max_agent_depth` is refused (`MaxAgentDepthExceeded`) before any
   child runs, as is an agent run as a tool (`too_deep`); a nested run gets only the token
   budget its parent has left (`child_budget`); a handoff's result is its target's end
@@ -32,7 +32,7 @@ two runtimes this package ships, not an extension point; docs/reference/layout.m
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from helikon.core.errors import (
@@ -73,6 +73,7 @@ __all__ = [
     "landed",
     "perform",
     "stop_wins",
+    "to_check",
     "too_deep",
 ]
 
@@ -84,11 +85,18 @@ class Stopped(BaseException):
     cannot swallow the stop."""
 
 
-@dataclass(frozen=True, slots=True)
 class Next:
-    """The input an effect produced: the last thing a streaming effect yields."""
+    """The input an effect produced: the last thing a streaming effect yields. (A plain
+    class: one is made per effect, on the hot path, and a frozen dataclass's `__init__` costs
+    several times more.)"""
 
-    input: Any
+    __slots__ = ("input",)
+
+    def __init__(self, input: Any) -> None:
+        self.input = input
+
+    def __repr__(self) -> str:
+        return f"Next({self.input!r})"
 
 
 GuardrailError = GuardrailTripped | GuardrailFailed
@@ -101,7 +109,8 @@ class RunPort(Protocol):
     `Stopped` once a stop is requested (`stopping` is then the stop's input). Effects that
     stream (`call_model`, `await_decisions`, `hand_off`) yield their events as they happen,
     each passed through `emit`, and end with `Next(input)`, unless the run suspends (no
-    input: the run waits for decisions from outside). The others return their input.
+    input: the run waits for decisions from outside). The others return their input. The
+    loop hands the input, by its rules, to `take_input`.
     """
 
     @property
@@ -136,6 +145,10 @@ class RunPort(Protocol):
         """An event an effect produced: kept (trace, store) and returned, to be streamed."""
         ...
 
+    def take_input(self, inp: Any) -> None:
+        """The input the action produced (a stop's, when one won): the next one to apply."""
+        ...
+
     async def check_input(self) -> GuardrailError | None:
         """The input guardrails' verdict on the conversation so far."""
         ...
@@ -165,14 +178,16 @@ class RunPort(Protocol):
         ...
 
 
-async def perform(port: RunPort, action: NextAction) -> AsyncIterator[AgentEvent | Next]:
-    """Perform `action` through `port`: its events, then the next input (`Next`), unless the
-    run suspended. The only dispatch on `NextAction`."""
+async def perform(port: RunPort, action: NextAction) -> AsyncIterator[AgentEvent]:
+    """Perform `action` through `port`, streaming its events; the input it produced goes to
+    `port.take_input` (none when the run suspended). The only dispatch on `NextAction`."""
     inp: Any = None
     try:
         stream = _streaming(port, action)
         if stream is None:
-            inp = await _returning(port, action)
+            effect = _returning(port, action)
+            if effect is not None:
+                inp = await effect
         else:
             async for item in stream:
                 if isinstance(item, Next):
@@ -182,7 +197,8 @@ async def perform(port: RunPort, action: NextAction) -> AsyncIterator[AgentEvent
     except Stopped:
         inp = port.stopping
     if inp is not None:
-        yield Next(stop_wins(port.stopping, inp))
+        stop = port.stopping
+        port.take_input(inp if stop is None else stop_wins(stop, inp))
 
 
 def _streaming(port: RunPort, action: NextAction) -> AsyncIterator[AgentEvent | Next] | None:
@@ -201,12 +217,13 @@ def _streaming(port: RunPort, action: NextAction) -> AsyncIterator[AgentEvent | 
     return None
 
 
-async def _returning(port: RunPort, action: NextAction) -> Any:
-    """The input an action that streams nothing produces (None for an unknown action)."""
+def _returning(port: RunPort, action: NextAction) -> Awaitable[Any] | None:
+    """The effect of an action that streams nothing, which returns its input; None for an
+    action the loop does not know."""
     if isinstance(action, ExecuteTools):
-        return await port.run_tools(action)
+        return port.run_tools(action)
     if isinstance(action, RunEffect):
-        return await port.run_effect(action)
+        return port.run_effect(action)
     return None
 
 
@@ -228,14 +245,18 @@ async def _given(inp: Any) -> AsyncIterator[AgentEvent | Next]:
     yield Next(inp)
 
 
+def to_check(port: RunPort, outcome: TransitionOutcome) -> bool:
+    """Whether the output guardrails check this step (`checked`): a completing one, when the
+    agent has any. (A test apart from `checked`, so most steps await no coroutine for it.)"""
+    return bool(port.agent.output_guardrails) and outcome.next_state.phase == "Done"
+
+
 async def checked(
     port: RunPort, inp: Any, match: Match | None, outcome: TransitionOutcome
 ) -> tuple[Any, Match | None, TransitionOutcome, bool]:
-    """A step as the output guardrails leave it: (input, row, outcome, tripped). A completing
-    step whose output trips a guardrail fails instead; a stop during the check makes the stop
-    the step's input, landed on the answer that was checked."""
-    if not port.agent.output_guardrails or outcome.next_state.phase != "Done":
-        return inp, match, outcome, False
+    """A step the output guardrails check (`to_check`), as they leave it: (input, row,
+    outcome, tripped). An output that trips a guardrail fails the step instead; a stop
+    during the check makes the stop the step's input, landed on the answer checked."""
     output: FinalOutput = outcome.next_state.output  # type: ignore[union-attr]  # Done
     try:
         error = await port.check_output(output)

@@ -74,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.core.transition import Match, initial_state, matched_transition, pending_action
     from helikon.durable.records import EffectRecord, step_record
     from helikon.run.config import RunConfig
-    from helikon.run.loop import Next, Stopped, awaits_decisions, checked, perform
+    from helikon.run.loop import Stopped, awaits_decisions, checked, perform, to_check
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec, HandoffTo
     from helikon.temporal import messages as m
@@ -102,6 +102,7 @@ class HelikonWorkflow(WorkflowEffects):
         self.pending: tuple[ApprovalRequest, ...] = ()
         self.decisions: tuple[ApprovalDecision, ...] | None = None
         self.stopping: Cancel | Fail | None = None
+        self.produced: Any = None  # the input the action in flight produced
         self.deadline = 0.0
 
     # ------------------------------------------------------------ the run
@@ -260,7 +261,9 @@ class HelikonWorkflow(WorkflowEffects):
         """One transition, checked by the output guardrails (helikon.run.loop), kept to be
         written with the run's next write."""
         match, outcome = self.transition(inp)
-        inp, match, outcome, tripped = await checked(self, inp, match, outcome)
+        tripped = False
+        if to_check(self, outcome):
+            inp, match, outcome, tripped = await checked(self, inp, match, outcome)
         assert match is not None
         self.seq += 1
         record = None
@@ -273,10 +276,10 @@ class HelikonWorkflow(WorkflowEffects):
     async def _perform(self, action: NextAction) -> Any:
         """The input `action` produces, by the loop's rules (its events are written as the
         effects emit them)."""
-        inp: Any = None
-        async for item in perform(self, action):
-            if isinstance(item, Next):
-                inp = item.input
+        self.produced = None
+        async for _ in perform(self, action):
+            pass
+        inp, self.produced = self.produced, None
         if inp is None:
             raise refused(f"the Temporal runtime cannot perform action {action.kind!r}")
         return inp
@@ -301,6 +304,9 @@ class HelikonWorkflow(WorkflowEffects):
 
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         return matched_transition(self.state, inp, self._facts.ctx)
+
+    def take_input(self, inp: Any) -> None:
+        self.produced = inp
 
     def _bound(self, data: Any) -> tuple[ApprovalDecision, ...]:
         """Decisions checked against this suspension, as in-process approvals check them.
