@@ -19,7 +19,8 @@ each implements. Everything else is a rule of the loop, and lives here:
   child runs, as is an agent run as a tool (`too_deep`); a nested run gets only the token
   budget its parent has left (`child_budget`); a handoff's result is its target's end
   (`handoff_result`). A tool batch starts at most `parallel_tool_call_limit` calls at once
-  (`first_calls`: those a run store records as started with the step).
+  (`first_calls`: those a run store records as started with the step). Only an approval
+  waits for decisions from outside the run (`awaits_decisions`: where a run may suspend).
 - A stop (`Cancel`, `Fail(TimedOut)`) cuts the effect in flight short: the runtime's
   stoppable wait raises `Stopped`, and the stop becomes the input, keeping what the effect
   finished (`landed`). A stop requested while the effect completed wins the same way
