@@ -26,6 +26,10 @@ named where it is applied (`view`), are:
   Temporal run streams from its store (`helikon.temporal.events`), but the deltas
   (`DELTAS`: text and argument fragments as the model streams them), which a local run
   streams and no store keeps; the Temporal runtime never streams them.
+- `REDACT`: a run with `RunConfig.redact` streams its texts as they are and stores them
+  redacted (by design: the run itself and its stream see them whole), so its own stream
+  is not compared with the Temporal run's, which is read from the store; what a reader of
+  each store streams is.
 - `CHAIN`: `head_mac`, the signature of the run's chain of rows, signs the rows as each
   store wrote them (their times among them).
 
@@ -35,9 +39,10 @@ A real divergence between the runtimes is marked `xfail(strict=True)` with its r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
@@ -48,31 +53,55 @@ from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
+from store_support import PostgresBackend
 from temporal_agents import (
+    City,
     budget_manager,
     fatal_agent,
     guarded_agent,
     looping_agent,
     manager_agent,
+    payments_agent,
     slow_agent,
     slow_manager,
     slow_triage,
+    station_agent,
     structured_agent,
     triage_agent,
     weather_agent,
 )
 from temporal_support import only_pending
 from temporalio.client import Client
+from temporalio.service import RPCError
 
-from helikon import Agent, EffectContext, RunConfig, RunContext, ScriptedModel, ToolCall, tool
+from helikon import (
+    Agent,
+    EffectContext,
+    InputGuardrail,
+    OutputGuardrail,
+    RunConfig,
+    RunContext,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.events import AgentEvent
-from helikon.durable import RunNotFound, SqliteRunStore
+from helikon.durable import RunNotFound, RunStore, SqliteRunStore
 from helikon.durable.records import StoredRun
 from helikon.durable.views import events_of
+from helikon.models.base import ModelChunk, ModelInput
 from helikon.run.chart_effects import Effect
 from helikon.run.results import RunResultStreaming
-from helikon.temporal import decide, events, helikon_worker, outcome, start_run
+from helikon.temporal import (
+    TemporalOptions,
+    decide,
+    events,
+    helikon_worker,
+    outcome,
+    start_run,
+)
+from helikon.tools import ToolPolicy
 
 WAIT = 60.0
 DELTAS = {"token_delta", "tool_call_delta", "reasoning_delta"}
@@ -98,6 +127,18 @@ def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
         SqliteRunStore(tmp_path / "temporal.db", key=KEY) as temporal,
     ):
         yield local, temporal
+
+
+@pytest.fixture
+def postgres_stores(postgres_url: str) -> Iterator[tuple[RunStore, RunStore]]:
+    """(the local run's store, the Temporal run's store), each on a PostgreSQL schema of
+    its own."""
+    local, temporal = PostgresBackend(postgres_url), PostgresBackend(postgres_url)
+    try:
+        yield local.open(KEY), temporal.open(KEY)
+    finally:
+        local.close()
+        temporal.close()
 
 
 # ---------------------------------------------------------------- what is compared
@@ -141,12 +182,12 @@ def view(stored: StoredRun) -> RunView:
     )
 
 
-def held(store: SqliteRunStore) -> dict[str, RunView]:
+def held(store: RunStore) -> dict[str, RunView]:
     """Every run in `store`, by id, normalised."""
     return {info.run_id: view(store.get(info.run_id)) for info in store.runs(include_nested=True)}
 
 
-def assert_same(local: SqliteRunStore, temporal: SqliteRunStore) -> None:
+def assert_same(local: RunStore, temporal: RunStore) -> None:
     """What the two stores hold is the same, run by run and part by part; a failure lists
     each part that differs, the local value first."""
     mine, theirs = held(local), held(temporal)
@@ -195,7 +236,7 @@ def differences(a: RunView, b: RunView) -> list[str]:
     return found
 
 
-def ended(store: SqliteRunStore, run_id: str) -> str:
+def ended(store: RunStore, run_id: str) -> str:
     """How a stored run ended: "Done", or its error's kind (the scenario is the one meant)."""
     state: Any = store.get(run_id).records[-1].state_after
     return "Done" if state.phase == "Done" else state.error.kind
@@ -212,18 +253,21 @@ async def drained(result: RunResultStreaming) -> list[AgentEvent]:
     return [event async for event in result if event.type not in DELTAS]
 
 
-async def run_locally(
-    make: Make, text: str, store: SqliteRunStore, run_id: str
-) -> list[AgentEvent]:
+async def run_locally(make: Make, text: str, store: RunStore, run_id: str) -> list[AgentEvent]:
     return await drained(make().run(text, store=store, run_id=run_id))
 
 
 async def run_on_temporal(
-    client: Client, make: Make, text: str, store: SqliteRunStore, run_id: str
+    client: Client,
+    make: Make,
+    text: str,
+    store: RunStore,
+    run_id: str,
+    options: TemporalOptions | None = None,
 ) -> list[AgentEvent]:
     """Run to the end on a worker of its own; the events a reader of the run streams."""
     queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with helikon_worker(client, queue, [make()], store):
+    async with helikon_worker(client, queue, [make()], store, options=options):
         handle = await start_run(client, make(), text, task_queue=queue, run_id=run_id)
         await asyncio.wait_for(outcome(handle), WAIT)
     return [event async for event in events(store, run_id)]
@@ -231,19 +275,54 @@ async def run_on_temporal(
 
 async def both(
     client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
+    stores: tuple[RunStore, RunStore],
     run_id: str,
     make: Make,
     text: str,
 ) -> None:
-    """Run `make`'s agent on `text` in process, then on Temporal; the streams compared."""
+    """Run `make`'s agent on `text` in process, then on Temporal; the streams compared:
+    the local run's own, and what a reader of each store streams."""
     local, temporal = stores
     mine = await run_locally(make, text, local, run_id)
     theirs = await run_on_temporal(client, make, text, temporal, run_id)
-    assert_streams(mine, theirs)
+    if make().config.redact is None:  # REDACT
+        assert_streams(mine, theirs)
+    assert_streams([e async for e in events(local, run_id)], theirs)
 
 
 # ---------------------------------------------------------------- scenarios
+
+
+def diverges(reason: str) -> pytest.MarkDecorator:
+    """A finding: the runtimes store different runs for this scenario (`reason` says how)."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
+
+
+def compacting_agent() -> Agent:
+    """A tool result over the compaction threshold: the model summarises (Compacting),
+    then answers from the summary."""
+    script = [
+        [ToolCall("c1", "weather", '{"city": "Oslo"}')],
+        "Asked for the weather in Oslo: sunny.",
+        "Sunny in Oslo.",
+    ]
+    return replace(weather_agent(compaction_threshold=1), model=ScriptedModel(script))
+
+
+def erring_agent() -> Agent:
+    """A tool that raises (an error result the model reads), then an answer."""
+
+    @tool
+    def broken(path: str) -> str:
+        """Break.
+
+        Args:
+            path: where.
+        """
+        raise ValueError(f"no such file: {path}")
+
+    script = [[ToolCall("b1", "broken", '{"path": "a.txt"}')], "It is broken."]
+    return Agent(name="erring", model=ScriptedModel(script), tools=[broken])
 
 
 async def test_tools_in_parallel(
@@ -288,6 +367,47 @@ async def test_tools_in_parallel(
         pytest.param(lambda: guarded_agent("fine"), "hello", "Done", id="guardrails-pass"),
         pytest.param(fatal_agent, "launch", "tool_failed", id="fatal-tool-error"),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
+        pytest.param(
+            lambda: weather_agent(parallel_tool_call_limit=1),
+            "weather?",
+            "Done",
+            id="parallel-limit",
+        ),
+        pytest.param(
+            lambda: weather_agent(tool_policy=ToolPolicy(deny={"weather"})),
+            "weather?",
+            "Done",
+            id="tool-denied",
+        ),
+        pytest.param(compacting_agent, "weather?", "Done", id="compaction"),
+        pytest.param(
+            lambda: weather_agent(redact=lambda text: text.replace("Oslo", "[city]")),
+            "weather in Oslo?",
+            "Done",
+            id="redacted",
+            marks=diverges(
+                "RunConfig.redact is not applied on Temporal: its store holds the input, "
+                "the tool call's arguments and its result as they are ('Oslo'), where a "
+                "local run's store holds them redacted ('[city]')"
+            ),
+        ),
+        pytest.param(erring_agent, "go", "Done", id="tool-error"),
+        pytest.param(
+            lambda: Agent(name="mute", model=ScriptedModel([])),
+            "hello?",
+            "model_call_failed",
+            id="model-error",
+        ),
+        pytest.param(
+            lambda: Agent(
+                name="structured",
+                model=ScriptedModel(['{"name": "Oslo"}', "not even JSON"]),
+                output_type=City,
+            ),
+            "a city",
+            "invalid_structured_output",
+            id="structured-output-invalid",
+        ),
     ],
 )
 async def test_a_run_to_its_end(
@@ -369,6 +489,189 @@ async def test_approvals_suspend_decide_resume(
     assert_same(local, temporal)
 
 
+async def test_a_run_that_continues_as_new(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """A workflow whose history grows long continues as new, reading its head from the
+    store: what it stores is still what one local run stores."""
+    local, temporal = stores
+    options = TemporalOptions(continue_after_events=12)
+    mine = await run_locally(weather_agent, "weather?", local, run_id)
+    theirs = await run_on_temporal(client, weather_agent, "weather?", temporal, run_id, options)
+    handle = client.get_workflow_handle(run_id)
+    assert (await handle.describe()).run_id != handle.first_execution_run_id  # it continued
+    assert_streams(mine, theirs)
+    assert_same(local, temporal)
+
+
+def paged_agent() -> Agent:
+    """A tool source whose listing pages in a circle (tests/mcp_hostile_server.py)."""
+    from mcp_support import hostile
+
+    return Agent("paged", ScriptedModel(["never"]), mcp_servers=[hostile("circle")])
+
+
+@pytest.mark.parametrize(
+    ("make", "ends"),
+    [
+        pytest.param(station_agent, "Done", id="listed-and-called"),
+        pytest.param(paged_agent, "tools_unavailable", id="listing-fails"),
+    ],
+)
+async def test_tools_from_a_tool_source(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    make: Make,
+    ends: str,
+) -> None:
+    """An MCP server's tools (tests/mcp_server.py over stdio), listed once as the run
+    starts and kept in its header; or a listing that fails the run."""
+    pytest.importorskip("mcp")
+    local, temporal = stores
+    agent = make()
+    async with agent.mcp_servers[0]:  # a local run lists a connected source; a worker
+        mine = await drained(agent.run("2+3?", store=local, run_id=run_id))  # connects its own
+    theirs = await run_on_temporal(client, make, "2+3?", temporal, run_id)
+    assert ended(local, run_id) == ends
+    assert_streams(mine, theirs)
+    assert_same(local, temporal)
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        pytest.param(weather_agent, "weather?", id="tools"),
+        pytest.param(triage_agent, "my bill?", id="handoff"),
+        pytest.param(manager_agent, "where is Paris?", id="agent-as-tool"),
+    ],
+)
+async def test_on_postgresql(
+    client: Client,
+    postgres_stores: tuple[RunStore, RunStore],
+    run_id: str,
+    make: Make,
+    text: str,
+) -> None:
+    """Both runtimes on PostgreSQL stores (the scenarios above run on SQLite ones)."""
+    await both(client, postgres_stores, run_id, make, text)
+    assert ended(postgres_stores[0], run_id) == "Done"
+    assert_same(*postgres_stores)
+
+
+def approving_triage() -> Agent:
+    """Hands off to payments_agent, whose transfer needs approval."""
+    script = [[ToolCall("h1", "transfer_to_payments", "{}")]]
+    return Agent(name="triage", model=ScriptedModel(script), handoffs=[payments_agent()])
+
+
+def approving_manager() -> Agent:
+    """Asks payments_agent as a tool (its transfer needs approval), then answers."""
+    script = [[ToolCall("a1", "payments", '{"input": "pay 500"}')], "Asked."]
+    return Agent(name="manager", model=ScriptedModel(script), tools=[payments_agent().as_tool()])
+
+
+async def ended_or_waiting(store: RunStore, run_id: str, nested: str) -> None:
+    """Wait until run `run_id` ended, or its nested run has suspended and the run has not
+    ended `SETTLE` seconds later."""
+    waited_since = None
+    for _ in range(int(WAIT / 0.05)):
+        runs = {info.run_id: info.status for info in await store.aruns(include_nested=True)}
+        if runs.get(run_id) in ("completed", "failed"):
+            return
+        if runs.get(nested) == "suspended":
+            now = asyncio.get_running_loop().time()
+            waited_since = waited_since or now
+            if now - waited_since > SETTLE:
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{run_id} neither ended nor waited on {nested}")
+
+
+SETTLE = 3.0
+"""Seconds a parent whose nested run suspended is given to end."""
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        pytest.param(
+            approving_triage,
+            "/2",
+            id="handoff",
+            marks=diverges(
+                "a handoff target that needs approval: locally it is left suspended and "
+                "the parent fails Cancelled(\"handoff target 'payments' waited for "
+                "approval; a handoff cannot suspend: ...\"); on Temporal the target's "
+                "workflow waits for a decision and the parent waits on it, running"
+            ),
+        ),
+        pytest.param(
+            approving_manager,
+            "/2:a1",
+            id="agent-as-tool",
+            marks=diverges(
+                "an agent as a tool that needs approval: locally it is left suspended and "
+                "the parent gets an empty, non-error result ('') and goes on; on Temporal "
+                "the nested workflow waits for a decision and the parent waits on it, running"
+            ),
+        ),
+    ],
+)
+async def test_approval_in_a_nested_run(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    make: Make,
+    where: str,
+) -> None:
+    """A nested run whose call needs approval (no `on_approval` handler)."""
+    local, temporal = stores
+    await run_locally(make, "pay", local, run_id)
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [make()], temporal):
+        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
+        try:
+            await ended_or_waiting(temporal, run_id, run_id + where)
+        finally:
+            with contextlib.suppress(RPCError):  # a run that waits: not left on the server
+                await handle.terminate("the parity test is done with it")
+    assert local.get(run_id + where).info.status == "suspended"
+    assert_same(local, temporal)
+
+
+def guarded_payments(checked: list[str]) -> Agent:
+    """approval_agent with an input guardrail that passes, noting each check in `checked`."""
+
+    def check(text: str, context: Any) -> bool:
+        checked.append(text)
+        return False
+
+    return replace(approval_agent(), input_guardrails=[InputGuardrail("noted", check)])
+
+
+async def test_input_guardrails_run_once_across_a_suspension(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """The input guardrails run before the first model call only: not again when the run
+    resumes after its suspension (locally a new `Run`, on Temporal the same workflow)."""
+    local, temporal = stores
+    here: list[str] = []
+    there: list[str] = []
+    await run_locally(lambda: guarded_payments(here), "pay", local, run_id)
+    asked = local.pending(run_id)
+    await drained(guarded_payments(here).resume(run_id, [r.approve() for r in asked], store=local))
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [guarded_payments(there)], temporal):
+        agent = guarded_payments(there)
+        handle = await start_run(client, agent, "pay", task_queue=queue, run_id=run_id)
+        _ = [e async for e in events(temporal, run_id)]  # to the suspension
+        await decide(handle, [r.approve() for r in asked])
+        await asyncio.wait_for(outcome(handle), WAIT)
+    assert here == there == ["pay"]
+    assert_same(local, temporal)
+
+
 # ---------------------------------------------------------------- stops
 
 
@@ -400,11 +703,6 @@ async def wait_for_file(folder: Path, prefix: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {prefix}* in {folder}")
-
-
-def diverges(reason: str) -> pytest.MarkDecorator:
-    """A finding: the runtimes store different runs for this scenario (`reason` says how)."""
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 CANCELLED = [
@@ -604,6 +902,129 @@ async def test_an_effect_that_fails(
     await both(client, stores, run_id, make, EXAMPLE_INPUT)
     assert ended(stores[0], run_id) == "effect_failed"
     assert_same(*stores)
+
+
+async def held_until_released(folder: Path) -> None:
+    """Mark that the slow part started ("started" in `folder`), then wait for "release"."""
+    (folder / "started").write_text("started")
+    while not (folder / "release").exists():
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class HeldModel:
+    """`ScriptedModel(turns)` whose first call waits in `held_until_released`."""
+
+    folder: Path
+    turns: list[Any]
+
+    async def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]:
+        if request.calls_before == 0:
+            await held_until_released(self.folder)
+        async for chunk in ScriptedModel(self.turns, skipped=request.calls_before).stream(request):
+            yield chunk
+
+
+Held = Callable[[Path, RunConfig], Agent]
+
+
+def held_output_guardrail(folder: Path, config: RunConfig) -> Agent:
+    async def check(output: Any, context: Any) -> bool:
+        await held_until_released(folder)
+        return False
+
+    guardrail = OutputGuardrail("slow", check)
+    return Agent(
+        "checked", ScriptedModel(["All clear."]), output_guardrails=[guardrail], config=config
+    )
+
+
+def held_input_guardrail(folder: Path, config: RunConfig) -> Agent:
+    async def check(text: str, context: Any) -> bool:
+        await held_until_released(folder)
+        return False
+
+    guardrail = InputGuardrail("slow", check)
+    return Agent(
+        "checked", ScriptedModel(["All clear."]), input_guardrails=[guardrail], config=config
+    )
+
+
+def held_model(folder: Path, config: RunConfig) -> Agent:
+    return Agent("waiting", HeldModel(folder, ["At last."]), config=config)  # type: ignore[arg-type]
+
+
+def held_effect(folder: Path, config: RunConfig) -> Agent:
+    from charts.retrieve_answer import agent, script
+
+    async def retrieve(context: EffectContext) -> JsonValue:
+        await held_until_released(folder)
+        return {"passages": []}
+
+    built = agent(ScriptedModel(script()))
+    return replace(built, effects=[Effect("retrieve", retrieve)], config=config)
+
+
+HELD = [
+    pytest.param(held_input_guardrail, id="input-guardrail"),
+    pytest.param(held_model, id="model-call"),
+    pytest.param(held_output_guardrail, id="output-guardrail"),
+    pytest.param(held_effect, id="effect"),
+]
+"""Agents whose run waits in one effect of the loop (an activity on Temporal)."""
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "cancel",
+        pytest.param(
+            "timeout",
+            marks=diverges(
+                "the run's timeout while the workflow waits on one activity (an input or "
+                "output guardrail, the model, an effect): locally the run ends "
+                "Failed(TimedOut(2.0)); on Temporal it ends Failed(Cancelled('cancelled')): "
+                "asyncio.wait_for in HelikonWorkflow._wait cancels the activity, whose "
+                "handle then raises ActivityError(cancelled) rather than TimeoutError, and "
+                "_wait takes that for a cancel of the workflow (a batch of tools, awaited "
+                "through a coroutine, times out right: test_timeout[tools])"
+            ),
+        ),
+    ],
+)
+@pytest.mark.parametrize("make", HELD)
+async def test_a_stop_while_the_run_waits(
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    tmp_path: Path,
+    make: Held,
+    stop: str,
+) -> None:
+    """The run waits on a guardrail, the model or an effect, and is cancelled, or its
+    timeout passes; what it waited on is released once both runs ended."""
+    local, temporal = stores
+    here, there = tmp_path / "local", tmp_path / "temporal"
+    here.mkdir(), there.mkdir()
+    config = RunConfig(timeout=2.0 if stop == "timeout" else None)
+    result = make(here, config).run("go", store=local, run_id=run_id)
+    running = asyncio.ensure_future(drained(result))
+    await wait_for_file(here, "started")
+    if stop == "cancel":
+        result.cancel("stop waiting")
+    mine = await asyncio.wait_for(running, WAIT)
+    (here / "release").write_text("go")
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    async with helikon_worker(client, queue, [make(there, config)], temporal):
+        handle = await start_run(client, make(there, config), "go", task_queue=queue, run_id=run_id)
+        await wait_for_file(there, "started")
+        if stop == "cancel":
+            await handle.cancel(reason="stop waiting")
+        await asyncio.wait_for(outcome(handle), WAIT)
+        (there / "release").write_text("go")
+    assert ended(local, run_id) == ("cancelled" if stop == "cancel" else "timed_out")
+    assert_streams(mine, [e async for e in events(temporal, run_id)])
+    assert_same(local, temporal)
 
 
 async def test_the_comparison_tells_a_difference(
