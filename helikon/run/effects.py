@@ -115,8 +115,10 @@ class RunToolContext(ToolContext[Any]):
 
 
 class RunEffects:
-    """The effects of a run (see the module docstring); `Run` provides the state they read
-    and the waiting, tracing and nesting they use."""
+    """The effects of a run, its side of the loop's port (see the module docstring); `Run`
+    provides the state they read and the waiting, tracing and nesting they use. None of
+    them sets the run's next input: each returns (or yields last, as `Next`) the input it
+    produced, and the loop hands it to `Run.take_input`."""
 
     agent: AgentSpec
     config: RunConfig
@@ -127,7 +129,6 @@ class RunEffects:
     run_id: str
     seq: int
     depth: int
-    next_input: Any
     suspended: bool
     journal: Journal | None
     model_calls: int
