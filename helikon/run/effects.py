@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.approvals import arguments_hash
@@ -68,7 +68,7 @@ from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.guardrails import tripped_input, tripped_output
 from helikon.run.journal import Journal
-from helikon.run.loop import Next, Stopped, handoff_result
+from helikon.run.loop import Next, Stopped, handoff_result, landed
 from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
@@ -317,7 +317,7 @@ class RunEffects:
                 raise
             return Fail(self._refused(refused), tuple(finished), sum(spent, ZERO_USAGE))
         except Stopped:  # calls that finished keep their results and what they spent
-            return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
+            return landed(self._stop, ToolResults(tuple(finished), sum(spent, ZERO_USAGE)))
         by_id = {**known, **{result.call_id: result for result in ran}}
         results = tuple(by_id[call.call_id] for call in action.calls)
         return ToolResults(results, sum(spent, ZERO_USAGE))

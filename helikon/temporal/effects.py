@@ -56,7 +56,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from helikon.durable.records import EffectRecord
     from helikon.run.effects import EFFECT_INTERRUPTED, INTERRUPTED
-    from helikon.run.loop import Next, Stopped, child_budget, handoff_result, too_deep
+    from helikon.run.loop import (
+        Next,
+        Stopped,
+        child_budget,
+        handoff_result,
+        landed,
+        too_deep,
+    )
     from helikon.run.spec import AgentSpec
     from helikon.temporal import messages as m
     from helikon.temporal.registry import registry_for
@@ -215,7 +222,7 @@ class WorkflowEffects(WorkflowCalls):
         except Stopped:
             await settle(tasks)
             kept = tuple(finished[c.call_id] for c in calls if c.call_id in finished)
-            return replace(self._halted, results=kept, usage=sum(spent, ZERO_USAGE))
+            return landed(self._halted, ToolResults(kept, sum(spent, ZERO_USAGE)))
         return ToolResults(tuple(finished[c.call_id] for c in calls), sum(spent, ZERO_USAGE))
 
     async def _tool(
