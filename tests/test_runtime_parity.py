@@ -1,39 +1,16 @@
 """Parity of the two runtimes: the same scripted scenarios run by the in-process driver
 (`agent.run` / `agent.resume` with a run store) and by the Temporal runtime (a real dev
-server and a helikon worker, `temporal_address`), each writing to a SQLite store of its own;
-what the two stores hold afterwards must be the same.
+server, `temporal_address`, shared by the session, and a helikon worker per scenario), each
+writing to a store of its own; the event streams and what the two stores hold afterwards
+must be the same, but for the normalisations tests/parity_support.py names and explains.
 
-Both runs of a scenario take the same run id (the stores are separate), so nested runs'
-ids (`{run_id}/{seq}`, `{run_id}/{seq}:{call_id}`) and approval requests (bound to the run
-id) match without rewriting. What is compared, for every run each store holds: the header,
-the run's line (`RunInfo`: phase, seq, status, turns, parent), every step record (input,
-row, guards checked, state after with its usage, next action, events, appends), the
-effect events, and the events in the order a reader streams them. The normalisations, each
-named where it is applied (`view`), are:
-
-- `CLOCK`: `created_at` and `updated_at` are when each store wrote; two runs never share a
-  clock.
-- `LEASE`: who holds a run that has not ended (`lease_owner`, `lease_expires_at`): a local
-  driver leases it for a few seconds under a name of its own and releases it when it
-  suspends; a workflow leases it under `temporal:{run_id}` until the run ends, a
-  suspension included (helikon.temporal.writes). A run that ended holds no lease on
-  either: that is compared.
-- `JOURNAL`: `calls` and `decisions`, the local driver's crash journal (a tool call started
-  and finished; an approval decision spent): on Temporal the workflow's history keeps both
-  (an activity's result, an update), and the decisions reach the store as the records'
-  inputs, which are compared.
-- `STREAM`: the events a local run streams are compared with those a reader of the
-  Temporal run streams from its store (`helikon.temporal.events`), but the deltas
-  (`DELTAS`: text and argument fragments as the model streams them), which a local run
-  streams and no store keeps; the Temporal runtime never streams them.
-- `REDACT`: a run with `RunConfig.redact` streams its texts as they are and stores them
-  redacted (by design: the run itself and its stream see them whole), so its own stream
-  is not compared with the Temporal run's, which is read from the store; what a reader of
-  each store streams is.
-- `CHAIN`: `head_mac`, the signature of the run's chain of rows, signs the rows as each
-  store wrote them (their times among them).
-
-A real divergence between the runtimes is marked `xfail(strict=True)` with its reason.
+Scenarios: tools (a parallel pair, a limit, denied, erring, fatal), handoffs and agents as
+tools (and their depth limit, the child token budget), structured output (repaired,
+invalid), guardrails, max turns, compaction, model errors, redaction, approvals (suspend,
+decide, resume; inside a nested run), continue-as-new, tool sources (MCP), every chart of
+charts/ (custom phases, an effect phase) and failing effects, on SQLite and PostgreSQL
+stores. Stops (cancel, timeout) are in tests/test_runtime_parity_stops.py. A scenario whose
+runtimes diverge is a finding, marked `diverges(...)` (a strict xfail saying how).
 """
 
 from __future__ import annotations
@@ -41,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from itertools import zip_longest
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +28,23 @@ from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
+from parity_support import (
+    KEY,
+    WAIT,
+    Make,
+    Stores,
+    assert_same,
+    assert_streams,
+    both,
+    diverges,
+    drained,
+    ended,
+    new_queue,
+    new_run_id,
+    run_locally,
+    run_on_temporal,
+    sqlite_stores,
+)
 from store_support import PostgresBackend
 from temporal_agents import (
     City,
@@ -62,50 +54,29 @@ from temporal_agents import (
     looping_agent,
     manager_agent,
     payments_agent,
-    slow_agent,
-    slow_manager,
-    slow_triage,
     station_agent,
     structured_agent,
     triage_agent,
     weather_agent,
 )
-from temporal_support import only_pending
 from temporalio.client import Client
 from temporalio.service import RPCError
 
 from helikon import (
     Agent,
     EffectContext,
+    FatalToolError,
     InputGuardrail,
-    OutputGuardrail,
-    RunConfig,
     RunContext,
     ScriptedModel,
     ToolCall,
     tool,
 )
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.core.events import AgentEvent
-from helikon.durable import RunNotFound, RunStore, SqliteRunStore
-from helikon.durable.records import StoredRun
-from helikon.durable.views import events_of
-from helikon.models.base import ModelChunk, ModelInput
+from helikon.durable import RunStore, SqliteRunStore
 from helikon.run.chart_effects import Effect
-from helikon.run.results import RunResultStreaming
-from helikon.temporal import (
-    TemporalOptions,
-    decide,
-    events,
-    helikon_worker,
-    outcome,
-    start_run,
-)
+from helikon.temporal import TemporalOptions, decide, events, helikon_worker, outcome, start_run
 from helikon.tools import ToolPolicy
-
-WAIT = 60.0
-DELTAS = {"token_delta", "tool_call_delta", "reasoning_delta"}
-KEY = b"parity-tests-key-0123456789abcdef"
 
 
 @pytest.fixture
@@ -115,22 +86,17 @@ async def client(temporal_address: str) -> Client:
 
 @pytest.fixture
 def run_id() -> str:
-    """A run id of this test's own: the dev server outlives every test."""
-    return f"p-{uuid.uuid4().hex[:12]}"
+    return new_run_id()
 
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
-    """(the local run's store, the Temporal run's store)."""
-    with (
-        SqliteRunStore(tmp_path / "local.db", key=KEY) as local,
-        SqliteRunStore(tmp_path / "temporal.db", key=KEY) as temporal,
-    ):
-        yield local, temporal
+    with sqlite_stores(tmp_path) as opened:
+        yield opened
 
 
 @pytest.fixture
-def postgres_stores(postgres_url: str) -> Iterator[tuple[RunStore, RunStore]]:
+def postgres_stores(postgres_url: str) -> Iterator[Stores]:
     """(the local run's store, the Temporal run's store), each on a PostgreSQL schema of
     its own."""
     local, temporal = PostgresBackend(postgres_url), PostgresBackend(postgres_url)
@@ -141,161 +107,7 @@ def postgres_stores(postgres_url: str) -> Iterator[tuple[RunStore, RunStore]]:
         temporal.close()
 
 
-# ---------------------------------------------------------------- what is compared
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One stored run, normalised (see the module docstring)."""
-
-    header: Any
-    line: tuple[Any, ...]
-    records: tuple[Any, ...]
-    effects: tuple[Any, ...]
-    events: tuple[Any, ...]
-
-
-def view(stored: StoredRun) -> RunView:
-    info = stored.info
-    # CLOCK: created_at and updated_at are left out. LEASE: the lease of a run that has not
-    # ended is left out.
-    finished = info.status in ("completed", "failed")
-    line = (
-        info.run_id,
-        info.agent,
-        info.phase,
-        info.seq,
-        info.status,
-        info.turns,
-        info.parent_run_id,
-        info.forked_from,
-        info.forked_at,
-        (info.lease_owner, info.lease_expires_at) if finished else "leased by its runtime",
-    )
-    # JOURNAL: stored.calls and stored.decisions are left out; CHAIN: stored.head_mac too.
-    return RunView(
-        stored.header,
-        line,
-        stored.records,
-        stored.effects,
-        tuple(events_of(stored)),
-    )
-
-
-def held(store: RunStore) -> dict[str, RunView]:
-    """Every run in `store`, by id, normalised."""
-    return {info.run_id: view(store.get(info.run_id)) for info in store.runs(include_nested=True)}
-
-
-def assert_same(local: RunStore, temporal: RunStore) -> None:
-    """What the two stores hold is the same, run by run and part by part; a failure lists
-    each part that differs, the local value first."""
-    mine, theirs = held(local), held(temporal)
-    assert mine, "the local store holds no run"
-    assert sorted(mine) == sorted(theirs), "the stores hold other runs"
-    found = [line for run_id in sorted(mine) for line in differences(mine[run_id], theirs[run_id])]
-    assert not found, "the runtimes differ:\n" + "\n".join(found)
-
-
-def assert_streams(mine: Sequence[AgentEvent], theirs: Sequence[AgentEvent]) -> None:
-    """The events the local run streamed are those a reader of the Temporal run streams
-    (`helikon.temporal.events`: a handoff target's events inline, as a local run streams
-    them); a failure lists each that differs, the local one first."""
-    found = [
-        f"event {n}: {left!r}\n    != {right!r}"
-        for n, (left, right) in enumerate(zip_longest(mine, theirs))
-        if left != right
-    ]
-    assert mine, "the local run streamed nothing"
-    assert not found, "the streams differ:\n" + "\n".join(found)
-
-
-def differences(a: RunView, b: RunView) -> list[str]:
-    """Each part of run `a` that differs from `b`'s, with both values."""
-    run_id = a.line[0]
-    found = [
-        f"{run_id} {part}: {left!r}\n    != {right!r}"
-        for part, left, right in (
-            ("header", a.header, b.header),
-            ("run line", a.line, b.line),
-            ("effect events", a.effects, b.effects),
-        )
-        if left != right
-    ]
-    for n, (left, right) in enumerate(zip_longest(a.events, b.events)):
-        if left != right:
-            found.append(f"{run_id} event {n}: {left!r}\n    != {right!r}")
-    for left, right in zip_longest(a.records, b.records):
-        if left is None or right is None:
-            found.append(f"{run_id} record missing: {left!r}\n    != {right!r}")
-            continue
-        for name in left.__dataclass_fields__:
-            mine, theirs = getattr(left, name), getattr(right, name)
-            if mine != theirs:
-                found.append(f"{run_id} record {left.seq} {name}: {mine!r}\n    != {theirs!r}")
-    return found
-
-
-def ended(store: RunStore, run_id: str) -> str:
-    """How a stored run ended: "Done", or its error's kind (the scenario is the one meant)."""
-    state: Any = store.get(run_id).records[-1].state_after
-    return "Done" if state.phase == "Done" else state.error.kind
-
-
-# ---------------------------------------------------------------- the two runtimes
-
-
-Make = Callable[[], Agent]
-
-
-async def drained(result: RunResultStreaming) -> list[AgentEvent]:
-    """The events a local run streams, but its deltas (STREAM)."""
-    return [event async for event in result if event.type not in DELTAS]
-
-
-async def run_locally(make: Make, text: str, store: RunStore, run_id: str) -> list[AgentEvent]:
-    return await drained(make().run(text, store=store, run_id=run_id))
-
-
-async def run_on_temporal(
-    client: Client,
-    make: Make,
-    text: str,
-    store: RunStore,
-    run_id: str,
-    options: TemporalOptions | None = None,
-) -> list[AgentEvent]:
-    """Run to the end on a worker of its own; the events a reader of the run streams."""
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with helikon_worker(client, queue, [make()], store, options=options):
-        handle = await start_run(client, make(), text, task_queue=queue, run_id=run_id)
-        await asyncio.wait_for(outcome(handle), WAIT)
-    return [event async for event in events(store, run_id)]
-
-
-async def both(
-    client: Client,
-    stores: tuple[RunStore, RunStore],
-    run_id: str,
-    make: Make,
-    text: str,
-) -> None:
-    """Run `make`'s agent on `text` in process, then on Temporal; the streams compared:
-    the local run's own, and what a reader of each store streams."""
-    local, temporal = stores
-    mine = await run_locally(make, text, local, run_id)
-    theirs = await run_on_temporal(client, make, text, temporal, run_id)
-    if make().config.redact is None:  # REDACT
-        assert_streams(mine, theirs)
-    assert_streams([e async for e in events(local, run_id)], theirs)
-
-
 # ---------------------------------------------------------------- scenarios
-
-
-def diverges(reason: str) -> pytest.MarkDecorator:
-    """A finding: the runtimes store different runs for this scenario (`reason` says how)."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
 
 
 def compacting_agent() -> Agent:
@@ -307,6 +119,42 @@ def compacting_agent() -> Agent:
         "Sunny in Oslo.",
     ]
     return replace(weather_agent(compaction_threshold=1), model=ScriptedModel(script))
+
+
+def mixed_manager() -> Agent:
+    """One turn that asks a researcher agent as a tool and calls a plain tool beside it."""
+    manager = manager_agent()
+    weather = weather_agent().tools[0]
+    script = [
+        [
+            ToolCall("a1", "researcher", '{"input": "where is Paris?"}'),
+            ToolCall("w1", "weather", '{"city": "Paris"}'),
+        ],
+        "Paris is in France, and sunny.",
+    ]
+    return replace(manager, model=ScriptedModel(script), tools=[*manager.tools, weather])
+
+
+def fatal_batch() -> Agent:
+    """A batch whose second call fails the run (`FatalToolError`) once the first one has
+    finished: the failure keeps the finished call's result."""
+    first_done = asyncio.Event()
+
+    @tool(read_only=True)
+    async def quick() -> str:
+        """Quick."""
+        first_done.set()
+        return "quick done"
+
+    @tool
+    async def launch() -> str:
+        """Launch."""
+        await first_done.wait()
+        await asyncio.sleep(0.2)  # the first call's result lands first on Temporal too
+        raise FatalToolError("the launch pad is gone")
+
+    script = [[ToolCall("q1", "quick", "{}"), ToolCall("f1", "launch", "{}")], "Launched."]
+    return Agent(name="fatal", model=ScriptedModel(script), tools=[quick, launch])
 
 
 def erring_agent() -> Agent:
@@ -366,6 +214,8 @@ async def test_tools_in_parallel(
         ),
         pytest.param(lambda: guarded_agent("fine"), "hello", "Done", id="guardrails-pass"),
         pytest.param(fatal_agent, "launch", "tool_failed", id="fatal-tool-error"),
+        pytest.param(fatal_batch, "launch", "tool_failed", id="fatal-tool-error-in-a-batch"),
+        pytest.param(mixed_manager, "where is Paris?", "Done", id="agent-and-tool-in-a-batch"),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(
             lambda: weather_agent(parallel_tool_call_limit=1),
@@ -425,8 +275,8 @@ async def test_a_run_to_its_end(
 
 
 def approval_agent() -> Agent:
-    """Two calls in one turn, both needing approval (a transfer and a weather lookup),
-    then an answer."""
+    """Three calls in one turn, two transfers that need approval around a balance lookup
+    that does not, then an answer."""
 
     @tool(needs_approval=True)
     def transfer(amount: int) -> str:
@@ -437,14 +287,20 @@ def approval_agent() -> Agent:
         """
         return f"moved {amount}"
 
+    @tool(read_only=True)
+    def balance() -> str:
+        """The balance."""
+        return "1200 EUR"
+
     script = [
         [
             ToolCall("t1", "transfer", '{"amount": 500}'),
+            ToolCall("b1", "balance", "{}"),
             ToolCall("t2", "transfer", '{"amount": 70}'),
         ],
         "Done.",
     ]
-    return Agent(name="payments", model=ScriptedModel(script), tools=[transfer])
+    return Agent(name="payments", model=ScriptedModel(script), tools=[transfer, balance])
 
 
 Decide = Callable[[tuple[ApprovalRequest, ...]], list[ApprovalDecision]]
@@ -473,7 +329,7 @@ async def test_approvals_suspend_decide_resume(
     mine = await run_locally(approval_agent, "pay", local, run_id)
     asked = local.pending(run_id)
     assert len(asked) == 2 and local.get(run_id).info.status == "suspended"
-    queue = f"q-{uuid.uuid4().hex[:8]}"
+    queue = new_queue()
     async with helikon_worker(client, queue, [approval_agent()], temporal):
         handle = await start_run(client, approval_agent(), "pay", task_queue=queue, run_id=run_id)
         theirs = [e async for e in events(temporal, run_id)]  # to the suspension
@@ -628,7 +484,7 @@ async def test_approval_in_a_nested_run(
     """A nested run whose call needs approval (no `on_approval` handler)."""
     local, temporal = stores
     await run_locally(make, "pay", local, run_id)
-    queue = f"q-{uuid.uuid4().hex[:8]}"
+    queue = new_queue()
     async with helikon_worker(client, queue, [make()], temporal):
         handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
         try:
@@ -661,7 +517,7 @@ async def test_input_guardrails_run_once_across_a_suspension(
     await run_locally(lambda: guarded_payments(here), "pay", local, run_id)
     asked = local.pending(run_id)
     await drained(guarded_payments(here).resume(run_id, [r.approve() for r in asked], store=local))
-    queue = f"q-{uuid.uuid4().hex[:8]}"
+    queue = new_queue()
     async with helikon_worker(client, queue, [guarded_payments(there)], temporal):
         agent = guarded_payments(there)
         handle = await start_run(client, agent, "pay", task_queue=queue, run_id=run_id)
@@ -669,157 +525,6 @@ async def test_input_guardrails_run_once_across_a_suspension(
         await decide(handle, [r.approve() for r in asked])
         await asyncio.wait_for(outcome(handle), WAIT)
     assert here == there == ["pay"]
-    assert_same(local, temporal)
-
-
-# ---------------------------------------------------------------- stops
-
-
-Slow = Callable[[Path], Agent]
-
-
-def timed(make: Slow, timeout: float) -> Slow:
-    """`make`'s agent with a run timeout."""
-    return lambda marks: replace(make(marks), config=RunConfig(timeout=timeout))
-
-
-async def finished_quick_call(store: SqliteRunStore, run_id: str) -> None:
-    """Wait until the local run `run_id` has the quick call's result (its journal), so a
-    stop finds the slow call alone in flight, as on Temporal (`only_pending`)."""
-    for _ in range(int(WAIT / 0.05)):
-        try:
-            calls = store.get(run_id).calls
-        except RunNotFound:
-            calls = ()
-        if any(call.call_id == "q1" and call.finished for call in calls):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the quick call of {run_id} did not finish")
-
-
-async def wait_for_file(folder: Path, prefix: str) -> None:
-    for _ in range(int(WAIT / 0.05)):
-        if any(folder.glob(prefix + "*")):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {prefix}* in {folder}")
-
-
-CANCELLED = [
-    pytest.param(slow_agent, "", id="tools"),
-    pytest.param(
-        slow_triage,
-        "/2",
-        id="handoff",
-        marks=diverges(
-            "a cancel during a handoff: locally the parent's last input is the Cancel, and "
-            "the parent and its target end Failed(Cancelled(reason)); on Temporal the "
-            "target's workflow is cancelled without the reason, ends Cancelled('cancelled'), "
-            "and the parent takes that end as a HandoffResult (another row) and ends with "
-            "Cancelled('cancelled'): the reason is lost"
-        ),
-    ),
-    pytest.param(
-        slow_manager,
-        "/2:a1",
-        id="agent-as-tool",
-        marks=diverges(
-            "a cancel during an agent as a tool: locally the nested run is left 'running' "
-            "in ExecutingTools with no end stored, and the parent's Cancel keeps no result "
-            "(the call is appended 'cancelled'); on Temporal the nested run ends "
-            "Failed(Cancelled('cancelled')) and the parent's Cancel keeps it as an executed, "
-            "non-error result \"error: slow failed: Cancelled(reason='cancelled')\""
-        ),
-    ),
-]
-"""Agents whose slow call never ends by itself: (the agent, the id of the run that makes
-the call after the root's run id)."""
-
-
-TIMED_OUT = [
-    pytest.param(slow_agent, id="tools"),
-    pytest.param(
-        slow_triage,
-        id="handoff",
-        marks=diverges(
-            "the run's timeout during a handoff: locally the parent and its target end "
-            "Failed(TimedOut(2.0)); on Temporal the parent's deadline cancels the target's "
-            "workflow, which ends Cancelled('cancelled'), and the parent takes that end as a "
-            "HandoffResult and ends Failed(Cancelled('cancelled')), not TimedOut (asyncio's "
-            "wait_for in HelikonWorkflow._wait re-raises the child's ChildWorkflowError "
-            "rather than TimeoutError, and _child reads it as a cancel)"
-        ),
-    ),
-    pytest.param(
-        slow_manager,
-        id="agent-as-tool",
-        marks=diverges(
-            "the run's timeout during an agent as a tool: locally the parent ends "
-            "Failed(TimedOut(2.0)) and the nested run is left 'running' with no end stored; "
-            "on Temporal the parent ends Failed(Cancelled('cancelled')) (the nested _wait "
-            "takes the outer deadline's cancellation for a cancel of the workflow) and the "
-            "nested run ends Failed(TimedOut(0.0)) (its own agent's timeout, None, as 0.0)"
-        ),
-    ),
-]
-
-
-@pytest.mark.parametrize("reason", ["cancelled", "the customer hung up"])
-@pytest.mark.parametrize(("make", "where"), CANCELLED)
-async def test_cancel(
-    client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
-    run_id: str,
-    tmp_path: Path,
-    make: Slow,
-    where: str,
-    reason: str,
-) -> None:
-    """Cancelled while the slow call runs and the quick one has finished (it keeps its
-    result): `result.cancel(reason)`, and the workflow's cancel with that reason."""
-    local, temporal = stores
-    here, there = tmp_path / "local", tmp_path / "temporal"
-    here.mkdir(), there.mkdir()
-    result = make(here / "release").run("go", store=local, run_id=run_id)
-    running = asyncio.ensure_future(drained(result))
-    await wait_for_file(here, "start-b-")
-    await finished_quick_call(local, run_id + where)
-    result.cancel(reason)
-    await asyncio.wait_for(asyncio.shield(running), WAIT)
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with helikon_worker(client, queue, [make(there / "release")], temporal):
-        agent = make(there / "release")
-        handle = await start_run(client, agent, "go", task_queue=queue, run_id=run_id)
-        await wait_for_file(there, "start-b-")
-        await only_pending(client.get_workflow_handle(run_id + where), "2:s1")
-        await handle.cancel(reason=reason)
-        await asyncio.wait_for(outcome(handle), WAIT)
-    assert ended(local, run_id) == "cancelled"
-    assert_streams(await running, [e async for e in events(temporal, run_id)])
-    assert_same(local, temporal)
-
-
-@pytest.mark.parametrize("make", TIMED_OUT)
-async def test_timeout(
-    client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
-    run_id: str,
-    tmp_path: Path,
-    make: Slow,
-) -> None:
-    """The run's timeout passes while its slow call runs (the quick one finished)."""
-    local, temporal = stores
-    here, there = tmp_path / "local", tmp_path / "temporal"
-    here.mkdir(), there.mkdir()
-    timeout = 2.0
-    mine, theirs = await asyncio.gather(  # at once: the timeout is waited for once
-        run_locally(lambda: timed(make, timeout)(here / "release"), "go", local, run_id),
-        run_on_temporal(
-            client, lambda: timed(make, timeout)(there / "release"), "go", temporal, run_id
-        ),
-    )
-    assert ended(local, run_id) == "timed_out"
-    assert_streams(mine, theirs)
     assert_same(local, temporal)
 
 
@@ -858,7 +563,7 @@ async def test_the_example_charts(
     mine = await drained(
         make().run(chart.EXAMPLE_INPUT, store=local, run_id=run_id, context=context)
     )
-    queue = f"q-{uuid.uuid4().hex[:8]}"
+    queue = new_queue()
     async with helikon_worker(client, queue, [make()], temporal, deps=deps):
         handle = await start_run(
             client, make(), chart.EXAMPLE_INPUT, task_queue=queue, run_id=run_id
@@ -902,129 +607,6 @@ async def test_an_effect_that_fails(
     await both(client, stores, run_id, make, EXAMPLE_INPUT)
     assert ended(stores[0], run_id) == "effect_failed"
     assert_same(*stores)
-
-
-async def held_until_released(folder: Path) -> None:
-    """Mark that the slow part started ("started" in `folder`), then wait for "release"."""
-    (folder / "started").write_text("started")
-    while not (folder / "release").exists():
-        await asyncio.sleep(0.05)
-
-
-@dataclass
-class HeldModel:
-    """`ScriptedModel(turns)` whose first call waits in `held_until_released`."""
-
-    folder: Path
-    turns: list[Any]
-
-    async def stream(self, request: ModelInput) -> AsyncIterator[ModelChunk]:
-        if request.calls_before == 0:
-            await held_until_released(self.folder)
-        async for chunk in ScriptedModel(self.turns, skipped=request.calls_before).stream(request):
-            yield chunk
-
-
-Held = Callable[[Path, RunConfig], Agent]
-
-
-def held_output_guardrail(folder: Path, config: RunConfig) -> Agent:
-    async def check(output: Any, context: Any) -> bool:
-        await held_until_released(folder)
-        return False
-
-    guardrail = OutputGuardrail("slow", check)
-    return Agent(
-        "checked", ScriptedModel(["All clear."]), output_guardrails=[guardrail], config=config
-    )
-
-
-def held_input_guardrail(folder: Path, config: RunConfig) -> Agent:
-    async def check(text: str, context: Any) -> bool:
-        await held_until_released(folder)
-        return False
-
-    guardrail = InputGuardrail("slow", check)
-    return Agent(
-        "checked", ScriptedModel(["All clear."]), input_guardrails=[guardrail], config=config
-    )
-
-
-def held_model(folder: Path, config: RunConfig) -> Agent:
-    return Agent("waiting", HeldModel(folder, ["At last."]), config=config)  # type: ignore[arg-type]
-
-
-def held_effect(folder: Path, config: RunConfig) -> Agent:
-    from charts.retrieve_answer import agent, script
-
-    async def retrieve(context: EffectContext) -> JsonValue:
-        await held_until_released(folder)
-        return {"passages": []}
-
-    built = agent(ScriptedModel(script()))
-    return replace(built, effects=[Effect("retrieve", retrieve)], config=config)
-
-
-HELD = [
-    pytest.param(held_input_guardrail, id="input-guardrail"),
-    pytest.param(held_model, id="model-call"),
-    pytest.param(held_output_guardrail, id="output-guardrail"),
-    pytest.param(held_effect, id="effect"),
-]
-"""Agents whose run waits in one effect of the loop (an activity on Temporal)."""
-
-
-@pytest.mark.parametrize(
-    "stop",
-    [
-        "cancel",
-        pytest.param(
-            "timeout",
-            marks=diverges(
-                "the run's timeout while the workflow waits on one activity (an input or "
-                "output guardrail, the model, an effect): locally the run ends "
-                "Failed(TimedOut(2.0)); on Temporal it ends Failed(Cancelled('cancelled')): "
-                "asyncio.wait_for in HelikonWorkflow._wait cancels the activity, whose "
-                "handle then raises ActivityError(cancelled) rather than TimeoutError, and "
-                "_wait takes that for a cancel of the workflow (a batch of tools, awaited "
-                "through a coroutine, times out right: test_timeout[tools])"
-            ),
-        ),
-    ],
-)
-@pytest.mark.parametrize("make", HELD)
-async def test_a_stop_while_the_run_waits(
-    client: Client,
-    stores: tuple[SqliteRunStore, SqliteRunStore],
-    run_id: str,
-    tmp_path: Path,
-    make: Held,
-    stop: str,
-) -> None:
-    """The run waits on a guardrail, the model or an effect, and is cancelled, or its
-    timeout passes; what it waited on is released once both runs ended."""
-    local, temporal = stores
-    here, there = tmp_path / "local", tmp_path / "temporal"
-    here.mkdir(), there.mkdir()
-    config = RunConfig(timeout=2.0 if stop == "timeout" else None)
-    result = make(here, config).run("go", store=local, run_id=run_id)
-    running = asyncio.ensure_future(drained(result))
-    await wait_for_file(here, "started")
-    if stop == "cancel":
-        result.cancel("stop waiting")
-    mine = await asyncio.wait_for(running, WAIT)
-    (here / "release").write_text("go")
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with helikon_worker(client, queue, [make(there, config)], temporal):
-        handle = await start_run(client, make(there, config), "go", task_queue=queue, run_id=run_id)
-        await wait_for_file(there, "started")
-        if stop == "cancel":
-            await handle.cancel(reason="stop waiting")
-        await asyncio.wait_for(outcome(handle), WAIT)
-        (there / "release").write_text("go")
-    assert ended(local, run_id) == ("cancelled" if stop == "cancel" else "timed_out")
-    assert_streams(mine, [e async for e in events(temporal, run_id)])
-    assert_same(local, temporal)
 
 
 async def test_the_comparison_tells_a_difference(
