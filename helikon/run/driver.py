@@ -2,9 +2,10 @@
 
 Theory of operation: a run holds (state, conversation, next input). `advance()` is one step:
 apply `transition(state, input, ctx)`, append its items, emit its events, then perform its
-`NextAction` (call the model, run tools, ask for approval, hand off: `helikon.run.effects`),
-which yields the next input. Every event of the stream comes from a step, so the stream,
-`collect()`, the run store and the debugger all share this one engine.
+`NextAction` by the loop's rules (`helikon.run.loop`, which the Temporal workflow shares),
+through the effects `Run` gives it (call the model, run tools, ask for approval, hand off:
+`helikon.run.effects`), which yield the next input. Every event of the stream comes from a
+step, so the stream, `collect()`, the run store and the debugger all share this one engine.
 
 With a run store (`store=`), each transition is committed to the run's journal before the
 effect it asks for starts, under the run's lease; a run resumed from the store continues at
@@ -35,7 +36,6 @@ from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
     Cancel,
-    ExecuteTools,
     Fail,
     Failed,
     NeedsApproval,
@@ -58,8 +58,8 @@ from helikon.durable.views import Session
 from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.effects import RunEffects, RunToolContext, Stopped, landed, store_failed
-from helikon.run.guardrails import checked_output, recorded_verdict
+from helikon.run.effects import RunEffects, RunToolContext, store_failed
+from helikon.run.guardrails import recorded_verdict
 from helikon.run.journal import (
     Journal,
     chart_of,
@@ -69,7 +69,16 @@ from helikon.run.journal import (
     toolset_digest,
 )
 from helikon.run.lifecycle import Applied, Lifecycle, Positioned
-from helikon.run.observing import observer_for
+from helikon.run.loop import (
+    Stopped,
+    checked,
+    child_budget,
+    first_calls,
+    perform,
+    stop_wins,
+    to_check,
+)
+from helikon.run.observing import Ending, observer_for
 from helikon.run.prepare import (
     Sourced,
     as_items,
@@ -373,7 +382,7 @@ class Run(Positioned, RunEffects):
             await self.prepare()
             if self.trace is not None:
                 self.trace.started(self)
-            self._effect(started)
+            self.emit(started)
 
     async def apply(self, recorded: TransitionOutcome | None = None) -> Applied:
         """Apply the input already observed (`next_input`): one transition, as `Applied`
@@ -393,22 +402,13 @@ class Run(Positioned, RunEffects):
         if self.stepper is not None and self.stepper.holds(self.run_id):
             await self._held()
         before, inp, self.next_input = self.state, self.next_input, None
-        match, outcome = self._transition(inp)
+        match, outcome = self.transition(inp)
         if recorded is not None and outcome.next_state.phase == "Done":
             error = recorded_verdict(recorded)
             if error is not None:
                 outcome = trip_output_guardrail(outcome, error)
-        elif self.agent.output_guardrails and outcome.next_state.phase == "Done":
-            if self.journal is not None:  # guardrails are effects: a held result goes first
-                with contextlib.suppress(StoreError):  # (a refusal stops the run at _commit)
-                    await self.journal.flush()
-            try:
-                outcome = await self._wait(
-                    checked_output(self.agent.output_guardrails, outcome, self.context)
-                )
-            except Stopped:  # cancelled while the guardrail ran: the run does not complete,
-                inp = landed(self._stop, inp)  # but the answer it checked was paid for
-                match, outcome = self._transition(inp)
+        elif to_check(self, outcome):  # the output guardrails' check (helikon.run.loop)
+            inp, match, outcome, _ = await checked(self, inp, match, outcome)
         self._apply(inp, outcome, match)
         self.pending = None if self.finished else outcome.next_action
         events = await self._keep(inp, match, outcome)
@@ -440,9 +440,9 @@ class Run(Positioned, RunEffects):
         stop during the wait becomes the input, keeping what the effect before it got."""
         assert self.stepper is not None
         try:
-            await self._wait(self.stepper.before(self))
+            await self.stoppable(self.stepper.before(self))
         except Stopped:
-            self._stop_wins()
+            self.next_input = stop_wins(self._stop, self.next_input)
 
     async def prepare(self) -> None:
         """Get the tools of the agent's tool sources (`mcp_servers`), once, before the run's
@@ -463,7 +463,7 @@ class Run(Positioned, RunEffects):
         if not self.agent.mcp_servers:
             return
         try:
-            listed = await self._wait(source_tools(self.agent))
+            listed = await self.stoppable(source_tools(self.agent))
         except Stopped:
             self.next_input = self._stop
             return
@@ -502,18 +502,34 @@ class Run(Positioned, RunEffects):
             except ValueError as exc:
                 raise SnapshotMismatch(f"{what}: {exc}") from None
 
-    def _transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+    def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+        """`transition` on `inp`, with the row it matched when something keeps it."""
         if self.trace is None and self.journal is None and self.observer is None:  # no row kept
             return None, transition(self.state, inp, self.ctx)
         return matched_transition(self.state, inp, self.ctx)
 
-    async def perform(self) -> AsyncIterator[AgentEvent]:
-        """Perform the pending action (call the model, run tools, ...); its result becomes
-        `next_input`, or the run suspends for approval."""
+    def perform(self) -> AsyncIterator[AgentEvent]:
+        """Perform the pending action (call the model, run tools, ...) by the loop's rules
+        (`helikon.run.loop`); its result becomes `next_input`, or the run suspends for
+        approval."""
         action = self.pending or pending_action(self.state, self.ctx)
         self.pending = None
-        async for event in self._perform(action):
-            yield event
+        observed = self.observer.action(action) if self.observer is not None else None
+        if observed is None:  # no span of its own: no extra generator in the way either
+            return perform(self, action)
+        return self._in_span(action, observed)
+
+    async def _in_span(self, action: NextAction, observed: Ending) -> AsyncIterator[AgentEvent]:
+        """A handoff or an approval, in its span."""
+        try:
+            async for event in perform(self, action):
+                yield event
+        finally:
+            observed.end(self.next_input)
+
+    def take_input(self, inp: Any) -> None:
+        """The input the action produced (the loop's rules applied): the next to apply."""
+        self.next_input = inp
 
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
@@ -545,7 +561,7 @@ class Run(Positioned, RunEffects):
                     )
                 self.trace.transition(self, record)
 
-    def _effect(self, event: AgentEvent) -> AgentEvent:
+    def emit(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): traced, kept, then streamed."""
         redact = self.config.redact
         if self.trace is not None and (redact is None or not isinstance(event, DELTAS)):
@@ -615,9 +631,7 @@ class Run(Positioned, RunEffects):
         """Commit the step just applied; when the store refuses, the run stops here."""
         assert self.journal is not None
         action = outcome.next_action
-        starts: Sequence[Any] = ()
-        if isinstance(action, ExecuteTools):  # the calls the batch starts at once
-            starts = action.calls[: self.config.parallel_tool_call_limit]
+        starts = first_calls(action, self.config.parallel_tool_call_limit)
         try:
             await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
         except StoreError as exc:
@@ -719,11 +733,8 @@ class Run(Positioned, RunEffects):
         )
 
     def _child_config(self) -> RunConfig:
-        config = self.config
-        if config.token_budget is not None:
-            left = max(config.token_budget - self.usage.total_tokens, 1)
-            config = config.with_token_budget(left)
-        return config
+        left = child_budget(self.config, self.usage)
+        return self.config if left is None else self.config.with_token_budget(left)
 
     # ------------------------------------------------------------ stopping
 
@@ -754,7 +765,7 @@ class Run(Positioned, RunEffects):
             self._deadline.cancel()
             self._deadline = None
 
-    async def _wait(self, awaitable: Awaitable[Any]) -> Any:
+    async def stoppable(self, awaitable: Awaitable[Any]) -> Any:
         """Await an effect so that `cancel()` and the deadline can stop it."""
         if self._stop is not None:
             close = getattr(awaitable, "close", None)

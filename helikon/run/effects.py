@@ -1,9 +1,11 @@
 """The effects a run performs between transitions: call the model, run a batch of tools,
 ask for approval, hand off. `RunEffects` holds them; `Run` (helikon.run.driver) steps.
 
-Each effect turns its action into the next input (`next_input`) and streams the events it
-produces as it goes. An effect stopped by `cancel()` or the deadline raises `Stopped`, which
-`_perform` turns into the stop's input, keeping what the effect finished. With a run store,
+They are the in-process side of the loop's port (`helikon.run.loop.RunPort`): the loop
+dispatches each action to one of them, and each returns the input it produces (a streaming
+one yields its events, then `Next(input)`). An effect stopped by `cancel()` or the deadline
+raises `Stopped`, which the loop turns into the stop's input, keeping what the effect
+finished. With a run store,
 a batch records each call as it starts and finishes; a batch resumed after a crash reuses
 the results that finished and applies the in-flight rule to the calls that had not.
 """
@@ -11,18 +13,18 @@ the results that finished and applies the in-flight rule to the calls that had n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.approvals import arguments_hash
 from helikon.core.errors import (
-    Cancelled,
     EffectFailed,
     FatalToolError,
+    GuardrailFailed,
     GuardrailTripped,
-    MaxAgentDepthExceeded,
     ModelCallFailed,
     ModelError,
     StoreFailed,
@@ -32,13 +34,12 @@ from helikon.core.events import (
     TERMINAL_EVENTS,
     AgentEvent,
     AgentUpdated,
-    GuardrailTriggered,
     ReasoningDelta,
     RunSuspended,
     TokenDelta,
     ToolCallDelta,
 )
-from helikon.core.items import ZERO_USAGE, Item, ToolCall, ToolResult, Usage
+from helikon.core.items import ZERO_USAGE, FinalOutput, Item, ToolCall, ToolResult, Usage
 from helikon.core.state import (
     AwaitApproval,
     CallModel,
@@ -46,13 +47,13 @@ from helikon.core.state import (
     EffectResult,
     ExecuteTools,
     Fail,
-    Handoff,
     HandoffResult,
-    NextAction,
     RunEffect,
     ToolResults,
+    TransitionOutcome,
 )
 from helikon.core.tool_spec import ToolSpec
+from helikon.core.transition import Match
 from helikon.durable.records import StoreError
 from helikon.models.base import (
     ModelInput,
@@ -65,9 +66,10 @@ from helikon.run.approvals import ask_handler
 from helikon.run.chart_effects import Effect, EffectContext, as_json, effects_by_name
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.guardrails import tripped_input
+from helikon.run.guardrails import tripped_input, tripped_output
 from helikon.run.journal import Journal
 from helikon.run.lifecycle import Lifecycle
+from helikon.run.loop import Next, Stopped, handoff_result, landed
 from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
@@ -102,10 +104,6 @@ def dumps_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-class Stopped(BaseException):
-    """Internal: the effect in flight was stopped by `cancel()` or the deadline."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunToolContext(ToolContext[Any]):
     """The `ToolContext` a run gives its tools: also the run itself, for agents as tools.
@@ -118,8 +116,10 @@ class RunToolContext(ToolContext[Any]):
 
 
 class RunEffects:
-    """The effects of a run (see the module docstring); `Run` provides the state they read
-    and the waiting, tracing and nesting they use."""
+    """The effects of a run, its side of the loop's port (see the module docstring); `Run`
+    provides the state they read and the waiting, tracing and nesting they use. None of
+    them sets the run's next input: each returns (or yields last, as `Next`) the input it
+    produced, and the loop hands it to `Run.take_input`."""
 
     agent: AgentSpec
     config: RunConfig
@@ -130,7 +130,6 @@ class RunEffects:
     run_id: str
     seq: int
     depth: int
-    next_input: Any
     journal: Journal | None
     model_calls: int
     state: Any
@@ -144,10 +143,10 @@ class RunEffects:
     def usage(self) -> Usage:
         raise NotImplementedError
 
-    async def _wait(self, awaitable: Awaitable[Any]) -> Any:
+    async def stoppable(self, awaitable: Awaitable[Any]) -> Any:
         raise NotImplementedError
 
-    def _effect(self, event: AgentEvent) -> AgentEvent:
+    def emit(self, event: AgentEvent) -> AgentEvent:
         raise NotImplementedError
 
     async def nested(
@@ -164,55 +163,32 @@ class RunEffects:
     def continue_stream(self) -> None:
         raise NotImplementedError
 
-    # ------------------------------------------------------------ dispatch
+    @property
+    def stopping(self) -> Cancel | Fail | None:
+        """The stop requested (`cancel()`, the deadline), None while none is."""
+        stop: Cancel | Fail | None = self._stop
+        return stop
 
-    def _perform(self, action: NextAction) -> AsyncIterator[AgentEvent]:
-        observed = self.observer.action(action) if self.observer is not None else None
-        if observed is None:  # no span of its own: no extra generator in the way either
-            return self._dispatch(action)
-        return self._observed(action, observed)
+    @property
+    def input_guarded(self) -> bool:
+        """Whether the input guardrails ran (or the run is past its first model call): a
+        column of the run's lifecycle (`helikon.run.lifecycle`)."""
+        guarded: bool = self._lifecycle.guarded
+        return guarded
 
-    async def _observed(self, action: NextAction, observed: Ending) -> AsyncIterator[AgentEvent]:
-        """A handoff or an approval, in its span."""
-        try:
-            async for event in self._dispatch(action):
-                yield event
-        finally:
-            observed.end(self.next_input)
+    @input_guarded.setter
+    def input_guarded(self, value: bool) -> None:
+        """The loop's rules set it as the input guardrails start: the run is RUNNING."""
+        if value and not self._lifecycle.guarded:
+            self._move(Lifecycle.RUNNING)
 
-    async def _dispatch(self, action: NextAction) -> AsyncIterator[AgentEvent]:
-        try:
-            if isinstance(action, CallModel):
-                async for event in self._call_model(action):
-                    yield event
-            elif isinstance(action, ExecuteTools):
-                self.next_input = await self._execute_tools(action)
-            elif isinstance(action, AwaitApproval):
-                async for event in self._await_approval(action):
-                    yield event
-            elif isinstance(action, Handoff):
-                async for event in self._hand_off(action):
-                    yield event
-            elif isinstance(action, RunEffect):
-                self.next_input = await self._run_effect(action)
-        except Stopped:
-            self.next_input = self._stop
-        self._stop_wins()
-
-    def _stop_wins(self) -> None:
-        """A stop requested while the effect completed wins, keeping what it finished."""
-        if self._stop is not None and not isinstance(self.next_input, (Cancel, Fail)):
-            self.next_input = landed(self._stop, self.next_input)
+    def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
+        raise NotImplementedError
 
     # ------------------------------------------------------------ the model
 
-    async def _call_model(self, action: CallModel) -> AsyncIterator[AgentEvent]:
-        if not self._lifecycle.guarded:
-            self._move(Lifecycle.RUNNING)
-            async for event in self._check_input():
-                yield event
-            if self.next_input is not None:  # a guardrail tripped or failed: no model call
-                return
+    def call_model(self, action: CallModel) -> AsyncIterator[AgentEvent | Next]:
+        """One model call (`_stream`), in its span when the run has one."""
         request = ModelInput(
             self.agent.instructions,
             self.conversation.window(),
@@ -223,52 +199,74 @@ class RunEffects:
         )
         self.model_calls += 1
         observed = self.observer.chat(request) if self.observer is not None else None
-        try:
-            async for delta in self._stream(request):
-                yield delta
-        finally:
-            if observed is not None:
-                observed.end(self.next_input if self.next_input is not None else self._stop)
+        if observed is None:  # no span: no extra generator in the way either
+            return self._stream(request)
+        return self._observed(self._stream(request), observed)
 
-    async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent]:
+    async def _observed(
+        self, stream: AsyncIterator[AgentEvent | Next], observed: Ending
+    ) -> AsyncIterator[AgentEvent | Next]:
+        """A model call in its span, which ends with the call's answer (or the stop)."""
+        answer: Any = None
+        try:
+            async for item in stream:
+                if isinstance(item, Next):
+                    answer = item.input
+                yield item
+        finally:
+            observed.end(answer if answer is not None else self._stop)
+
+    async def _stream(self, request: ModelInput) -> AsyncIterator[AgentEvent | Next]:
         """One model call: its deltas as they arrive, then its response (or failure) as
         the next input."""
         assembler = ResponseAssembler()
+        failed: Fail | None
         chunks = model_of(self.agent).stream(request)
         try:
             while True:
                 try:
-                    chunk = await self._wait(anext(chunks))
+                    chunk = await self.stoppable(anext(chunks))
                 except StopAsyncIteration:
                     break
                 assembler.add(chunk)
                 event = delta_event(chunk)
                 if event is not None:
-                    yield self._effect(event)
+                    yield self.emit(event)
         except ModelError as exc:  # a failed call still counts what it spent
             spent = exc.usage if exc.usage is not None else assembler.usage
-            self.next_input = Fail(exc.error, (), spent)
-            return
+            failed = Fail(exc.error, (), spent)
         except (Stopped, asyncio.CancelledError):
             raise
         except Exception as exc:  # a model adapter's bug must not crash the run
             failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
-            self.next_input = Fail(failure, (), assembler.usage)
-            return
+            failed = Fail(failure, (), assembler.usage)
+        else:
+            failed = None
         finally:
             close = getattr(chunks, "aclose", None)
             if close is not None:
                 await close()
-        self.next_input = assembler.response(self.agent.name)
+        yield Next(failed if failed is not None else assembler.response(self.agent.name))
 
-    async def _check_input(self) -> AsyncIterator[AgentEvent]:
-        """Run the input guardrails once, before the first model call."""
+    async def check_input(self) -> GuardrailTripped | GuardrailFailed | None:
+        """The input guardrails' verdict on the conversation so far."""
         items = self.conversation.items()
-        tripped = await self._wait(tripped_input(self.agent.input_guardrails, items, self.context))
-        if isinstance(tripped, GuardrailTripped):
-            yield self._effect(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
-        if tripped is not None:
-            self.next_input = Fail(tripped)
+        verdict: GuardrailTripped | GuardrailFailed | None = await self.stoppable(
+            tripped_input(self.agent.input_guardrails, items, self.context)
+        )
+        return verdict
+
+    async def check_output(self, output: FinalOutput) -> GuardrailTripped | GuardrailFailed | None:
+        """The output guardrails' verdict on a completing step's output; a result the
+        store holds back is written first, since guardrails are effects (a refusal stops
+        the run when the step is committed)."""
+        if self.journal is not None:
+            with contextlib.suppress(StoreError):
+                await self.journal.flush()
+        verdict: GuardrailTripped | GuardrailFailed | None = await self.stoppable(
+            tripped_output(self.agent.output_guardrails, output, self.context)
+        )
+        return verdict
 
     @property
     def tool_specs(self) -> tuple[ToolSpec, ...]:
@@ -281,7 +279,7 @@ class RunEffects:
 
     # ------------------------------------------------------------ tools
 
-    async def _execute_tools(self, action: ExecuteTools) -> Any:
+    async def run_tools(self, action: ExecuteTools) -> Any:
         spent: list[Usage] = []
         seq = self.seq
         journal = self.journal
@@ -307,7 +305,7 @@ class RunEffects:
                 await journal.call_finished(seq, call, result, last=last)
 
         try:
-            ran = await self._wait(
+            ran = await self.stoppable(
                 execute_batch(
                     to_run,
                     self.tools,
@@ -327,7 +325,7 @@ class RunEffects:
                 raise
             return Fail(self._refused(refused), tuple(finished), sum(spent, ZERO_USAGE))
         except Stopped:  # calls that finished keep their results and what they spent
-            return replace(self._stop, results=tuple(finished), usage=sum(spent, ZERO_USAGE))
+            return landed(self._stop, ToolResults(tuple(finished), sum(spent, ZERO_USAGE)))
         by_id = {**known, **{result.call_id: result for result in ran}}
         results = tuple(by_id[call.call_id] for call in action.calls)
         return ToolResults(results, sum(spent, ZERO_USAGE))
@@ -358,7 +356,7 @@ class RunEffects:
 
     # ------------------------------------------------------------ a chart's effects
 
-    async def _run_effect(self, action: RunEffect) -> EffectResult | Fail:
+    async def run_effect(self, action: RunEffect) -> EffectResult | Fail:
         """Run the chart's effect `action.effect`: its JSON result, or `Fail(EffectFailed)`
         when it raised, returned no JSON, is not registered, or may not run again after a
         crash. With a store, it is recorded before it starts and when it returns; a resumed
@@ -379,7 +377,7 @@ class RunEffects:
                 return Fail(self._refused(exc))
         context = EffectContext.of(self.run_id, seq, name, action.args)
         try:
-            output = await self._wait(registered(context))
+            output = await self.stoppable(registered(context))
         except (Stopped, asyncio.CancelledError):
             raise
         except Exception as exc:  # the user's effect failed: the run fails, saying how
@@ -422,41 +420,38 @@ class RunEffects:
 
     # ------------------------------------------------------------ approvals
 
-    async def _await_approval(self, action: AwaitApproval) -> AsyncIterator[AgentEvent]:
+    async def await_decisions(self, action: AwaitApproval) -> AsyncIterator[AgentEvent | Next]:
+        """The agent's `on_approval` handler's decisions; without one, the run suspends."""
         handler = self.agent.on_approval
         pending = tuple(request.bound(self.run_id, self.seq) for request in action.pending)
         if handler is None:
             self._move(Lifecycle.SUSPENDING)
-            yield self._effect(RunSuspended(pending))
+            yield self.emit(RunSuspended(pending))
             return
-        self.next_input = await ask_handler(handler, pending, self.context, self._wait)
+        yield Next(await ask_handler(handler, pending, self.context, self.stoppable))
 
     # ------------------------------------------------------------ handoffs
 
-    async def _hand_off(self, action: Handoff) -> AsyncIterator[AgentEvent]:
-        target = next(h.target for h in self.handoffs.values() if h.agent_name == action.target)
-        limit = self.config.max_agent_depth
-        if self.depth + 1 > limit:
-            error = MaxAgentDepthExceeded(limit, target.name)
-            self.next_input = HandoffResult(None, error)
-            return
+    async def hand_off(self, target: AgentSpec) -> AsyncIterator[AgentEvent | Next]:
+        """`target` as a nested run continuing this run's stream (its terminal event left
+        out); its end as the handoff's result."""
         try:
             child = await self.nested(
                 target, self.conversation.items(), f"{self.run_id}/{self.seq}"
             )
         except StoreError as exc:
-            self.next_input = HandoffResult(None, store_failed(exc))
+            yield Next(HandoffResult(None, store_failed(exc)))
             return
         child.continue_stream()  # the target continues this stream: no RunStarted of its own
         self._child = child
-        yield self._effect(AgentUpdated(target.name))
+        yield self.emit(AgentUpdated(target.name))
         try:
             async for event in child.stream():
                 if event.type not in TERMINAL_EVENTS:
                     yield event
         finally:
             self._child = None
-        self.next_input = handoff_result(child)
+        yield Next(handoff_result(child.state, child.agent.name))
 
 
 def store_failed(exc: StoreError) -> StoreFailed:
@@ -484,26 +479,3 @@ def delta_event(chunk: Any) -> AgentEvent | None:
     if type(chunk) is ReasoningChunk:
         return ReasoningDelta(chunk.text)
     return None
-
-
-def landed(stop: Cancel | Fail, observed: Any) -> Cancel | Fail:
-    """`stop` as the input in place of the `observed` outcome of an effect it cut short:
-    a finished tool batch keeps its results, and whatever the effect spent (a model call,
-    sub-agents, a handoff target) still counts."""
-    spent = getattr(observed, "usage", ZERO_USAGE)
-    if isinstance(observed, ToolResults):
-        return replace(stop, results=observed.results, usage=stop.usage + spent)
-    return replace(stop, usage=stop.usage + spent)
-
-
-def handoff_result(child: RunEffects) -> HandoffResult:
-    state = child.state
-    if state.phase == "Done":
-        return HandoffResult(state.output, None, state.output.usage)
-    if state.phase == "Failed":
-        return HandoffResult(None, state.error, state.usage)
-    reason = (
-        f"handoff target {child.agent.name!r} waited for approval; a handoff cannot suspend: "
-        "give the target an on_approval handler"
-    )
-    return HandoffResult(None, Cancelled(reason), state.usage)

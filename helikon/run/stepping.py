@@ -8,7 +8,7 @@ two transitions, until it is released for one transition (`release`) or let go f
 tool batch) runs on. Nothing of the run changes for being held, so it records what it would
 have recorded unheld; the pure core never sees the gate.
 
-A held run waits inside `Run._wait`, so `cancel()` and the deadline end the wait as they
+A held run waits inside `Run.stoppable`, so `cancel()` and the deadline end the wait as they
 end any effect; cancelling the task that drives it ends it too.
 """
 

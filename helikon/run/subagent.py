@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helikon.core.errors import FatalToolError, MaxAgentDepthExceeded, RunError
+from helikon.core.errors import FatalToolError, RunError
 from helikon.core.items import FinalOutput
 from helikon.durable.records import StoreError
 from helikon.run.driver import Run, RunToolContext
+from helikon.run.loop import too_deep
 from helikon.run.results import RunResultStreaming
 from helikon.run.spec import AgentSpec
 from helikon.tools import Tool, ToolContext, tool
@@ -26,11 +27,9 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
         parent = context.run if isinstance(context, RunToolContext) else None
         config = parent.config if parent is not None else agent.config
         depth = (parent.depth if parent is not None else 0) + 1
-        if depth > config.max_agent_depth:
-            raise FatalToolError(
-                f"{agent.name} would run at depth {depth}",
-                error=MaxAgentDepthExceeded(config.max_agent_depth, agent.name),
-            )
+        refused = too_deep(depth - 1, config, agent.name)
+        if refused is not None:
+            raise FatalToolError(f"{agent.name} would run at depth {depth}", error=refused)
         # The step's seq keeps two calls that reuse a call id in different turns apart.
         run_id = f"{context.run_id}/{context.seq}:{context.call_id}"
         child: Any

@@ -63,8 +63,8 @@ PASSTHROUGH: tuple[str, ...] = (
     "attrs",
     "attr",
 )
-"""The modules the workflow sandbox passes through (every helikon module but the workflow,
-and the libraries they import lazily in workflow code)."""
+"""The modules the workflow sandbox passes through (every helikon module but the workflow's
+own: workflow, effects and calls, and the libraries they import lazily in workflow code)."""
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:

@@ -1,0 +1,270 @@
+"""How the workflow calls out: activities awaited stoppably, store writes riding on them.
+
+`WorkflowCalls` holds a run's workflow state (the request, the agent's facts, the run's state
+and seq, the steps and events not written yet, the stop) and the ways it reaches outside:
+
+- The stoppable wait (`stoppable`): an activity or a child workflow awaited so that cancelling
+  the workflow, or reaching the run's deadline, stops it with `Stopped`, `stopping` then the
+  input the chart gets (`Cancel`, `Fail(TimedOut)`).
+- Writes: what the run has not written yet rides on its next activity (`_take`, `_written`),
+  or is flushed by `helikon_write`; a store activity is awaited to its end even when the
+  workflow is cancelled meanwhile (`_unstopped`).
+- The patches that changed either (`CANCELED`, `TRUE_CAUSE`): what a workflow schedules is
+  fixed by the histories recorded before them, which replay unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+
+with workflow.unsafe.imports_passed_through():
+    from helikon.core.approvals import ApprovalDecision, ApprovalRequest
+    from helikon.core.errors import TimedOut
+    from helikon.core.state import Cancel, Fail, NeedsApproval
+    from helikon.durable.records import EffectRecord
+    from helikon.run.loop import Stopped
+    from helikon.temporal import messages as m
+    from helikon.temporal.options import TemporalOptions
+    from helikon.temporal.registry import AgentFacts, registry_for
+
+
+CANCELED = "helikon-cancelled-run-ends-canceled"
+"""The patch under which a run the workflow's cancellation ended ends its workflow Canceled
+(histories recorded before it completed such a workflow normally, and still replay so)."""
+
+
+TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
+"""The patch under which a call that is not run again, failed for a cause other than its
+worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
+(histories recorded before it said "interrupted", and still replay so)."""
+
+
+PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
+"""The type of the failure the Temporal SDK gives an activity whose answer is over
+Temporal's payload limit (`CLAIM_THRESHOLD` keeps a helikon worker's answers under it)."""
+
+
+class WorkflowCalls:
+    """A run's workflow state, and how it calls activities and writes (see the module
+    docstring); `HelikonWorkflow` sets the state up."""
+
+    request: m.RunRequest | None
+    facts: AgentFacts | None
+    state: Any
+    seq: int
+    model_calls: int
+    input_guarded: bool
+    steps: list[m.Step]
+    effects: list[EffectRecord]
+    create: bool
+    pending: tuple[ApprovalRequest, ...]
+    decisions: tuple[ApprovalDecision, ...] | None
+    stopping: Cancel | Fail | None
+    deadline: float
+
+    @property
+    def _queue(self) -> str:
+        """The task queue whose registry this run's agents are in (the request names it:
+        a replay runs on a task queue of its own)."""
+        return self._request.task_queue or workflow.info().task_queue
+
+    @property
+    def _facts(self) -> AgentFacts:
+        assert self.facts is not None
+        return self.facts
+
+    @property
+    def _request(self) -> m.RunRequest:
+        assert self.request is not None
+        return self.request
+
+    @property
+    def _options(self) -> TemporalOptions:
+        """The worker's activity options (the same on every worker of the task queue)."""
+        return registry_for(self._queue).options
+
+    @property
+    def _halted(self) -> Cancel | Fail:
+        assert self.stopping is not None
+        return self.stopping
+
+    # ------------------------------------------------------------ activities and writes
+
+    def _take(self) -> m.Writes:
+        """What is not written yet, to ride on the next activity (`_written` once it ran)."""
+        request = self._request
+        return m.Writes(
+            request.run_id,
+            request.agent,
+            request.token_budget,
+            tuple(self.steps),
+            tuple(self.effects),
+            self.create,
+            request.parent_run_id,
+            isinstance(self.state, NeedsApproval),
+            self._facts.listed if self.create else (),
+        )
+
+    def _written(self, writes: m.Writes) -> None:
+        del self.steps[: len(writes.steps)]
+        del self.effects[: len(writes.effects)]
+        if writes.create:
+            self.create = False
+
+    async def _flush(self, *, suspended: bool = False) -> None:
+        if not self.steps and not self.effects:
+            return
+        writes = replace(self._take(), suspended=suspended)
+        await self._unstopped(
+            workflow.execute_activity(
+                "helikon_write",
+                m.to_payload(writes),
+                start_to_close_timeout=timedelta(seconds=self._options.store_timeout),
+            )
+        )
+        self._written(writes)
+
+    async def _read(self, name: str, run_id: str, kind: Any) -> Any:
+        data = await self._unstopped(
+            workflow.execute_activity(
+                name, run_id, start_to_close_timeout=timedelta(seconds=self._options.store_timeout)
+            )
+        )
+        return m.from_payload(kind, data, f"{name}'s answer")
+
+    async def _unstopped(self, awaitable: Any) -> Any:
+        """Await a store activity to its end even when the workflow is cancelled meanwhile,
+        so what the run writes is written (its end above all); the cancel becomes the
+        run's stop, for the next effect (`stoppable`). Before the `CANCELED` patch the cancel
+        cancelled the activity and ended the workflow: a replay of such a history does so."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not workflow.patched(CANCELED):
+                task.cancel()
+                return await task
+            if self.stopping is None:
+                self.stopping = cancel_input()
+            return await task
+
+    async def _activity(self, name: str, message: Any, kind: Any, timeout: float) -> Any:
+        """Run activity `name` on `message` (whose `writes` it writes), stoppably; retried,
+        except when Temporal refused its answer (another attempt would be refused too)."""
+        data = await self.stoppable(
+            workflow.execute_activity(
+                name,
+                m.to_payload(message),
+                start_to_close_timeout=timedelta(seconds=timeout),
+                retry_policy=RetryPolicy(non_retryable_error_types=[PAYLOADS_TOO_LARGE]),
+            )
+        )
+        self._written(message.writes)
+        return m.from_payload(kind, data, f"{name}'s answer")
+
+    async def stoppable(self, awaitable: Any) -> Any:
+        """Await an effect so that cancelling the workflow and the deadline stop it
+        (`Stopped`, with `stopping` the input the chart gets)."""
+        if self.stopping is not None:
+            close_unstarted(awaitable)
+            raise Stopped
+        remaining = None
+        if self.deadline:
+            remaining = self.deadline - workflow.now().timestamp()
+            if remaining <= 0:
+                close_unstarted(awaitable)
+                self._timed_out()
+        try:
+            if remaining is None:
+                return await awaitable
+            return await asyncio.wait_for(awaitable, remaining)
+        except TimeoutError:
+            self._timed_out()
+        except asyncio.CancelledError:
+            self.stopping = cancel_input()
+            raise Stopped from None
+        except ActivityError as exc:
+            if not was_cancelled(exc):
+                raise
+            self.stopping = cancel_input()
+            raise Stopped from None
+
+    def _timed_out(self) -> None:
+        timeout = self._facts.config.timeout or 0.0
+        self.stopping = Fail(TimedOut(timeout))
+        raise Stopped
+
+
+def refused(message: str) -> ApplicationError:
+    return ApplicationError(message, type="RunRefused", non_retryable=True)
+
+
+def cancel_input() -> Cancel:
+    """The input a cancel of the workflow feeds the chart: with the reason the cancel
+    request gave (`handle.cancel(reason=...)`), "cancelled" if it gave none."""
+    return Cancel(workflow.cancellation_reason() or "cancelled")
+
+
+def was_cancelled(exc: ActivityError | ChildWorkflowError) -> bool:
+    """Whether an activity or a child workflow failed because it was cancelled (the
+    workflow, or the deadline)."""
+    return isinstance(exc.cause, (CancelledError, asyncio.CancelledError))
+
+
+def interrupted(exc: ActivityError) -> bool:
+    """Whether a call run once failed because its worker was lost (it timed out, so it
+    may have run), rather than with a cause to tell (Temporal refused its result, the
+    activity raised). Before the `TRUE_CAUSE` patch every such failure was "interrupted":
+    a replay of such a history says so again."""
+    if isinstance(exc.cause, TemporalTimeout):
+        return True
+    return not workflow.patched(TRUE_CAUSE)
+
+
+def too_large(exc: ActivityError) -> bool:
+    """Whether Temporal refused the activity's answer: over its payload limit."""
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and cause.type == PAYLOADS_TOO_LARGE
+
+
+def cause_of(exc: BaseException) -> str:
+    cause = exc.__cause__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+
+
+def close_unstarted(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
+    cancel = getattr(awaitable, "cancel", None)
+    if cancel is not None:
+        cancel()
+
+
+async def all_of(tasks: Sequence[asyncio.Future[None]]) -> None:
+    """Every task, or the first exception one raised (the others run on: `settle`)."""
+    done, _ = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    for task in tasks:
+        if task in done and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+async def settle(tasks: Sequence[asyncio.Future[None]]) -> None:
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
