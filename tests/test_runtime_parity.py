@@ -6,9 +6,11 @@ must be the same, but for the normalisations tests/parity_support.py names and e
 
 Scenarios: tools (a parallel pair, a limit, denied, erring, fatal), handoffs and agents as
 tools (and their depth limit, the child token budget, their parent's config), structured
-output (repaired, invalid), guardrails, max turns, compaction, model errors, redaction,
+output (repaired, invalid), guardrails, max turns, compaction, model errors,
 continue-as-new, tool sources (MCP), every chart of charts/ (custom phases, an effect
-phase), failing effects, what tools and effects are given, on SQLite and PostgreSQL stores.
+phase), failing effects, what tools and effects are given, on SQLite and PostgreSQL stores;
+and redaction, which the Temporal runtime refuses (a local run is checked against its own
+store instead).
 Approvals are in tests/test_runtime_parity_approvals.py, stops (cancel, timeout) in
 tests/test_runtime_parity_stops.py. A scenario whose runtimes diverge is a finding, marked
 `diverges(...)` (a strict xfail saying how).
@@ -59,6 +61,7 @@ from temporal_agents import (
     weather_agent,
 )
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from helikon import (
     Agent,
@@ -75,7 +78,14 @@ from helikon import (
 from helikon.core.items import AssistantMessage, UserMessage
 from helikon.durable import RunStore, SqliteRunStore
 from helikon.run.chart_effects import Effect
-from helikon.temporal import TemporalOptions, events, helikon_worker, outcome, start_run
+from helikon.temporal import (
+    RedactionUnsupported,
+    TemporalOptions,
+    events,
+    helikon_worker,
+    outcome,
+    start_run,
+)
 from helikon.tools import ToolContext, ToolPolicy
 
 
@@ -368,17 +378,6 @@ async def test_tools_in_parallel(
             id="tool-denied",
         ),
         pytest.param(compacting_agent, "weather?", "Done", id="compaction"),
-        pytest.param(
-            lambda: weather_agent(redact=lambda text: text.replace("Oslo", "[city]")),
-            "weather in Oslo?",
-            "Done",
-            id="redacted",
-            marks=diverges(
-                "RunConfig.redact is not applied on Temporal: its store holds the input, "
-                "the tool call's arguments and its result as they are ('Oslo'), where a "
-                "local run's store holds them redacted ('[city]')"
-            ),
-        ),
         pytest.param(erring_agent, "go", "Done", id="tool-error"),
         pytest.param(
             lambda: Agent(name="mute", model=ScriptedModel([])),
@@ -410,6 +409,33 @@ async def test_a_run_to_its_end(
     await both(client, stores, run_id, make, text)
     assert ended(stores[0], run_id) == ends
     assert_same(*stores)
+
+
+def redacting_agent() -> Agent:
+    return weather_agent(redact=lambda text: text.replace("Oslo", "[city]"))
+
+
+async def test_a_run_that_redacts_is_stored_redacted_locally_and_refused_on_temporal(
+    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+) -> None:
+    """`RunConfig.redact`: a local run streams its texts whole and its store holds them
+    redacted. The Temporal runtime cannot apply it (its store is the run's memory, its
+    history holds every text), so it fails closed: a worker refuses the agent, and so does
+    `start_run`, before any workflow starts."""
+    local, temporal = stores
+    mine = await run_locally(redacting_agent, "weather in Oslo?", local, run_id)
+    assert ended(local, run_id) == "Done"
+    stored = [event async for event in events(local, run_id)]
+    assert "Oslo" in repr(mine) and "Oslo" not in repr(local.get(run_id))
+    assert repr(stored) == repr(mine).replace("Oslo", "[city]")
+    refusal = "agent 'weather' sets RunConfig.redact, which the Temporal runtime does not apply"
+    with pytest.raises(RedactionUnsupported, match=refusal):
+        helikon_worker(client, new_queue(), [redacting_agent()], temporal)
+    with pytest.raises(RedactionUnsupported, match=refusal):
+        await start_run(client, redacting_agent(), "hi", task_queue=new_queue(), run_id=run_id)
+    with pytest.raises(RPCError, match="not found"):
+        await client.get_workflow_handle(run_id).describe()
+    assert temporal.runs(include_nested=True) == []
 
 
 async def test_a_run_that_continues_as_new(

@@ -73,6 +73,43 @@ def test_a_worker_without_a_store_is_refused(capsys: pytest.CaptureFixture[str])
     assert "needs a run store" in capsys.readouterr().err
 
 
+REDACTING_CHART = """
+from helikon import Agent, RunConfig
+
+
+def agent(model):
+    return Agent(name="hush", model=model, config=RunConfig(redact=lambda text: "[hidden]"))
+
+
+def script():
+    return ["never"]
+
+
+EXAMPLE_INPUT = "my secret"
+"""
+
+
+@pytest.mark.parametrize("command", ["worker", "run"])
+def test_a_chart_that_redacts_is_refused_on_temporal(
+    temporal_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The Temporal runtime does not apply `RunConfig.redact`: the worker refuses to serve
+    the chart and `run --temporal` to start it, with one line naming the agent; exit 2."""
+    chart = tmp_path / "hush.py"
+    chart.write_text(REDACTING_CHART)
+    store = tmp_path / "runs.db"
+    argv = [
+        command, str(chart), "--offline", "--temporal", temporal_address,
+        "--task-queue", f"q-{uuid.uuid4().hex[:8]}", "--store", f"sqlite:///{store}",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "helikon: agent 'hush' sets RunConfig.redact, which the Temporal runtime does not apply"
+    ), err
+    assert err.count("\n") == 1
+
+
 SLOW_CHART = '''
 import asyncio
 from pathlib import Path

@@ -163,9 +163,12 @@ async def _run(sdk: Any, args: argparse.Namespace, live: Any, store: RunStore) -
     run_id = args.run_id or uuid.uuid4().hex
     printer = EventPrinter()
     printer.line(printer.paint(f"> {live.text}", "bold"))
-    handle = await sdk.start_run(
-        client, live.agent, live.text, task_queue=_queue(args), run_id=run_id
-    )
+    try:
+        handle = await sdk.start_run(
+            client, live.agent, live.text, task_queue=_queue(args), run_id=run_id
+        )
+    except sdk.RedactionUnsupported as exc:  # as `helikon worker` reports it (a ValueError)
+        raise UsageError(str(exc)) from None
     seen = 0
     last: Any = None
     while True:

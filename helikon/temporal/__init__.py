@@ -11,7 +11,7 @@ from helikon.temporal.client import chart_of, current, decide, events, outcome, 
 from helikon.temporal.messages import RunOutcome, RunRequest, Status
 from helikon.temporal.options import TemporalOptions
 from helikon.temporal.payloads import CLAIM_THRESHOLD, claim_check
-from helikon.temporal.registry import AgentRegistry, UnknownAgent
+from helikon.temporal.registry import AgentRegistry, RedactionUnsupported, UnknownAgent
 from helikon.temporal.worker import HelikonWorker, helikon_worker, sandbox_runner
 from helikon.temporal.workflow import HelikonWorkflow
 
@@ -20,6 +20,7 @@ __all__ = [
     "AgentRegistry",
     "HelikonWorker",
     "HelikonWorkflow",
+    "RedactionUnsupported",
     "RunOutcome",
     "RunRequest",
     "Status",

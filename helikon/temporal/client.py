@@ -29,7 +29,11 @@ from helikon.temporal.registry import AgentRegistry
 
 
 def chart_of(agent: AgentSpec) -> str:
-    """The digest of the chart `agent` runs (what a worker checks a run against)."""
+    """The digest of the chart `agent` runs (what a worker checks a run against).
+
+    Raises:
+        RedactionUnsupported: `agent`, or one it reaches, sets `RunConfig.redact`.
+    """
     return AgentRegistry([agent]).facts(agent.name).digest
 
 
@@ -42,7 +46,12 @@ async def start_run(
     run_id: str | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start a run of `agent` (an agent, whose chart the worker must run; or a name) on
-    `task_queue`; its handle (`handle.id` is the run id)."""
+    `task_queue`; its handle (`handle.id` is the run id).
+
+    Raises:
+        RedactionUnsupported: `agent`, or one it reaches, sets `RunConfig.redact`, which
+            the Temporal runtime does not apply; nothing is started.
+    """
     name = agent if isinstance(agent, str) else agent.name
     chart = "" if isinstance(agent, str) else chart_of(agent)
     run_id = run_id or uuid.uuid4().hex

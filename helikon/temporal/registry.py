@@ -16,6 +16,12 @@ sources once, as an activity, and the workflow derives its facts from the agent'
 tools and the listed ones (`facts(..., listed=...)`). Those tools are stand-ins that are
 never called in the workflow (helikon.run.prepare `recorded_tools`): the tool activity
 binds each call to the worker's own connected source (`live_tools`).
+
+An agent whose `RunConfig` sets `redact` is refused (`RedactionUnsupported`), here and so
+wherever a registry is built (a worker, `start_run`'s chart check): on Temporal the run
+store is also the run's memory and the workflow's history holds every text, so neither
+can be redacted without changing what the run sees. Until that is designed (a payload
+codec for the history, a raw source for the conversation), the runtime fails closed.
 """
 
 from __future__ import annotations
@@ -45,6 +51,11 @@ from helikon.tools import Tool, ToolSource
 class UnknownAgent(HelikonError, LookupError):
     """The worker has no agent of that name, it runs another chart than asked for, or the
     tools a run listed do not fit its agent here (another tool source)."""
+
+
+class RedactionUnsupported(HelikonError, ValueError):
+    """An agent whose `RunConfig` sets `redact`, or one it reaches (a handoff target, an
+    agent as a tool), given to the Temporal runtime, which cannot apply it."""
 
 
 LISTINGS_KEPT = 64
@@ -100,13 +111,16 @@ class AgentRegistry:
 
     Raises:
         ValueError: two different agents share a name.
+        RedactionUnsupported: an agent, or one it reaches, sets `RunConfig.redact`.
     """
 
     def __init__(self, agents: Iterable[AgentSpec], options: TemporalOptions | None = None) -> None:
         self.options = options or TemporalOptions()
         found: dict[str, AgentSpec] = {}
         for agent in agents:
-            found = joined(found, _with_nested(agent))
+            reached = _with_nested(agent)
+            _refuse_redaction(agent, reached)
+            found = joined(found, reached)
         self.agents = found
         self._facts: dict[tuple[str, int | None], AgentFacts] = {}
         self._listed: dict[tuple[str, int | None, str], AgentFacts] = {}
@@ -194,6 +208,22 @@ class AgentRegistry:
         live = recorded_tools(facts.agent, facts.listed, live=True)
         tools, _ = tools_and_handoffs(facts.agent, self.agents, [tool for _, tool in live])
         return tools
+
+
+def _refuse_redaction(agent: AgentSpec, reached: Mapping[str, AgentSpec]) -> None:
+    """Fail closed on `redact` (see the module docstring): the first agent of `reached`
+    (`agent` and what it reaches) that sets it is named, with the way out."""
+    for name, each in sorted(reached.items()):
+        if each.config.redact is None:
+            continue
+        where = "" if each is agent else f" (reached from agent {agent.name!r})"
+        raise RedactionUnsupported(
+            f"agent {name!r}{where} sets RunConfig.redact, which the Temporal runtime does "
+            "not apply: its run store, which is also the run's memory, and the workflow's "
+            "history would hold every text unredacted. Leave redact unset and protect the "
+            "history with a Temporal payload codec (encryption) and the store by its own "
+            "access rules, or run this agent in process, where redact is applied"
+        )
 
 
 def _facts_of(

@@ -100,6 +100,8 @@ def helikon_worker(
 
     Raises:
         ValueError: agents that share a name (see AgentRegistry).
+        RedactionUnsupported: an agent, or one it reaches, sets `RunConfig.redact`, which
+            the Temporal runtime does not apply (see helikon.temporal.registry).
     """
     registry = AgentRegistry(agents, options)
     return HelikonWorker(
