@@ -15,7 +15,6 @@ PACKAGE = Path(helikon.__file__).parent
 # split is merged (this list only shrinks).
 BEING_SPLIT = {
     "run/driver.py",
-    "temporal/workflow.py",
 }
 
 
