@@ -277,6 +277,7 @@ async def run_otel(repeat: int) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
+    import helikon.run.building as building  # where Run.__init__ looks its observer up
     import helikon.run.driver as driver
 
     class Dropped(SpanExporter):
@@ -285,7 +286,7 @@ async def run_otel(repeat: int) -> None:
 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(Dropped()))
-    lookup = driver.observer_for
+    lookup = building.observer_for
 
     def no_lookup(run: object) -> None:
         return None
@@ -299,14 +300,14 @@ async def run_otel(repeat: int) -> None:
             samples[turns, width] = []
         for _ in range(repeat if turns == LONG else 5 * repeat):  # short runs: noisier
             for name, run_once in (("off", off), ("baseline", off), ("on", on)):
-                driver.observer_for = no_lookup if name == "baseline" else lookup  # type: ignore[assignment]
+                building.observer_for = no_lookup if name == "baseline" else lookup  # type: ignore[assignment]
                 try:
                     gc.collect()
                     cpu = time.process_time()
                     await run_once(turns, width)
                     rows[name][turns, width].append((time.process_time() - cpu) / turns * 1e6)
                 finally:
-                    driver.observer_for = lookup
+                    building.observer_for = lookup
     provider.shutdown()
     run = driver.Run(Agent("bench", ZeroModel(1, 1)))
     calls = 100_000

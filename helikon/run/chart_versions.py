@@ -14,7 +14,7 @@ version of the default chart and the run was recorded on another kept version, t
 that version's table as its chart; otherwise the agent unchanged, whose chart the identity
 checks (`stored.check_identity`, `RunSnapshot.check`, the Temporal registry and writer) then
 compare with the recorded one, refusing a changed chart and naming both digests, as before.
-It is called by `Run.from_snapshot` and `Run.from_stored` (helikon.run.driver) and
+It is called by `Run.from_snapshot` and `Run.from_stored` (helikon.run.building) and
 `AgentRegistry.facts` (helikon.temporal.registry) before they check the chart.
 
 A change to the default chart adds a file to `kept/` (`kept_document`):
