@@ -285,18 +285,7 @@ HELD = [
     "stop",
     [
         "cancel",
-        pytest.param(
-            "timeout",
-            marks=diverges(
-                "the run's timeout while the workflow waits on one activity (an input or "
-                "output guardrail, the model, an effect): locally the run ends "
-                "Failed(TimedOut(2.0)); on Temporal it ends Failed(Cancelled('cancelled')): "
-                "asyncio.wait_for in HelikonWorkflow._wait cancels the activity, whose "
-                "handle then raises ActivityError(cancelled) rather than TimeoutError, and "
-                "_wait takes that for a cancel of the workflow (a batch of tools, awaited "
-                "through a coroutine, times out right: test_timeout[tools])"
-            ),
-        ),
+        "timeout",
     ],
 )
 @pytest.mark.parametrize("make", HELD)

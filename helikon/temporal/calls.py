@@ -9,8 +9,9 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - Writes: what the run has not written yet rides on its next activity (`_take`, `_written`),
   or is flushed by `helikon_write`; a store activity is awaited to its end even when the
   workflow is cancelled meanwhile (`_unstopped`).
-- The patches that changed either (`CANCELED`, `TRUE_CAUSE`): what a workflow schedules is
-  fixed by the histories recorded before them, which replay unchanged.
+- The patches that changed either (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`): what a
+  workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
+  before them, which replay unchanged.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -51,6 +52,13 @@ TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
 """The patch under which a call that is not run again, failed for a cause other than its
 worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
 (histories recorded before it said "interrupted", and still replay so)."""
+
+
+DEADLINE_TIMES_OUT = "helikon-deadline-cancelled-call-times-out"
+"""The patch under which an activity the run's deadline cancelled (`asyncio.wait_for` cancels
+it, and its handle raises the cancelled `ActivityError` rather than `TimeoutError`) stops the
+run with `Fail(TimedOut)`, as a local run's deadline does (histories recorded before it took
+such a call for a cancel of the workflow, `Cancel('cancelled')`, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
@@ -200,10 +208,19 @@ class WorkflowCalls:
         except ActivityError as exc:
             if not was_cancelled(exc):
                 raise
+            if self._by_deadline() and workflow.patched(DEADLINE_TIMES_OUT):
+                self._timed_out()
             self.stopping = cancel_input()
             raise Stopped from None
 
-    def _timed_out(self) -> None:
+    def _by_deadline(self) -> bool:
+        """Whether a call cancelled now was cancelled by the run's deadline: it has passed,
+        and the workflow was not cancelled (then the stop is that cancel)."""
+        if not self.deadline or workflow.cancellation_reason() is not None:
+            return False
+        return workflow.now().timestamp() >= self.deadline
+
+    def _timed_out(self) -> NoReturn:
         timeout = self._facts.config.timeout or 0.0
         self.stopping = Fail(TimedOut(timeout))
         raise Stopped
