@@ -253,6 +253,7 @@ class HelikonWorkflow(WorkflowEffects):
             token_budget=request.token_budget,
             deadline=self.deadline,
             task_queue=self._queue,
+            timeout=request.timeout,
         )
 
     # ------------------------------------------------------------ transitions
