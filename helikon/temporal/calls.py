@@ -9,8 +9,12 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - Writes: what the run has not written yet rides on its next activity (`_take`, `_written`),
   or is flushed by `helikon_write`; a store activity is awaited to its end even when the
   workflow is cancelled meanwhile (`_unstopped`).
-- The patches that changed either (`CANCELED`, `TRUE_CAUSE`): what a workflow schedules is
-  fixed by the histories recorded before them, which replay unchanged.
+- The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
+  run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
+- The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
+  `NESTED_STOPS`): what a
+  workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
+  before them, which replay unchanged.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -51,6 +55,21 @@ TRUE_CAUSE = "helikon-refused-call-tells-its-cause"
 """The patch under which a call that is not run again, failed for a cause other than its
 worker's loss (a result Temporal refused), tells that cause rather than "interrupted"
 (histories recorded before it said "interrupted", and still replay so)."""
+
+
+DEADLINE_TIMES_OUT = "helikon-deadline-cancelled-call-times-out"
+"""The patch under which an activity the run's deadline cancelled (`asyncio.wait_for` cancels
+it, and its handle raises the cancelled `ActivityError` rather than `TimeoutError`) stops the
+run with `Fail(TimedOut)`, as a local run's deadline does (histories recorded before it took
+such a call for a cancel of the workflow, `Cancel('cancelled')`, and still replay so)."""
+
+
+NESTED_STOPS = "helikon-nested-run-takes-the-stop"
+"""The patch under which a nested run's child workflow is awaited to its end (`nested_end`)
+rather than stoppably: the deadline, which the child keeps too, ends the child `TimedOut`
+and the run with `Fail(TimedOut)`, and a cancel of the workflow cancels the child with its
+reason and is the run's `Cancel`, as in process (histories recorded before it cancelled the
+child without a reason at either, took its end for the run's input, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
@@ -200,13 +219,85 @@ class WorkflowCalls:
         except ActivityError as exc:
             if not was_cancelled(exc):
                 raise
+            if self._by_deadline() and workflow.patched(DEADLINE_TIMES_OUT):
+                self._timed_out()
             self.stopping = cancel_input()
             raise Stopped from None
 
-    def _timed_out(self) -> None:
-        timeout = self._facts.config.timeout or 0.0
-        self.stopping = Fail(TimedOut(timeout))
+    async def nested_end(self, child: m.RunRequest) -> Any:
+        """The result of nested run `child`'s workflow, awaited to its end: it keeps this
+        run's deadline itself, so the wait has no timer of its own. A cancel of the
+        workflow (a handoff's wait) cancels the child with its reason, and the stop lands
+        on its end; past the deadline once the child ended, the stop is the timeout. A stop
+        of the batch the child is a call of cuts the call short once the child ended
+        (`CutShort`), as a local batch's stop does.
+
+        Raises:
+            ChildWorkflowError: the child's workflow failed, or ended Canceled.
+            CutShort: the stop of the batch the child is a call of cut it short.
+        """
+        if self.stopping is not None:
+            raise Stopped
+        if self.deadline and workflow.now().timestamp() >= self.deadline:
+            self._timed_out()
+        try:
+            handle = await workflow.start_child_workflow(
+                m.WORKFLOW, m.to_payload(child), id=child.run_id
+            )
+        except asyncio.CancelledError:  # the child's start cancelled: nothing to land on
+            if self.stopping is None:
+                self.stopping = cancel_input()
+            raise Stopped from None
+        try:
+            data = await asyncio.shield(handle)
+        except asyncio.CancelledError:
+            if self.stopping is not None:  # the batch it is a call of stopped: cut short
+                raise CutShort(await self._child_stopped(handle)) from None
+            self.stopping = cancel_input()
+            handle.cancel(self.stopping.reason)
+            data = await handle
+        if self.stopping is None and self._by_deadline():
+            self.stopping = Fail(TimedOut(self._timeout))
+        return data
+
+    async def _child_stopped(self, handle: Any) -> Any:
+        """The result of a child cut short by the run's stop, once it ended: cancelled with
+        a cancel's reason, or by the deadline it keeps itself; None when its workflow ended
+        otherwise than with a result (Canceled)."""
+        if isinstance(self.stopping, Cancel):
+            handle.cancel(self.stopping.reason)
+        try:
+            return await handle
+        except ChildWorkflowError:
+            return None
+
+    def _by_deadline(self) -> bool:
+        """Whether a call cancelled now was cancelled by the run's deadline: it has passed,
+        and the workflow was not cancelled (then the stop is that cancel)."""
+        if not self.deadline or workflow.cancellation_reason() is not None:
+            return False
+        return workflow.now().timestamp() >= self.deadline
+
+    @property
+    def _timeout(self) -> float:
+        """The seconds the run's deadline counts: its root's `RunConfig.timeout` (0.0 when a
+        nested run's request, from before `NESTED_STOPS`, does not carry it)."""
+        return self._request.timeout or self._facts.config.timeout or 0.0
+
+    def _timed_out(self) -> NoReturn:
+        self.stopping = Fail(TimedOut(self._timeout))
         raise Stopped
+
+
+class CutShort(Exception):
+    """Internal: a nested run that is a call of a batch the run's stop cut short ended
+    (`nested_end`); `data` is its workflow's result, None when it ended Canceled. Its end is
+    not the call's result (a local batch drops a call its stop cut short); what it spent
+    still counts."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__("a nested run cut short")
+        self.data = data
 
 
 def refused(message: str) -> ApplicationError:

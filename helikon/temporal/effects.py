@@ -70,7 +70,9 @@ with workflow.unsafe.imports_passed_through():
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
+    NESTED_STOPS,
     TRUE_CAUSE,
+    CutShort,
     WorkflowCalls,
     all_of,
     cause_of,
@@ -206,7 +208,8 @@ class WorkflowEffects(WorkflowCalls):
             mine = None if sent[0] else writes
             sent[0] = True
             result, usage = await self._tool(call, seq, mine)
-            finished[call.call_id] = result
+            if result is not None:  # None: cut short by the batch's stop, spent
+                finished[call.call_id] = result
             spent.append(usage)
 
         tasks = [asyncio.ensure_future(one(call)) for call in calls]
@@ -227,7 +230,7 @@ class WorkflowEffects(WorkflowCalls):
 
     async def _tool(
         self, call: ToolCall, seq: int, writes: m.Writes | None
-    ) -> tuple[ToolResult, Usage]:
+    ) -> tuple[ToolResult | None, Usage]:
         facts = self._facts
         nested = facts.nested(call.name)
         if nested is not None:
@@ -269,7 +272,7 @@ class WorkflowEffects(WorkflowCalls):
 
     async def _agent_tool(
         self, call: ToolCall, agent: AgentSpec, seq: int
-    ) -> tuple[ToolResult, Usage]:
+    ) -> tuple[ToolResult | None, Usage]:
         """An agent as a tool: a child workflow one level deeper, sharing the budget."""
         request = self._request
         error = too_deep(request.depth, self._facts.config, agent.name)
@@ -284,7 +287,11 @@ class WorkflowEffects(WorkflowCalls):
             return ToolResult(call.call_id, content, True, "errored"), ZERO_USAGE
         child = self._child_request(f"{request.run_id}/{seq}:{call.call_id}", agent)
         child = replace(child, input=(UserMessage(text),))
-        outcome = await self._child(child)
+        try:
+            outcome = await self._child(child)
+        except CutShort as short:  # its end is no result; what it spent counts
+            ended = await self._ended(child.run_id, short.data)
+            return None, ended.usage
         state: Any = outcome.state
         if state.phase == "Failed":
             content = f"error: {agent.name} failed: {describe(state.error)}"
@@ -306,13 +313,22 @@ class WorkflowEffects(WorkflowCalls):
             token_budget=budget,
             deadline=self.deadline,
             task_queue=self._queue,
+            timeout=self._timeout,
         )
 
     async def _child(self, child: m.RunRequest) -> m.RunOutcome:
+        """The end of the nested run `child` as a child workflow, awaited to it
+        (`nested_end`); before the `NESTED_STOPS` patch, awaited stoppably, a replay of such a
+        history's child cancelled by the deadline without its reason."""
         try:
-            data = await self.stoppable(
-                workflow.execute_child_workflow(m.WORKFLOW, m.to_payload(child), id=child.run_id)
-            )
+            if workflow.patched(NESTED_STOPS):
+                data = await self.nested_end(child)
+            else:
+                data = await self.stoppable(
+                    workflow.execute_child_workflow(
+                        m.WORKFLOW, m.to_payload(child), id=child.run_id
+                    )
+                )
         except ChildWorkflowError as exc:
             if was_cancelled(exc):
                 return await self._cancelled_child(child.run_id)
@@ -320,6 +336,13 @@ class WorkflowEffects(WorkflowCalls):
                 f"nested run {child.run_id!r} failed as a workflow: {cause_of(exc)}",
                 non_retryable=True,
             ) from None
+        return await self._ended(child.run_id, data)
+
+    async def _ended(self, run_id: str, data: Any) -> m.RunOutcome:
+        """How nested run `run_id` ended: its workflow's result `data`, or, None, as its
+        store holds it (its workflow ended Canceled)."""
+        if data is None:
+            return await self._cancelled_child(run_id)
         outcome: m.RunOutcome = m.from_payload(m.RunOutcome, data, "a child workflow's result")
         return outcome
 

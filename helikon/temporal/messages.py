@@ -51,8 +51,10 @@ class RunRequest:
     continue-as-new) reads its state from the store: only ids and the seq are carried.
     `token_budget` is what a nested run may still spend of its root's budget; `deadline`
     is the root's `RunConfig.timeout` as an epoch second (0: none), so nesting and
-    continue-as-new keep one deadline. `task_queue` names the worker registry the agent is
-    looked up in (default: the workflow's task queue; a replay runs on another).
+    continue-as-new keep one deadline, and `timeout` those seconds (None: the agent's own), so
+    a nested run the deadline stops fails `TimedOut` with its root's timeout, as in process.
+    `task_queue` names the worker registry the agent is looked up in (default: the workflow's
+    task queue; a replay runs on another).
     """
 
     run_id: str
@@ -66,6 +68,7 @@ class RunRequest:
     token_budget: int | None = None
     deadline: float = 0.0
     task_queue: str = ""
+    timeout: float | None = None
 
 
 @value

@@ -21,8 +21,10 @@ do not bind to the pending calls of this suspension, by call id and arguments ha
 a second time) or the `decisions` signal (fire and forget: a refused one is logged). The
 `current` query says where the run is. Handoffs and agents as tools are child workflows
 (ids `{run_id}/{seq}` and `{run_id}/{seq}:{call_id}`, as a local run's nested ids), one level
-deeper, with only the token budget the root has left. Cancelling the workflow, or reaching
-`RunConfig.timeout`, stops the effect in flight and feeds `Cancel` / `Fail(TimedOut)`
+deeper, with only the token budget the root has left and the root's deadline and timeout;
+the parent awaits each to its end (helikon.temporal.calls, `nested_end`). Cancelling the
+workflow, or reaching `RunConfig.timeout`, stops the effect in flight (a nested run, with
+the cancel's reason or by its own deadline) and feeds `Cancel` / `Fail(TimedOut)`
 through the chart, which decides how the run ends; the workflow then completes with it,
 except a run the workflow's cancellation ended `Failed(Cancelled)`: once its end is
 written, that workflow ends Canceled (its outcome in the memo, `OUTCOME_MEMO`), as Temporal
@@ -253,6 +255,7 @@ class HelikonWorkflow(WorkflowEffects):
             token_budget=request.token_budget,
             deadline=self.deadline,
             task_queue=self._queue,
+            timeout=request.timeout,
         )
 
     # ------------------------------------------------------------ transitions
