@@ -82,7 +82,7 @@ EXCEPTIONS = exception_classes()
 INTERNAL = {
     "MCPToolError", "InvalidArguments", "TooCostly", "UnsafePattern", "StreamFailed",
     "Stopped", "SetupRefused", "UsageError", "LoadError", "ShellError", "HTTPProblem",
-    "_Fatal", "_Expired",
+    "_Fatal", "_Expired", "CutShort",
 }  # fmt: skip
 
 
