@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import resource
 import sqlite3
 import sys
@@ -45,7 +46,7 @@ from typing import Any
 from helikon.durable.sql_engine import WriterThread
 
 OPS_PER_TURN = 2  # store operations a turn of bench/durable.py commits (10x1, 50x4, 200x1)
-BASE = {"10x1": 229.0, "50x4": 528.0, "200x1": 209.0}  # us/turn before issue 20 (e73853c)
+BASE = {"10x1": 233.2, "50x4": 380.0, "200x1": 204.1}  # us/turn before issue 20 (e73853c)
 
 Work = Callable[[], Any]
 
@@ -188,6 +189,65 @@ def floor(ops: int, repeat: int) -> dict[tuple[str, str], tuple[float, float]]:
     return best
 
 
+class InlineEngine:
+    """A store engine that runs each operation on its caller's thread, on the loop (as the
+    store did before issue 20): the same store code, no hop."""
+
+    def wait(self, work: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            work.send(None)
+        except StopIteration as done:
+            return done.value
+        raise RuntimeError("a store operation waited")
+
+    async def call(self, work: Coroutine[Any, Any, Any]) -> Any:
+        return self.wait(work)
+
+    def stop(self) -> None:
+        pass
+
+
+async def in_a_run(repeat: int) -> dict[tuple[str, str], float]:
+    """Best CPU us per turn of bench/durable.py's helikon run with a `SqliteRunStore`
+    NORMAL, its operations on the writer thread and inline (the engine swapped), the two
+    interleaved; and the store operations a turn commits."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from durable_runs import KEY, SCENARIOS, Helikon, label
+
+    from helikon.durable import SqliteRunStore
+
+    helikon = Helikon()
+    await helikon.once(10, 1, None, "warm")
+    best: dict[tuple[str, str], float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        store = SqliteRunStore(Path(folder) / "run.db", key=KEY, synchronous="NORMAL")
+        writer, inline = store._engine, InlineEngine()
+        try:
+            for i in range(repeat):
+                for turns, width in SCENARIOS:
+                    for name, engine in (("writer", writer), ("inline", inline)):
+                        store._engine = engine
+                        gc.collect()
+                        await helikon.once(turns, width, store, f"{label(turns, width)}-{name}{i}")
+                        us = helikon.cpu_seconds / turns * 1e6
+                        key = (label(turns, width), name)
+                        best[key] = min(best.get(key, us), us)
+        finally:
+            store._engine = writer
+            store.close()
+    return best
+
+
+def report_run(best: dict[tuple[str, str], float]) -> None:
+    print("bench/durable.py's run, SqliteRunStore NORMAL, CPU us per turn (best):")
+    print(f"{'scenario':<8} {'inline':>8} {'writer':>8} {'hop/turn':>8} {'ratio':>6}")
+    for scenario in dict.fromkeys(s for s, _ in best):
+        inline, writer = best[scenario, "inline"], best[scenario, "writer"]
+        hop = writer - inline
+        print(f"{scenario:<8} {inline:8.1f} {writer:8.1f} {hop:8.1f} {writer / inline:6.3f}")
+    print()
+
+
 def report(best: dict[tuple[str, str], tuple[float, float]], base: dict[str, float]) -> None:
     print("CPU per operation (us), process time, best of the repeats; voluntary switches/op")
     print(f"{'work':<10} {'mechanism':<9} {'us/op':>7} {'hop us/op':>9} {'switches':>8}")
@@ -220,10 +280,18 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(f"{s}={us:g}" for s, us in BASE.items()),
         help="us per turn before the hop, per scenario (default: %(default)s)",
     )
+    parser.add_argument(
+        "--run",
+        action="store_true",
+        help="also bench/durable.py's run, the store's operations on its thread and inline",
+    )
     args = parser.parse_args(argv)
     ops, repeat = (500, 3) if args.quick else (args.ops, args.repeat)
     base = {s: float(us) for s, us in (part.split("=") for part in args.base.split(","))}
     report(floor(ops, repeat), base)
+    if args.run:
+        print()
+        report_run(asyncio.run(in_a_run(repeat)))
     return 0
 
 
