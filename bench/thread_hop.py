@@ -273,7 +273,7 @@ def report(best: dict[tuple[str, str], tuple[float, float]], base: dict[str, flo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=2000, help="operations per measurement")
-    parser.add_argument("--repeat", type=int, default=7, help="measurements, best kept")
+    parser.add_argument("--repeat", type=int, default=15, help="measurements, best kept")
     parser.add_argument("--quick", action="store_true", help="--ops 500 --repeat 3")
     parser.add_argument(
         "--base",
