@@ -278,6 +278,27 @@ async def test_results_of_calls_that_finish_together_are_written_in_one_transact
 ) -> None:
     @tool
     async def echo(n: int) -> str:
+        """Echo a number; the last one takes a moment."""
+        await asyncio.sleep(0.01 if n == 2 else 0)
+        return str(n)
+
+    calls = [ToolCall(f"c{n}", "echo", f'{{"n": {n}}}') for n in range(3)]
+    agent = Agent("echo", ScriptedModel([calls, "Done."]), tools=[echo])
+    store = Recording(backend.open())
+    assert (await agent.run("go", store=store, run_id="r1").collect()).final_output == "Done."
+    assert store.writes == [
+        ("record", ("c0:start", "c1:start", "c2:start")),
+        ("finish_call", ("c0", "c1")),  # they finished in one pass, c2 still running
+        ("record", ("c2:result",)),  # the batch's last, with the record consuming it
+        ("record", ()),
+    ]
+
+
+async def test_a_batch_that_finishes_in_one_pass_rides_with_the_next_record(
+    backend: Backend,
+) -> None:
+    @tool
+    async def echo(n: int) -> str:
         """Echo a number."""
         return str(n)
 
@@ -287,8 +308,9 @@ async def test_results_of_calls_that_finish_together_are_written_in_one_transact
     assert (await agent.run("go", store=store, run_id="r1").collect()).final_output == "Done."
     assert store.writes == [
         ("record", ("c0:start", "c1:start", "c2:start", "c3:start")),
-        ("finish_call", ("c0", "c1", "c2")),  # they finished in one pass: one commit
-        ("record", ("c3:result",)),  # the batch's last, with the record consuming it
+        # They finished in one pass with the batch's last: all ride with the record
+        # consuming them.
+        ("record", ("c0:result", "c1:result", "c2:result", "c3:result")),
         ("record", ()),
     ]
     stored = backend.open().get("r1")

@@ -65,9 +65,10 @@ class SqlRunStore:
         """Run `work` on the store's thread and wait for it (the sync methods)."""
         return self._engine.wait(work)
 
-    async def _await(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run `work` on the store's thread; the caller's loop goes on meanwhile."""
-        return await self._engine.call(work)
+    def _await(self, work: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        """Run `work` on the store's thread; the caller's loop goes on meanwhile. (The
+        engine's coroutine itself, awaited by the caller: no frame of this one between.)"""
+        return self._engine.call(work)
 
     # ------------------------------------------------------------ driving a run
 

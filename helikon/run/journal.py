@@ -21,7 +21,10 @@ finishes. Two of those rows ride in a record's transaction instead of one of the
   written as its call finishes, in one transaction with the results of the calls that
   finish in the same pass of the event loop (the first of them waits that pass out), so a
   finished call is never held back by a slower one, and calls that finish together commit
-  once. (Output guardrails are effects: the driver flushes a held result before they run.)
+  once; when the batch's last result came in that pass too, no call is slower, and they
+  ride with the next record as it does, for the same reason (a crash then loses what a
+  crash a moment earlier, before their own write, would have). (Output guardrails are
+  effects: the driver flushes held results before they run.)
 
 Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
@@ -364,6 +367,9 @@ class Journal:
             self._finishing = []
             raise
         batch, self._finishing = self._finishing, []
+        if any(held.seq == seq for held in self._held):  # the batch is complete
+            self._held[:0] = batch
+            return
         await self.store.finish_call(self.run_id, self.lease, *batch)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
