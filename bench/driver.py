@@ -475,14 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help=f"cProfile helikon's {LONG}-turn run and stop"
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print only the figures bench/compare.py compares"
-    )
     args = parser.parse_args(argv)
-    if args.json:  # bench/figures.py measures them, as bench/compare.py runs it
-        from figures import main as figures
-
-        return figures(["driver", *(["--quick"] if args.quick else [])])
     if args.profile:
         asyncio.run(profile_long())
         return 0

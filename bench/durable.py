@@ -434,14 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-langgraph", action="store_true", help="measure helikon only")
     parser.add_argument("--dir", type=Path, help="where the databases go (default: a temp dir)")
     parser.add_argument("--profile", action="store_true", help="cProfile a 200x1 stored run")
-    parser.add_argument(
-        "--json", action="store_true", help="print only the figures bench/compare.py compares"
-    )
     args = parser.parse_args(argv)
-    if args.json:  # bench/figures.py measures them, as bench/compare.py runs it
-        from figures import main as figures
-
-        return figures(["durable", *(["--quick"] if args.quick else [])])
     repeat, full_repeat, resume_repeat = (3, 1, 3) if args.quick else (7, 3, 5)
     with_langgraph = not args.no_langgraph
     missing = langgraph_available() if with_langgraph else None

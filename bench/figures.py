@@ -17,9 +17,9 @@ best of a few repeats inside this one process:
   temporary directory, for bench/durable.py's scenarios (`durable_runs.Helikon`, which times
   the run alone: the store's untimed check comes after).
 
-The three scripts' `--json` flag prints the same object. The pieces measured are the
-benchmarks' own, imported by module name, so a checkout is measured by its own copy of them;
-bench/compare.py runs this file with the checkout's `bench/` and root first on the path.
+The pieces measured are the benchmarks' own, imported by module name (the benchmarks do not
+import this file back), so a checkout is measured by its own copy of them; bench/compare.py
+runs this file with the checkout's `bench/` and root first on the path.
 """
 
 from __future__ import annotations

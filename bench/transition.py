@@ -183,14 +183,7 @@ def transitions_cycle() -> Callable[[], Any] | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
-    parser.add_argument(
-        "--json", action="store_true", help="print only the figures bench/compare.py compares"
-    )
     args = parser.parse_args(argv)
-    if args.json:  # bench/figures.py measures them, as bench/compare.py runs it
-        from figures import main as figures
-
-        return figures(["transition", *(["--quick"] if args.quick else [])])
     number, repeat = (2_000, 3) if args.quick else (20_000, 7)
 
     from helikon.core.values import STRICT_VALUES
