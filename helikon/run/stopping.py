@@ -2,8 +2,10 @@
 effect of the run goes through. `Stoppable` holds them; `Run` (helikon.run.driver) is one.
 
 Theory of operation: a stop (`Cancel`, or `Fail(TimedOut)` from the deadline) is kept as the
-run's `_stop`, passed down to the nested run in flight (`_child`), and cancels the task
-waiting in `stoppable` (`_waiting`), which raises `Stopped` instead of `CancelledError`.
+run's `_stop`, passed down to the handoff target in flight (`_child`), and cancels the task
+waiting in `stoppable` (`_waiting`), which raises `Stopped` instead of `CancelledError`. An
+agent run as a tool takes the stop from the cancel of its call (`halt`, from
+helikon.run.subagent), so it too ends through its chart, its end stored.
 What a stop then does to the effect in flight and to the next input is the loop's rule
 (`helikon.run.loop`: `Stopped`, `stop_wins`), not this module's; the chart decides what a
 stopped run looks like.
@@ -39,19 +41,22 @@ class Stoppable:
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run: the effect in flight is cancelled and the run fails with Cancelled."""
-        self._halt(Cancel(reason))
+        self.halt(Cancel(reason))
 
     def expire_after(self, seconds: float) -> None:
         """Fail the run with TimedOut if it has not ended after `seconds`."""
         loop = asyncio.get_running_loop()
-        self._deadline = loop.call_later(seconds, self._halt, Fail(TimedOut(seconds)))
+        self._deadline = loop.call_later(seconds, self.halt, Fail(TimedOut(seconds)))
 
-    def _halt(self, stop: Cancel | Fail) -> None:
+    def halt(self, stop: Cancel | Fail) -> None:
+        """Stop the run with `stop` as its input: `cancel()`, the deadline, a lost lease, or
+        the stop of the run it is nested in. A run that ended or was stopped before keeps
+        its first stop."""
         if self.finished or self._stop is not None:
             return
         self._stop = stop
         if self._child is not None:
-            self._child._halt(stop)
+            self._child.halt(stop)
         if self._waiting is not None:
             self._waiting.cancel()
 
