@@ -2,10 +2,11 @@
 effect of the run goes through. `Stoppable` holds them; `Run` (helikon.run.driver) is one.
 
 Theory of operation: a stop (`Cancel`, or `Fail(TimedOut)` from the deadline) is kept as the
-run's `_stop`, passed down to the handoff target in flight (`_child`), and cancels the task
-waiting in `stoppable` (`_waiting`), which raises `Stopped` instead of `CancelledError`. An
-agent run as a tool takes the stop from the cancel of its call (`halt`, from
-helikon.run.subagent), so it too ends through its chart, its end stored.
+run's `_stop`, passed down at once to the nested runs in flight (the handoff target,
+`_child`, and the agents run as tools, `_called`, while `nesting` them:
+helikon.run.subagent), and cancels the task waiting in `stoppable` (`_waiting`), which raises
+`Stopped` instead of `CancelledError`. A nested run so ends through its chart, its end
+stored, before its parent's effect is cut short.
 What a stop then does to the effect in flight and to the next input is the loop's rule
 (`helikon.run.loop`: `Stopped`, `stop_wins`), not this module's; the chart decides what a
 stopped run looks like.
@@ -14,7 +15,8 @@ stopped run looks like.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from helikon.core.errors import TimedOut
@@ -30,6 +32,7 @@ class Stoppable:
 
     _stop: Any
     _child: Any
+    _called: list[Any]
     _waiting: asyncio.Task[Any] | None
     _deadline: asyncio.TimerHandle | None
     observer: RunObserver | None
@@ -57,8 +60,20 @@ class Stoppable:
         self._stop = stop
         if self._child is not None:
             self._child.halt(stop)
+        for called in tuple(self._called):
+            called.halt(stop)
         if self._waiting is not None:
             self._waiting.cancel()
+
+    @contextlib.contextmanager
+    def nesting(self, run: Stoppable) -> Iterator[None]:
+        """While in the block, `run` (an agent run as a tool of this run) takes this run's
+        stop the moment it is made, as a handoff target does."""
+        self._called.append(run)
+        try:
+            yield
+        finally:
+            self._called.remove(run)
 
     def close(self) -> None:
         """Cancel the run's deadline timer, if any, and end its span (the stream does this

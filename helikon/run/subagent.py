@@ -1,9 +1,10 @@
 """Agents as tools: another agent runs as a child of the calling run, opaque to its stream.
 
-A stop of the calling run (its `cancel()`, its deadline) cancels the call's task; the child,
-running in a task of its own, takes that stop as its input (`Run.halt`) and ends through its
-chart, its end stored, before the call is cut short: as a handoff target does, and as the
-Temporal runtime's child workflow does.
+A stop of the calling run (its `cancel()`, its deadline) reaches the child at once
+(`Run.nesting`), and the child, running in a task of its own, ends through its chart, its end
+stored, before the call is cut short: as a handoff target does, and as the Temporal
+runtime's child workflow does. A call cancelled otherwise (a fatal call of its batch) stops
+the child with `Cancel("cancelled")` the same way.
 """
 
 from __future__ import annotations
@@ -80,14 +81,24 @@ def agent_of(made: Tool) -> AgentSpec | None:
 
 
 async def _to_its_end(child: Run, parent: RunEffects | None) -> FinalOutput | None:
-    """`_output`, in a task of its own: a cancel of the call (the parent's stop, or a fatal
-    call of its batch) stops the child with the parent's stop (`Cancel("cancelled")` when
-    the parent has none) and waits for its end, then cuts the call short.
+    """The child's final output (`_output`); a stop of `parent` reaches the child the
+    moment it is made (`nesting`), as it reaches a handoff target."""
+    if parent is None:
+        return await _in_own_task(child, None)
+    with parent.nesting(child):
+        return await _in_own_task(child, parent)
+
+
+async def _in_own_task(child: Run, parent: RunEffects | None) -> FinalOutput | None:
+    """`_output` in a task of its own, so that a cancel of the call does not cut the child
+    short: it stops the child with the parent's stop (`Cancel("cancelled")` when the parent
+    has none, as when a fatal call of the batch cancels it), waits for its end, and then
+    cuts the call short.
 
     Raises:
         RunError: the child failed.
         asyncio.CancelledError: the call was cancelled; the child ended (or was cancelled
-            outright, when cancelled again while it ended).
+            outright, when the call was cancelled again while the child ended).
     """
     running = asyncio.ensure_future(_output(child))
     try:
