@@ -341,13 +341,6 @@ async def test_tools_in_parallel(
             "where?",
             "Done",
             id="agent-as-tool-bad-arguments",
-            marks=diverges(
-                "an agent as a tool called with arguments its schema refuses: locally the "
-                "error result is the tool's schema check (\"error: invalid arguments for "
-                "tool 'researcher':\\n- input: Field required\\n- query: Extra inputs are "
-                "not permitted\"); on Temporal it is HelikonWorkflow._agent_tool's own "
-                "(\"error: researcher takes {'input': text}: KeyError: 'input'\")"
-            ),
         ),
         pytest.param(miscalling_agent, "rain?", "Done", id="unknown-tool-and-bad-json"),
         pytest.param(

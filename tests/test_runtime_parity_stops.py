@@ -23,7 +23,6 @@ from parity_support import (
     WAIT,
     assert_same,
     assert_streams,
-    diverges,
     drained,
     ended,
     new_queue,
@@ -96,18 +95,7 @@ async def finished_quick_call(store: SqliteRunStore, run_id: str) -> None:
 CANCELLED = [
     pytest.param(slow_agent, "", id="tools"),
     pytest.param(slow_triage, "/2", id="handoff"),
-    pytest.param(
-        slow_manager,
-        "/2:a1",
-        id="agent-as-tool",
-        marks=diverges(
-            "a cancel during an agent as a tool: the parents agree (the call is cut short, "
-            "appended 'cancelled', what the nested run spent counted), but locally the "
-            "nested run is left 'running' in ExecutingTools with no end stored (the stop "
-            "cancels the tool's task, not the nested run), while on Temporal it ends "
-            "Failed(Cancelled(reason))"
-        ),
-    ),
+    pytest.param(slow_manager, "/2:a1", id="agent-as-tool"),
 ]
 """Agents whose slow call never ends by itself: (the agent, the id of the run that makes
 the call after the root's run id)."""
@@ -116,16 +104,7 @@ the call after the root's run id)."""
 TIMED_OUT = [
     pytest.param(slow_agent, id="tools"),
     pytest.param(slow_triage, id="handoff"),
-    pytest.param(
-        slow_manager,
-        id="agent-as-tool",
-        marks=diverges(
-            "the run's timeout during an agent as a tool: the parents agree (they end "
-            "Failed(TimedOut(2.0)), the call cut short), but locally the nested run is left "
-            "'running' with no end stored, while on Temporal it ends Failed(TimedOut(2.0)) "
-            "(it keeps its root's deadline and timeout)"
-        ),
-    ),
+    pytest.param(slow_manager, id="agent-as-tool"),
 ]
 
 

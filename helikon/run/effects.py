@@ -160,6 +160,9 @@ class RunEffects:
     def _move(self, to: Lifecycle) -> None:
         raise NotImplementedError
 
+    def nesting(self, run: Any) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
     def continue_stream(self) -> None:
         raise NotImplementedError
 

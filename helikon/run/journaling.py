@@ -78,7 +78,7 @@ class Journaled:
         @property
         def tool_specs(self) -> tuple[ToolSpec, ...]: ...
         def _move(self, to: Lifecycle) -> None: ...
-        def _halt(self, stop: Cancel | Fail) -> None: ...
+        def halt(self, stop: Cancel | Fail) -> None: ...
         def _refused(self, exc: StoreError) -> StoreFailed: ...
 
     async def open_journal(self) -> None:
@@ -131,7 +131,7 @@ class Journaled:
 
     def _lease_lost(self, error: Exception) -> None:
         if isinstance(error, StoreError):
-            self._halt(Fail(store_failed(error)))
+            self.halt(Fail(store_failed(error)))
 
     async def _keep(
         self, inp: Any, match: Match | None, outcome: TransitionOutcome

@@ -2,8 +2,11 @@
 effect of the run goes through. `Stoppable` holds them; `Run` (helikon.run.driver) is one.
 
 Theory of operation: a stop (`Cancel`, or `Fail(TimedOut)` from the deadline) is kept as the
-run's `_stop`, passed down to the nested run in flight (`_child`), and cancels the task
-waiting in `stoppable` (`_waiting`), which raises `Stopped` instead of `CancelledError`.
+run's `_stop`, passed down at once to the nested runs in flight (the handoff target,
+`_child`, and the agents run as tools, `_called`, while `nesting` them:
+helikon.run.subagent), and cancels the task waiting in `stoppable` (`_waiting`), which raises
+`Stopped` instead of `CancelledError`. A nested run so ends through its chart, its end
+stored, before its parent's effect is cut short.
 What a stop then does to the effect in flight and to the next input is the loop's rule
 (`helikon.run.loop`: `Stopped`, `stop_wins`), not this module's; the chart decides what a
 stopped run looks like.
@@ -12,7 +15,8 @@ stopped run looks like.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from helikon.core.errors import TimedOut
@@ -28,6 +32,7 @@ class Stoppable:
 
     _stop: Any
     _child: Any
+    _called: list[Any]
     _waiting: asyncio.Task[Any] | None
     _deadline: asyncio.TimerHandle | None
     observer: RunObserver | None
@@ -39,21 +44,36 @@ class Stoppable:
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run: the effect in flight is cancelled and the run fails with Cancelled."""
-        self._halt(Cancel(reason))
+        self.halt(Cancel(reason))
 
     def expire_after(self, seconds: float) -> None:
         """Fail the run with TimedOut if it has not ended after `seconds`."""
         loop = asyncio.get_running_loop()
-        self._deadline = loop.call_later(seconds, self._halt, Fail(TimedOut(seconds)))
+        self._deadline = loop.call_later(seconds, self.halt, Fail(TimedOut(seconds)))
 
-    def _halt(self, stop: Cancel | Fail) -> None:
+    def halt(self, stop: Cancel | Fail) -> None:
+        """Stop the run with `stop` as its input: `cancel()`, the deadline, a lost lease, or
+        the stop of the run it is nested in. A run that ended or was stopped before keeps
+        its first stop."""
         if self.finished or self._stop is not None:
             return
         self._stop = stop
         if self._child is not None:
-            self._child._halt(stop)
+            self._child.halt(stop)
+        for called in tuple(self._called):
+            called.halt(stop)
         if self._waiting is not None:
             self._waiting.cancel()
+
+    @contextlib.contextmanager
+    def nesting(self, run: Stoppable) -> Iterator[None]:
+        """While in the block, `run` (an agent run as a tool of this run) takes this run's
+        stop the moment it is made, as a handoff target does."""
+        self._called.append(run)
+        try:
+            yield
+        finally:
+            self._called.remove(run)
 
     def close(self) -> None:
         """Cancel the run's deadline timer, if any, and end its span (the stream does this

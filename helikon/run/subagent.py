@@ -1,14 +1,24 @@
-"""Agents as tools: another agent runs as a child of the calling run, opaque to its stream."""
+"""Agents as tools: another agent runs as a child of the calling run, opaque to its stream.
+
+A stop of the calling run (its `cancel()`, its deadline) reaches the child at once
+(`Run.nesting`), and the child, running in a task of its own, ends through its chart, its end
+stored, before the call is cut short: as a handoff target does, and as the Temporal
+runtime's child workflow does. A call cancelled otherwise (a fatal call of its batch) stops
+the child with `Cancel("cancelled")` the same way.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from helikon.core.errors import FatalToolError, RunError
 from helikon.core.items import FinalOutput
+from helikon.core.state import Cancel
 from helikon.durable.records import StoreError
 from helikon.run.driver import Run, RunToolContext
+from helikon.run.effects import RunEffects
 from helikon.run.loop import too_deep
 from helikon.run.results import RunResultStreaming
 from helikon.run.spec import AgentSpec
@@ -41,7 +51,7 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
         else:  # the tool called outside a run: a run of its own, one level down
             child = Run(agent, input=input, config=config, run_id=run_id, depth=depth)
         try:
-            output = await _output(child)
+            output = await _to_its_end(child, parent)
         except RunError as exc:
             return f"error: {agent.name} failed: {exc}"
         finally:
@@ -68,6 +78,42 @@ def agent_of(made: Tool) -> AgentSpec | None:
     runtime that nests runs itself (helikon.temporal, as child workflows) asks this."""
     found = getattr(made.fn, "helikon_agent", None)
     return found if isinstance(found, AgentSpec) else None
+
+
+async def _to_its_end(child: Run, parent: RunEffects | None) -> FinalOutput | None:
+    """The child's final output (`_output`); a stop of `parent` reaches the child the
+    moment it is made (`nesting`), as it reaches a handoff target."""
+    if parent is None:
+        return await _in_own_task(child, None)
+    with parent.nesting(child):
+        return await _in_own_task(child, parent)
+
+
+async def _in_own_task(child: Run, parent: RunEffects | None) -> FinalOutput | None:
+    """`_output` in a task of its own, so that a cancel of the call does not cut the child
+    short: it stops the child with the parent's stop (`Cancel("cancelled")` when the parent
+    has none, as when a fatal call of the batch cancels it), waits for its end, and then
+    cuts the call short.
+
+    Raises:
+        RunError: the child failed.
+        asyncio.CancelledError: the call was cancelled; the child ended (or was cancelled
+            outright, when the call was cancelled again while the child ended).
+    """
+    running = asyncio.ensure_future(_output(child))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        stop = parent.stopping if parent is not None else None
+        child.halt(stop if stop is not None else Cancel("cancelled"))
+        try:
+            await asyncio.wait([running])
+        finally:
+            if not running.done():
+                running.cancel()
+            elif not running.cancelled():
+                running.exception()  # its end is not the call's result: retrieved, dropped
+        raise
 
 
 async def _output(child: Run) -> FinalOutput | None:

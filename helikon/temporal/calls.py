@@ -12,7 +12,7 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
-  `NESTED_STOPS`): what a
+  `NESTED_STOPS`, and `AGENT_TOOL_ARGUMENTS`, which helikon.temporal.effects reads): what a
   workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
   before them, which replay unchanged.
 """
@@ -70,6 +70,13 @@ rather than stoppably: the deadline, which the child keeps too, ends the child `
 and the run with `Fail(TimedOut)`, and a cancel of the workflow cancels the child with its
 reason and is the run's `Cancel`, as in process (histories recorded before it cancelled the
 child without a reason at either, took its end for the run's input, and still replay so)."""
+
+
+AGENT_TOOL_ARGUMENTS = "helikon-agent-tool-checks-its-schema"
+"""The patch under which an agent as a tool called with arguments its schema refuses gets
+the tool's own schema check as its error result (`Tool.invalid_arguments`, as in process),
+and a call with fields besides `input` is refused (histories recorded before it read
+`input` alone, said "takes {'input': text}" when it could not, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"

@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
+    AGENT_TOOL_ARGUMENTS,
     NESTED_STOPS,
     TRUE_CAUSE,
     CutShort,
@@ -273,12 +274,17 @@ class WorkflowEffects(WorkflowCalls):
     async def _agent_tool(
         self, call: ToolCall, agent: AgentSpec, seq: int
     ) -> tuple[ToolResult | None, Usage]:
-        """An agent as a tool: a child workflow one level deeper, sharing the budget."""
+        """An agent as a tool: a child workflow one level deeper, sharing the budget. A call
+        its tool's schema refuses gets the schema check's error result before anything else
+        is checked, as in process (`Tool.invoke` checks before the tool runs)."""
+        invalid = self._facts.tools[call.name].invalid_arguments(call)  # as in process, first
+        if invalid is not None and workflow.patched(AGENT_TOOL_ARGUMENTS):
+            return invalid, ZERO_USAGE
         request = self._request
         error = too_deep(request.depth, self._facts.config, agent.name)
         if error is not None:
             raise _Fatal(m.ToolAnswer(fatal=error))
-        try:
+        try:  # arguments the schema takes; before the patch, the check of its own
             text = json.loads(call.arguments)["input"]
             if not isinstance(text, str):
                 raise TypeError("input is not a string")

@@ -239,6 +239,21 @@ class Tool:
             return "ask"
         return strictest(self._permission, "ask") if asks else self._permission
 
+    def invalid_arguments(self, call: ToolCall) -> ToolResult | None:
+        """The error result `invoke` gives `call` when its arguments do not fit the tool's
+        schema (`error: invalid arguments for tool ...`, one line per problem), without
+        running the tool; None when they fit. A runtime that runs a tool otherwise (the
+        Temporal workflow's agents as tools) checks a call with it."""
+        try:
+            self._arguments.parse(call.arguments)
+        except InvalidArguments as exc:
+            return self._refused(call, exc)
+        return None
+
+    def _refused(self, call: ToolCall, exc: InvalidArguments) -> ToolResult:
+        lines = "\n".join(f"- {line}" for line in exc.lines)
+        return _error(call, f"error: invalid arguments for tool {self.name!r}:\n{lines}")
+
     async def invoke(self, call: ToolCall, context: ToolContext[Any]) -> ToolResult:
         """Run the call and return its result; never raises for bad input or a failing tool.
 
@@ -252,8 +267,7 @@ class Tool:
         try:
             values = self._arguments.parse(call.arguments)
         except InvalidArguments as exc:
-            lines = "\n".join(f"- {line}" for line in exc.lines)
-            return _error(call, f"error: invalid arguments for tool {self.name!r}:\n{lines}")
+            return self._refused(call, exc)
         args, kwargs = self._arguments.bind(values, context)
         try:
             return ToolResult(call.call_id, output_text(await self._run(args, kwargs)))
