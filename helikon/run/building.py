@@ -119,8 +119,7 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self._claim: Claim | None = None  # what it claims while RESUMING
         self._stop: Any = None
         self._waiting: asyncio.Task[Any] | None = None
-        self._child: Built | None = None  # the handoff target in flight
-        self._called: list[Built] = []  # the agents run as tools in flight
+        self._in_flight: list[Built] = []  # the handoff target, agents as tools, in flight
         self._deadline: asyncio.TimerHandle | None = None
         self._specs = None
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded

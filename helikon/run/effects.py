@@ -134,7 +134,6 @@ class RunEffects:
     model_calls: int
     state: Any
     _stop: Any
-    _child: Any
     _lifecycle: Lifecycle
     _specs: tuple[ToolSpec, ...] | None
     observer: RunObserver | None
@@ -446,14 +445,11 @@ class RunEffects:
             yield Next(HandoffResult(None, store_failed(exc)))
             return
         child.continue_stream()  # the target continues this stream: no RunStarted of its own
-        self._child = child
-        yield self.emit(AgentUpdated(target.name))
-        try:
+        with self.nesting(child):  # this run's stop reaches the target at once
+            yield self.emit(AgentUpdated(target.name))
             async for event in child.stream():
                 if event.type not in TERMINAL_EVENTS:
                     yield event
-        finally:
-            self._child = None
         yield Next(handoff_result(child.state, child.agent.name))
 
 

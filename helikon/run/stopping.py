@@ -2,8 +2,8 @@
 effect of the run goes through. `Stoppable` holds them; `Run` (helikon.run.driver) is one.
 
 Theory of operation: a stop (`Cancel`, or `Fail(TimedOut)` from the deadline) is kept as the
-run's `_stop`, passed down at once to the nested runs in flight (the handoff target,
-`_child`, and the agents run as tools, `_called`, while `nesting` them:
+run's `_stop`, passed down at once to the nested runs in flight (`_in_flight`: the handoff
+target and the agents run as tools, while `nesting` them: helikon.run.effects,
 helikon.run.subagent), and cancels the task waiting in `stoppable` (`_waiting`), which raises
 `Stopped` instead of `CancelledError`. A nested run so ends through its chart, its end
 stored, before its parent's effect is cut short.
@@ -31,8 +31,7 @@ class Stoppable:
     """The part of `Run` that stops it (see the module docstring); `Run` provides the rest."""
 
     _stop: Any
-    _child: Any
-    _called: list[Any]
+    _in_flight: list[Any]
     _waiting: asyncio.Task[Any] | None
     _deadline: asyncio.TimerHandle | None
     observer: RunObserver | None
@@ -58,22 +57,20 @@ class Stoppable:
         if self.finished or self._stop is not None:
             return
         self._stop = stop
-        if self._child is not None:
-            self._child.halt(stop)
-        for called in tuple(self._called):
-            called.halt(stop)
+        for nested in tuple(self._in_flight):
+            nested.halt(stop)
         if self._waiting is not None:
             self._waiting.cancel()
 
     @contextlib.contextmanager
     def nesting(self, run: Stoppable) -> Iterator[None]:
-        """While in the block, `run` (an agent run as a tool of this run) takes this run's
-        stop the moment it is made, as a handoff target does."""
-        self._called.append(run)
+        """While in the block, `run` (a handoff target, an agent run as a tool of this run)
+        takes this run's stop the moment it is made."""
+        self._in_flight.append(run)
         try:
             yield
         finally:
-            self._called.remove(run)
+            self._in_flight.remove(run)
 
     def close(self) -> None:
         """Cancel the run's deadline timer, if any, and end its span (the stream does this
