@@ -38,7 +38,6 @@ from parity_support import (
     assert_same,
     assert_streams,
     both,
-    diverges,
     drained,
     ended,
     new_queue,
@@ -187,14 +186,6 @@ def measuring(**config: Any) -> Agent:
         tools=[researcher.as_tool()],
         config=RunConfig(**config),
     )
-
-
-CHILD_CONFIG = (
-    "a nested run's config: locally a nested run runs with its parent's RunConfig "
-    "(Run._child_config: 'nesting never resets turns, budget or permissions'); on Temporal "
-    "a child workflow runs with its own agent's config (AgentRegistry.facts), only the "
-    "token budget taken from the parent"
-)
 
 
 def guarded_handoff(where: str) -> Agent:
@@ -348,14 +339,12 @@ async def test_tools_in_parallel(
             "how far?",
             "Done",
             id="nested-run-under-parent-policy",
-            marks=diverges(CHILD_CONFIG + ": the parent's policy denies the nested call"),
         ),
         pytest.param(
             lambda: measuring(max_turns=1),
             "how far?",
             "max_turns_exceeded",
             id="nested-run-under-parent-max-turns",
-            marks=diverges(CHILD_CONFIG + ": the parent's max_turns (1) ends the nested run"),
         ),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(

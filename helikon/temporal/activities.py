@@ -95,12 +95,13 @@ class HelikonActivities:
         def facts_for(tools: Sequence[ListedTool], chart: str) -> AgentFacts:
             """On the run's `chart` when it is a kept version of the default chart (see
             helikon.run.chart_versions); another chart is refused by the write, as before."""
+            agent, budget, config_of = writes.agent, writes.token_budget, writes.config_of
             try:
                 return self.registry.facts(
-                    writes.agent, writes.token_budget, chart=chart, listed=tools
+                    agent, budget, chart=chart, listed=tools, config_of=config_of
                 )
             except UnknownAgent:
-                return self.registry.facts(writes.agent, writes.token_budget, listed=tools)
+                return self.registry.facts(agent, budget, listed=tools, config_of=config_of)
 
         try:
             return await write(self.store, writes, facts_for)
@@ -135,7 +136,8 @@ class HelikonActivities:
     async def helikon_model(self, data: Any) -> Any:
         call: m.ModelCall = m.from_payload(m.ModelCall, data, "helikon_model's input")
         stored = await self._stored(call.writes.run_id, await self._write(call.writes))
-        facts = self.registry.facts(call.agent, listed=stored.header.tools)
+        config_of = call.writes.config_of  # a nested run's model settings are its root's
+        facts = self.registry.facts(call.agent, listed=stored.header.tools, config_of=config_of)
         conversation = Conversation(item for record in stored.records for item in record.appends)
         request = ModelInput(
             facts.agent.instructions,

@@ -12,7 +12,8 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
-  `NESTED_STOPS`, and `AGENT_TOOL_ARGUMENTS`, which helikon.temporal.effects reads): what a
+  `NESTED_STOPS`, and `AGENT_TOOL_ARGUMENTS` and `CHILD_CONFIG`, which
+  helikon.temporal.effects reads): what a
   workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
   before them, which replay unchanged.
 """
@@ -79,6 +80,13 @@ and a call with fields besides `input` is refused (histories recorded before it 
 `input` alone, said "takes {'input': text}" when it could not, and still replay so)."""
 
 
+CHILD_CONFIG = "helikon-nested-run-takes-its-roots-config"
+"""The patch under which a nested run (a handoff target, an agent as a tool) takes its root's
+`RunConfig` (`RunRequest.config_of`): its tool policy, `max_turns`, limits and model
+settings, as in process, where nesting never resets turns, budget or permissions (histories
+recorded before it started nested runs on their own agents' configs, and still replay so)."""
+
+
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
 """The type of the failure the Temporal SDK gives an activity whose answer is over
 Temporal's payload limit (`CLAIM_THRESHOLD` keeps a helikon worker's answers under it)."""
@@ -143,6 +151,7 @@ class WorkflowCalls:
             request.parent_run_id,
             isinstance(self.state, NeedsApproval),
             self._facts.listed if self.create else (),
+            request.config_of,
         )
 
     def _written(self, writes: m.Writes) -> None:

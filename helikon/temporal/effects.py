@@ -71,6 +71,7 @@ with workflow.unsafe.imports_passed_through():
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
     AGENT_TOOL_ARGUMENTS,
+    CHILD_CONFIG,
     NESTED_STOPS,
     TRUE_CAUSE,
     CutShort,
@@ -310,6 +311,7 @@ class WorkflowEffects(WorkflowCalls):
         request = self._request
         budget = child_budget(self._facts.config, self.state.usage)
         digest = registry_for(self._queue).facts(agent.name).digest
+        root = request.config_of or request.agent  # its config is every nested run's
         return m.RunRequest(
             run_id,
             agent.name,
@@ -320,6 +322,7 @@ class WorkflowEffects(WorkflowCalls):
             deadline=self.deadline,
             task_queue=self._queue,
             timeout=self._timeout,
+            config_of=root if workflow.patched(CHILD_CONFIG) else "",
         )
 
     async def _child(self, child: m.RunRequest) -> m.RunOutcome:

@@ -54,7 +54,9 @@ class RunRequest:
     continue-as-new keep one deadline, and `timeout` those seconds (None: the agent's own), so
     a nested run the deadline stops fails `TimedOut` with its root's timeout, as in process.
     `task_queue` names the worker registry the agent is looked up in (default: the workflow's
-    task queue; a replay runs on another).
+    task queue; a replay runs on another). `config_of` names the agent whose `RunConfig` the
+    run takes: a nested run's root ("": the run's own agent's; a nested run started before
+    `CHILD_CONFIG`, helikon.temporal.calls, took its own).
     """
 
     run_id: str
@@ -69,6 +71,7 @@ class RunRequest:
     deadline: float = 0.0
     task_queue: str = ""
     timeout: float | None = None
+    config_of: str = ""
 
 
 @value
@@ -107,7 +110,8 @@ class Step:
 @value
 class Writes:
     """Steps (and effects' events) the workflow made since its last write, to be written
-    to the run store first-write-wins by (run_id, seq). `agent` and `token_budget` name the
+    to the run store first-write-wins by (run_id, seq). `agent`, `token_budget` and
+    `config_of` (the agent whose `RunConfig` the run takes, as `RunRequest` says) name the
     transition context the steps are rebuilt with. The run's first write (`create`) makes
     it in the store, with the header and chart the writer derives from its own agent (and
     `parent_run_id`), so the chart never rides in the history; `tools` are the tools the
@@ -123,6 +127,7 @@ class Writes:
     parent_run_id: str | None = None
     suspended: bool = False
     tools: tuple[ListedTool, ...] = ()
+    config_of: str = ""
 
 
 @value

@@ -21,7 +21,8 @@ do not bind to the pending calls of this suspension, by call id and arguments ha
 a second time) or the `decisions` signal (fire and forget: a refused one is logged). The
 `current` query says where the run is. Handoffs and agents as tools are child workflows
 (ids `{run_id}/{seq}` and `{run_id}/{seq}:{call_id}`, as a local run's nested ids), one level
-deeper, with only the token budget the root has left and the root's deadline and timeout;
+deeper, with the root's `RunConfig`, only the token budget the root has left, and the
+root's deadline and timeout;
 the parent awaits each to its end (helikon.temporal.calls, `nested_end`). Cancelling the
 workflow, or reaching `RunConfig.timeout`, stops the effect in flight (a nested run, with
 the cancel's reason or by its own deadline) and feeds `Cancel` / `Fail(TimedOut)`
@@ -171,7 +172,12 @@ class HelikonWorkflow(WorkflowEffects):
             )
         try:
             registry = registry_for(request.task_queue or info.task_queue)
-            self.facts = registry.facts(request.agent, request.token_budget, chart=request.chart)
+            self.facts = registry.facts(
+                request.agent,
+                request.token_budget,
+                chart=request.chart,
+                config_of=request.config_of,
+            )
         except UnknownAgent as exc:
             raise refused(str(exc)) from None
         self.request = request
@@ -232,7 +238,11 @@ class HelikonWorkflow(WorkflowEffects):
         request = self._request
         try:
             return registry_for(self._queue).facts(  # chart: a kept version stays (chart_versions)
-                request.agent, request.token_budget, chart=request.chart, listed=tools
+                request.agent,
+                request.token_budget,
+                chart=request.chart,
+                listed=tools,
+                config_of=request.config_of,
             )
         except UnknownAgent as exc:
             raise refused(str(exc)) from None
@@ -256,6 +266,7 @@ class HelikonWorkflow(WorkflowEffects):
             deadline=self.deadline,
             task_queue=self._queue,
             timeout=request.timeout,
+            config_of=request.config_of,
         )
 
     # ------------------------------------------------------------ transitions
