@@ -256,12 +256,6 @@ async def test_approval_in_a_nested_run(
     assert_same(local, temporal)
 
 
-@diverges(
-    "RunConfig.timeout across a suspension: locally it bounds a stream (the suspended run "
-    "has none; agent.resume counts it afresh), so the decided run completes; on Temporal "
-    "the workflow's deadline keeps running while it waits for the decision, and the run "
-    "ends Failed(TimedOut(1.0)) at the suspension"
-)
 async def test_a_timeout_that_passes_while_the_run_waits_for_approval(
     client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
 ) -> None:

@@ -73,6 +73,7 @@ from helikon.temporal.calls import (
     AGENT_TOOL_ARGUMENTS,
     CHILD_CONFIG,
     NESTED_STOPS,
+    SUSPENSION_RESETS_DEADLINE,
     TRUE_CAUSE,
     CutShort,
     WorkflowCalls,
@@ -378,16 +379,22 @@ class WorkflowEffects(WorkflowCalls):
 
     async def await_decisions(self, action: AwaitApproval) -> AsyncIterator[AgentEvent | Next]:
         """The run's suspension, written, then the decisions the `decide` update or the
-        `decisions` signal brings (helikon.temporal.workflow checks them)."""
+        `decisions` signal brings (helikon.temporal.workflow checks them). The deadline
+        does not run while the run waits, and restarts once they come, as a local run's
+        timeout counts afresh when it is resumed (`SUSPENSION_RESETS_DEADLINE`)."""
         run_id = self._request.run_id
         self.pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
         self.decisions = None
         yield self.emit(RunSuspended(self.pending))
         await self._flush(suspended=True)
+        resets = workflow.patched(SUSPENSION_RESETS_DEADLINE)  # no deadline while it waits
         try:
-            await self.stoppable(workflow.wait_condition(lambda: self.decisions is not None))
+            decided = workflow.wait_condition(lambda: self.decisions is not None)
+            await self.stoppable(decided, timed=not resets)
         finally:
             self.pending = ()
+        if resets:
+            self._restart_deadline()
         decisions, self.decisions = self.decisions, None
         assert decisions is not None
         yield Next(ApprovalDecisions(decisions))
