@@ -24,6 +24,7 @@ from parity_support import (
     Stores,
     assert_same,
     assert_streams,
+    both,
     diverges,
     drained,
     ended,
@@ -39,7 +40,7 @@ from temporalio.service import RPCError
 
 from helikon import Agent, InputGuardrail, RunConfig, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.durable import RunStore, SqliteRunStore
+from helikon.durable import SqliteRunStore
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 from helikon.temporal.messages import to_payload
 
@@ -187,51 +188,11 @@ def approving_manager() -> Agent:
     return Agent(name="manager", model=ScriptedModel(script), tools=[payments_agent().as_tool()])
 
 
-async def ended_or_waiting(store: RunStore, run_id: str, nested: str) -> None:
-    """Wait until run `run_id` ended, or its nested run has suspended and the run has not
-    ended `SETTLE` seconds later."""
-    waited_since = None
-    for _ in range(int(WAIT / 0.05)):
-        runs = {info.run_id: info.status for info in await store.aruns(include_nested=True)}
-        if runs.get(run_id) in ("completed", "failed"):
-            return
-        if runs.get(nested) == "suspended":
-            now = asyncio.get_running_loop().time()
-            waited_since = waited_since or now
-            if now - waited_since > SETTLE:
-                return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{run_id} neither ended nor waited on {nested}")
-
-
-SETTLE = 1.5
-"""Seconds a parent whose nested run suspended is given to end."""
-
-
 @pytest.mark.parametrize(
-    ("make", "where"),
+    ("make", "where", "ends"),
     [
-        pytest.param(
-            approving_triage,
-            "/2",
-            id="handoff",
-            marks=diverges(
-                "a handoff target that needs approval: locally it is left suspended and "
-                "the parent fails Cancelled(\"handoff target 'payments' waited for "
-                "approval; a handoff cannot suspend: ...\"); on Temporal the target's "
-                "workflow waits for a decision and the parent waits on it, running"
-            ),
-        ),
-        pytest.param(
-            approving_manager,
-            "/2:a1",
-            id="agent-as-tool",
-            marks=diverges(
-                "an agent as a tool that needs approval: locally it is left suspended and "
-                "the parent gets an empty, non-error result ('') and goes on; on Temporal "
-                "the nested workflow waits for a decision and the parent waits on it, running"
-            ),
-        ),
+        pytest.param(approving_triage, "/2", "cancelled", id="handoff"),
+        pytest.param(approving_manager, "/2:a1", "Done", id="agent-as-tool"),
     ],
 )
 async def test_approval_in_a_nested_run(
@@ -240,20 +201,16 @@ async def test_approval_in_a_nested_run(
     run_id: str,
     make: Make,
     where: str,
+    ends: str,
 ) -> None:
-    """A nested run whose call needs approval (no `on_approval` handler)."""
-    local, temporal = stores
-    await run_locally(make, "pay", local, run_id)
-    queue = new_queue()
-    async with helikon_worker(client, queue, [make()], temporal):
-        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
-        try:
-            await ended_or_waiting(temporal, run_id, run_id + where)
-        finally:
-            with contextlib.suppress(RPCError):  # a run that waits: not left on the server
-                await handle.terminate("the parity test is done with it")
+    """A nested run whose call needs approval (no `on_approval` handler) cannot suspend its
+    caller: it is left suspended, and its handoff ends cancelled (the run fails), or its
+    call gets an error result saying so (the run goes on)."""
+    await both(client, stores, run_id, make, "pay")
+    local, _ = stores
     assert local.get(run_id + where).info.status == "suspended"
-    assert_same(local, temporal)
+    assert ended(local, run_id) == ends
+    assert_same(*stores)
 
 
 async def test_a_timeout_that_passes_while_the_run_waits_for_approval(

@@ -13,8 +13,8 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
-  `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS` and
-  `CHILD_CONFIG`, which
+  `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS`, `CHILD_CONFIG`
+  and `NESTED_SUSPENDS`, which
   helikon.temporal.effects reads): what a
   workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
   before them, which replay unchanged.
@@ -95,6 +95,14 @@ and its `RunConfig.timeout` counts afresh once they come, as `agent.resume` coun
 local run, whose stream ends at the suspension (histories recorded before it kept the
 deadline across the wait, and a run decided after it failed `TimedOut`, and still replay
 so)."""
+
+
+NESTED_SUSPENDS = "helikon-nested-run-ends-at-its-suspension"
+"""The patch under which a nested run (a handoff target, an agent as a tool) that waits for
+approval ends its workflow at its suspension, its `RunSuspended` written and the run left
+suspended, as a local nested run's stream ends there: its handoff ends cancelled, its call
+gets an error result (histories recorded before it waited for the `decide` update with its
+parent waiting on it, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"

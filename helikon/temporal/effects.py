@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         too_deep,
     )
     from helikon.run.spec import AgentSpec
+    from helikon.run.subagent import suspended_result
     from helikon.temporal import messages as m
     from helikon.temporal.registry import registry_for
 
@@ -73,6 +74,7 @@ from helikon.temporal.calls import (
     AGENT_TOOL_ARGUMENTS,
     CHILD_CONFIG,
     NESTED_STOPS,
+    NESTED_SUSPENDS,
     SUSPENSION_RESETS_DEADLINE,
     TRUE_CAUSE,
     CutShort,
@@ -304,6 +306,8 @@ class WorkflowEffects(WorkflowCalls):
         if state.phase == "Failed":
             content = f"error: {agent.name} failed: {describe(state.error)}"
             return ToolResult(call.call_id, content), outcome.usage  # as the tool returns it
+        if state.phase not in TERMINAL_PHASES:  # it ended at its suspension
+            return ToolResult(call.call_id, suspended_result(agent.name)), outcome.usage
         output = state.output
         text = json.dumps(output.value) if output.value is not None else output.text or ""
         return ToolResult(call.call_id, text), outcome.usage
@@ -381,12 +385,17 @@ class WorkflowEffects(WorkflowCalls):
         """The run's suspension, written, then the decisions the `decide` update or the
         `decisions` signal brings (helikon.temporal.workflow checks them). The deadline
         does not run while the run waits, and restarts once they come, as a local run's
-        timeout counts afresh when it is resumed (`SUSPENSION_RESETS_DEADLINE`)."""
+        timeout counts afresh when it is resumed (`SUSPENSION_RESETS_DEADLINE`). A nested
+        run waits for none: it ends at its suspension, as a local one does (no input:
+        `NESTED_SUSPENDS`)."""
         run_id = self._request.run_id
         self.pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
         self.decisions = None
         yield self.emit(RunSuspended(self.pending))
         await self._flush(suspended=True)
+        if self._request.parent_run_id is not None and workflow.patched(NESTED_SUSPENDS):
+            self.pending = ()  # a nested run cannot suspend its caller: it ends here
+            return
         resets = workflow.patched(SUSPENSION_RESETS_DEADLINE)  # no deadline while it waits
         try:
             decided = workflow.wait_condition(lambda: self.decisions is not None)

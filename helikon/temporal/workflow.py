@@ -118,16 +118,7 @@ class HelikonWorkflow(WorkflowEffects):
         if request.seq == 0:
             next_input = await self._new(request)
         else:
-            head: m.Head = await self._read("helikon_head", request.run_id, m.Head)
-            if head.chart_digest != facts.digest:
-                raise refused(
-                    f"run {request.run_id!r} ran on chart {head.chart_digest[:12]}, but this "
-                    f"worker's agent runs chart {facts.digest[:12]}: it cannot continue here"
-                )
-            if head.tools:
-                self.facts = self._facts_with(head.tools)
-            self.state, self.seq, self.model_calls = head.state, head.seq, head.model_calls
-            self.input_guarded = head.model_calls > 0
+            await self._continue(request)
             next_input = None
         while True:
             if next_input is not None:
@@ -141,12 +132,29 @@ class HelikonWorkflow(WorkflowEffects):
             else:
                 action = pending_action(self.state, facts.ctx)
             next_input = await self._perform(action)
+            if next_input is None:  # a nested run ended at its suspension (NESTED_SUSPENDS)
+                break
         await self._flush()
         ended = m.to_payload(m.RunOutcome(request.run_id, self.state, self.seq))
         if self._cancelled() and workflow.patched(CANCELED):
             workflow.upsert_memo({m.OUTCOME_MEMO: ended})
             raise asyncio.CancelledError(describe(self.state.error))
         return ended
+
+    async def _continue(self, request: m.RunRequest) -> None:
+        """Take a continued run's state from its stored head (no input: the next action is
+        the head's pending one)."""
+        facts = self._facts
+        head: m.Head = await self._read("helikon_head", request.run_id, m.Head)
+        if head.chart_digest != facts.digest:
+            raise refused(
+                f"run {request.run_id!r} ran on chart {head.chart_digest[:12]}, but this "
+                f"worker's agent runs chart {facts.digest[:12]}: it cannot continue here"
+            )
+        if head.tools:
+            self.facts = self._facts_with(head.tools)
+        self.state, self.seq, self.model_calls = head.state, head.seq, head.model_calls
+        self.input_guarded = head.model_calls > 0
 
     def _cancelled(self) -> bool:
         """Whether the run ended `Failed(Cancelled)` with its workflow cancelled (a cancel
@@ -289,12 +297,12 @@ class HelikonWorkflow(WorkflowEffects):
 
     async def _perform(self, action: NextAction) -> Any:
         """The input `action` produces, by the loop's rules (its events are written as the
-        effects emit them)."""
+        effects emit them); None when a nested run suspended, which ends it."""
         self.produced = None
         async for _ in perform(self, action):
             pass
         inp, self.produced = self.produced, None
-        if inp is None:
+        if inp is None and not awaits_decisions(action):
             raise refused(f"the Temporal runtime cannot perform action {action.kind!r}")
         return inp
 
