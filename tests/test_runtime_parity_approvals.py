@@ -25,7 +25,6 @@ from parity_support import (
     assert_same,
     assert_streams,
     both,
-    diverges,
     drained,
     ended,
     new_queue,
@@ -148,32 +147,40 @@ async def test_approvals_suspend_decide_resume(
     assert_same(local, temporal)
 
 
-@diverges(
-    "an on_approval handler: locally it decides the calls in process and the run completes; "
-    "on Temporal it is not called (documented in docs/semantics.md, 'On Temporal') and the "
-    "run suspends for the decide update"
+def refusing(request: ApprovalRequest, context: Any) -> bool:
+    raise RuntimeError("the approver is away")
+
+
+async def approving_later(request: ApprovalRequest, context: Any) -> ApprovalDecision:
+    await asyncio.sleep(0.01)
+    return request.approve("checked")
+
+
+@pytest.mark.parametrize(
+    ("handler", "ends"),
+    [
+        pytest.param(lambda request, context: True, "Done", id="approves"),
+        pytest.param(lambda request, context: request.call.call_id == "t1", "Done", id="one-each"),
+        pytest.param(approving_later, "Done", id="async-decision"),
+        pytest.param(lambda request, context: "no", "approval_not_bound", id="not-a-bool"),
+        pytest.param(refusing, "approval_handler_failed", id="raises"),
+    ],
 )
 async def test_an_approval_handler(
-    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    handler: Any,
+    ends: str,
 ) -> None:
-    """The calls that need approval are decided by the agent's `on_approval` handler."""
-
-    def make() -> Agent:
-        return replace(approval_agent(), on_approval=lambda request, context: True)
-
-    local, temporal = stores
-    mine = await run_locally(make, "pay", local, run_id)
-    queue = new_queue()
-    async with helikon_worker(client, queue, [make()], temporal):
-        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
-        theirs = [e async for e in events(temporal, run_id)]  # to its end or suspension
-        if theirs[-1].type != "run_suspended":
-            await asyncio.wait_for(outcome(handle), WAIT)
-        else:
-            await handle.terminate("the parity test is done with it")
-    assert ended(local, run_id) == "Done"
-    assert_streams(mine, theirs)
-    assert_same(local, temporal)
+    """The calls that need approval are decided by the agent's `on_approval` handler (on
+    Temporal in the `helikon_approval` activity); an answer that does not bind, or a handler
+    that raises, fails the run closed."""
+    await both(
+        client, stores, run_id, lambda: replace(approval_agent(), on_approval=handler), "pay"
+    )
+    assert ended(stores[0], run_id) == ends
+    assert_same(*stores)
 
 
 def approving_triage() -> Agent:

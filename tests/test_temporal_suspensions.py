@@ -2,7 +2,8 @@
 helikon.temporal.calls brought in, their ends, and their histories replayed at once with
 `temporalio.worker.Replayer`: the deadline does not run while a run waits for decisions and
 restarts once they come (`SUSPENSION_RESETS_DEADLINE`); a nested run that waits for approval
-ends at its suspension (`NESTED_SUSPENDS`). test_runtime_parity_approvals
+ends at its suspension (`NESTED_SUSPENDS`); an agent's `on_approval` handler is asked in an
+activity (`HANDLER_ASKED`). test_runtime_parity_approvals
 compares such runs with local ones; histories recorded before the patches replay in
 test_temporal_replay."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,10 +24,11 @@ from temporalio.client import Client
 from test_temporal_stops import replay_failures
 
 from helikon import Agent, RunConfig, ScriptedModel, TimedOut, ToolCall, tool
+from helikon.core.approvals import ApprovalRequest
 from helikon.core.errors import Cancelled
 from helikon.durable import SqliteRunStore
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
-from helikon.temporal.calls import NESTED_SUSPENDS, SUSPENSION_RESETS_DEADLINE
+from helikon.temporal.calls import HANDLER_ASKED, NESTED_SUSPENDS, SUSPENSION_RESETS_DEADLINE
 
 
 @pytest.fixture
@@ -119,3 +122,27 @@ async def test_a_nested_run_ends_at_its_suspension_and_the_histories_replay(
     nested_handle = client.get_workflow_handle(run_id + child)
     failures = await replay_failures([nested_handle, handle], queue, agent, NESTED_SUSPENDS)
     assert failures == []
+
+
+async def test_a_handler_decides_in_an_activity_and_the_history_replays(
+    client: Client, tmp_path: Path
+) -> None:
+    """The run never suspends: the handler's decisions are its next input, and the
+    `helikon_approval` activity's answer is in the history, so a replay never asks again."""
+    asked: list[str] = []
+
+    def handler(request: ApprovalRequest, context: Any) -> bool:
+        asked.append(request.call.call_id)
+        return True
+
+    agent = replace(payments_agent(), on_approval=handler)
+    run_id, queue = new_run_id(), new_queue()
+    with SqliteRunStore(tmp_path / "runs.db", key=b"s" * 32) as store:
+        async with helikon_worker(client, queue, [agent], store):
+            handle = await start_run(client, agent, "pay", task_queue=queue, run_id=run_id)
+            ended = await asyncio.wait_for(outcome(handle), WAIT)
+        inputs = [record.input.kind for record in store.get(run_id).records]
+    assert ended.state.phase == "Done" and asked == ["t1"]
+    assert "approval_decisions" in inputs
+    assert await replay_failures([handle], queue, agent, HANDLER_ASKED) == []
+    assert asked == ["t1"]

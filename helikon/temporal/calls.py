@@ -13,8 +13,8 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 - The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
-  `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS`, `CHILD_CONFIG`
-  and `NESTED_SUSPENDS`, which
+  `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS`, `CHILD_CONFIG`,
+  `NESTED_SUSPENDS` and `HANDLER_ASKED`, which
   helikon.temporal.effects reads): what a
   workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
   before them, which replay unchanged.
@@ -103,6 +103,12 @@ approval ends its workflow at its suspension, its `RunSuspended` written and the
 suspended, as a local nested run's stream ends there: its handoff ends cancelled, its call
 gets an error result (histories recorded before it waited for the `decide` update with its
 parent waiting on it, and still replay so)."""
+
+
+HANDLER_ASKED = "helikon-approval-handler-is-asked"
+"""The patch under which a run whose agent has an `on_approval` handler asks it, in the
+`helikon_approval` activity, rather than waiting for the `decide` update, as a local run
+asks it (histories recorded before it waited for the update, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"

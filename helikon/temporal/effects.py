@@ -6,7 +6,8 @@ the stoppable wait (helikon.temporal.calls), and returns the input it produces: 
 of tool calls (`helikon_tool` each, activity id `seq:call_id`, in parallel up to the run's
 limit), an agent as a tool (a child workflow `{run_id}/{seq}:{call_id}`), a chart's effect
 (`helikon_effect`, activity id `seq:effect:name`), the wait for approval decisions (the
-`decide` update or the `decisions` signal, helikon.temporal.workflow), and a handoff (a
+`decide` update or the `decisions` signal, helikon.temporal.workflow; the agent's
+`on_approval` handler, `helikon_approval`, activity id `seq:approval`), and a handoff (a
 child workflow `{run_id}/{seq}` that reads this run's conversation). What a history records
 is fixed by the histories recorded before: activity names, ids, order and payloads stay as
 they are, or change behind `workflow.patched`.
@@ -26,7 +27,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from helikon.core.approvals import ApprovalRequest
     from helikon.core.errors import (
+        ApprovalHandlerFailed,
         Cancelled,
         EffectFailed,
         GuardrailFailed,
@@ -73,6 +76,7 @@ with workflow.unsafe.imports_passed_through():
 from helikon.temporal.calls import (
     AGENT_TOOL_ARGUMENTS,
     CHILD_CONFIG,
+    HANDLER_ASKED,
     NESTED_STOPS,
     NESTED_SUSPENDS,
     SUSPENSION_RESETS_DEADLINE,
@@ -383,13 +387,18 @@ class WorkflowEffects(WorkflowCalls):
 
     async def await_decisions(self, action: AwaitApproval) -> AsyncIterator[AgentEvent | Next]:
         """The run's suspension, written, then the decisions the `decide` update or the
-        `decisions` signal brings (helikon.temporal.workflow checks them). The deadline
+        `decisions` signal brings (helikon.temporal.workflow checks them); or, when the
+        agent has an `on_approval` handler, its decisions (`HANDLER_ASKED`). The deadline
         does not run while the run waits, and restarts once they come, as a local run's
         timeout counts afresh when it is resumed (`SUSPENSION_RESETS_DEADLINE`). A nested
         run waits for none: it ends at its suspension, as a local one does (no input:
         `NESTED_SUSPENDS`)."""
         run_id = self._request.run_id
-        self.pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
+        pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
+        if self._facts.agent.on_approval is not None and workflow.patched(HANDLER_ASKED):
+            yield Next(await self._handler_decides(pending))
+            return
+        self.pending = pending
         self.decisions = None
         yield self.emit(RunSuspended(self.pending))
         await self._flush(suspended=True)
@@ -407,6 +416,32 @@ class WorkflowEffects(WorkflowCalls):
         decisions, self.decisions = self.decisions, None
         assert decisions is not None
         yield Next(ApprovalDecisions(decisions))
+
+    async def _handler_decides(self, pending: tuple[ApprovalRequest, ...]) -> Any:
+        """The agent's `on_approval` handler's decisions on `pending`, or the `Fail` it ends
+        the run with, asked in the `helikon_approval` activity (id `seq:approval`), stoppably
+        and once, as a local run asks it: a handler whose activity failed (its worker lost)
+        fails the run `ApprovalHandlerFailed`, never approving."""
+        options = self._options
+        ask = m.ApprovalAsk(self._facts.agent.name, self._take(), pending)
+        try:
+            data = await self.stoppable(
+                workflow.execute_activity(
+                    "helikon_approval",
+                    m.to_payload(ask),
+                    activity_id=f"{self.seq}:approval",
+                    start_to_close_timeout=timedelta(seconds=options.tool_timeout),
+                    heartbeat_timeout=timedelta(seconds=options.tool_heartbeat),
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+            )
+        except ActivityError as exc:
+            call = pending[0].call
+            cause = f"its activity failed: {cause_of(exc)}"
+            return Fail(ApprovalHandlerFailed(call.call_id, call.name, cause))
+        self._written(ask.writes)
+        answer: m.ApprovalAnswer = m.from_payload(m.ApprovalAnswer, data, "helikon_approval")
+        return answer.input
 
     # ------------------------------------------------------------ handoffs
 

@@ -222,6 +222,24 @@ class GuardrailAnswer:
 
 
 @value
+class ApprovalAsk:
+    """Ask the `on_approval` handler of `agent` about the pending calls of a suspension (each
+    stamped with the run and the suspension's seq), after the writes before it."""
+
+    agent: str
+    writes: Writes
+    pending: tuple[ApprovalRequest, ...]
+
+
+@value
+class ApprovalAnswer:
+    """The handler's answer as the next input: the `ApprovalDecisions`, or the `Fail` that
+    ends the run (an answer that does not bind, a handler that raised)."""
+
+    input: TransitionInput
+
+
+@value
 class Head:
     """A stored run at its head, for a continued workflow: state, seq and model calls, and
     the tools it listed from its agent's tool sources when it started."""
