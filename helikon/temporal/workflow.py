@@ -18,8 +18,11 @@ call and the history grows linearly (bench/temporal.py).
 
 Approvals: a suspension waits for the `decide` update (a validator refuses decisions that
 do not bind to the pending calls of this suspension, by call id and arguments hash, or come
-a second time) or the `decisions` signal (fire and forget: a refused one is logged). The
-`current` query says where the run is. Handoffs and agents as tools are child workflows
+a second time) or the `decisions` signal (fire and forget: a refused one is logged), its
+deadline paused and restarted once they come; an agent with an `on_approval` handler never
+suspends (the handler is asked in an activity), and a nested run that would suspend ends
+there instead, as in process (helikon.temporal.effects). The `current` query says where the
+run is. Handoffs and agents as tools are child workflows
 (ids `{run_id}/{seq}` and `{run_id}/{seq}:{call_id}`, as a local run's nested ids), one level
 deeper, with the root's `RunConfig`, only the token budget the root has left, and the
 root's deadline and timeout;
