@@ -111,6 +111,7 @@ async def test_a_nested_run_ends_at_its_suspension_and_the_histories_replay(
         nested = store.get(run_id + child)
         results = [r.input for r in store.get(run_id).records if r.input.kind == "tool_results"]
     assert nested.info.status == "suspended"
+    assert (nested.info.lease_owner, nested.info.lease_expires_at) == (None, None)
     assert nested.records[-1].state_after.phase == "NeedsApproval"
     if how == "handoff":
         assert ended.state.phase == "Failed" and isinstance(ended.state.error, Cancelled)

@@ -184,10 +184,10 @@ class WorkflowCalls:
         if writes.create:
             self.create = False
 
-    async def _flush(self, *, suspended: bool = False) -> None:
+    async def _flush(self, *, suspended: bool = False, released: bool = False) -> None:
         if not self.steps and not self.effects:
             return
-        writes = replace(self._take(), suspended=suspended)
+        writes = replace(self._take(), suspended=suspended, released=released)
         await self._unstopped(
             workflow.execute_activity(
                 "helikon_write",

@@ -401,9 +401,11 @@ class WorkflowEffects(WorkflowCalls):
         self.pending = pending
         self.decisions = None
         yield self.emit(RunSuspended(self.pending))
-        await self._flush(suspended=True)
-        if self._request.parent_run_id is not None and workflow.patched(NESTED_SUSPENDS):
-            self.pending = ()  # a nested run cannot suspend its caller: it ends here
+        # A nested run cannot suspend its caller: it ends here, its lease released.
+        ends = self._request.parent_run_id is not None and workflow.patched(NESTED_SUSPENDS)
+        await self._flush(suspended=True, released=ends)
+        if ends:
+            self.pending = ()
             return
         resets = workflow.patched(SUSPENSION_RESETS_DEADLINE)  # no deadline while it waits
         try:

@@ -116,7 +116,9 @@ class Writes:
     it in the store, with the header and chart the writer derives from its own agent (and
     `parent_run_id`), so the chart never rides in the history; `tools` are the tools the
     run listed from its agent's tool sources, given with `create` only (the header records
-    them, and later writes read them from there)."""
+    them, and later writes read them from there). `released`: the workflow ends with these
+    writes though the run has not ended (a nested run at its suspension), so the run's lease
+    is released with them, as a local run's suspension releases it."""
 
     run_id: str
     agent: str
@@ -128,6 +130,7 @@ class Writes:
     suspended: bool = False
     tools: tuple[ListedTool, ...] = ()
     config_of: str = ""
+    released: bool = False
 
 
 @value
