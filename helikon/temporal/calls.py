@@ -14,10 +14,9 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
   `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS`, `CHILD_CONFIG`,
-  `NESTED_SUSPENDS` and `HANDLER_ASKED`, which
-  helikon.temporal.effects reads): what a
-  workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
-  before them, which replay unchanged.
+  `NESTED_SUSPENDS` and `HANDLER_ASKED`, which helikon.temporal.effects reads): what a
+  workflow schedules and the input a stop feeds the chart are fixed by the histories
+  recorded before them, which replay unchanged.
 """
 
 from __future__ import annotations
