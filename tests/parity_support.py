@@ -17,8 +17,9 @@ named where it is applied (`view`), are:
 - `LEASE`: who holds a run that has not ended (`lease_owner`, `lease_expires_at`): a local
   driver leases it under a name of its own for `RunConfig.lease_seconds` at a time and
   releases it when the run suspends; a workflow leases it under `temporal:{run_id}` until
-  the run ends, a suspension included (helikon.temporal.writes). A run that ended holds no
-  lease on either: that is compared.
+  the run ends, a suspension included, or until its workflow ends (a nested run that ends
+  at its suspension, helikon.temporal.writes). A run that ended holds no lease on either:
+  that is compared.
 - `JOURNAL`: `calls` and `decisions`, the local driver's crash journal (a tool call started
   and finished; an approval decision spent): on Temporal the workflow's history keeps both
   (an activity's result, an update), and the decisions reach the store as the records'

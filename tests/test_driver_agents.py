@@ -308,6 +308,30 @@ async def test_a_failing_sub_agent_gives_an_error_result_to_the_caller() -> None
     assert answer.content.startswith("error: broken failed")
 
 
+async def test_a_sub_agent_waiting_for_approval_gives_an_error_result_to_the_caller() -> None:
+    """It cannot suspend its caller: its call's result says so, and the caller goes on."""
+
+    @tool(needs_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund an amount."""
+        return "refunded"
+
+    billing = Agent(
+        "billing", ScriptedModel([[ToolCall("r1", "refund", '{"amount": 5}')]]), tools=[refund]
+    )
+    model = ScriptedModel([[ToolCall("b1", "billing", '{"input": "refund"}')], "Not now."])
+    boss = Agent("boss", model, tools=[billing.as_tool()])
+
+    result = await boss.run("refund me").collect()
+
+    assert result.final_output == "Not now."
+    (answer,) = results(model.requests[1].items)
+    assert answer.content == (
+        "error: billing waited for approval; an agent run as a tool cannot suspend: give it "
+        "an on_approval handler"
+    )
+
+
 async def test_a_sub_agent_past_max_agent_depth_fails_the_run() -> None:
     helper = Agent("helper", ScriptedModel(["never"]))
     boss = Agent(

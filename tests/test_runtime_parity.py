@@ -38,7 +38,6 @@ from parity_support import (
     assert_same,
     assert_streams,
     both,
-    diverges,
     drained,
     ended,
     new_queue,
@@ -169,9 +168,9 @@ def nested(answers: list[Any], call: str, **options: Any) -> Agent:
     return Agent(name="manager", model=ScriptedModel(script), tools=[researcher.as_tool()])
 
 
-def measuring(**config: Any) -> Agent:
-    """A manager (with `config`) that asks a researcher as a tool; the researcher, of the
-    default config, measures with a tool of its own, then answers."""
+def measuring(handoff: bool = False, **config: Any) -> Agent:
+    """A manager (with `config`) that asks a researcher as a tool, or hands off to it; the
+    researcher, of the default config, measures with a tool of its own, then answers."""
 
     @tool(read_only=True)
     def measure() -> str:
@@ -180,21 +179,13 @@ def measuring(**config: Any) -> Agent:
 
     answers = [[ToolCall("m1", "measure", "{}")], "42 km"]
     researcher = Agent(name="researcher", model=ScriptedModel(answers), tools=[measure])
-    script = [[ToolCall("a1", "researcher", '{"input": "how far?"}')], "42 km, they say."]
-    return Agent(
-        name="manager",
-        model=ScriptedModel(script),
-        tools=[researcher.as_tool()],
-        config=RunConfig(**config),
-    )
-
-
-CHILD_CONFIG = (
-    "a nested run's config: locally a nested run runs with its parent's RunConfig "
-    "(Run._child_config: 'nesting never resets turns, budget or permissions'); on Temporal "
-    "a child workflow runs with its own agent's config (AgentRegistry.facts), only the "
-    "token budget taken from the parent"
-)
+    if handoff:
+        script: list[Any] = [[ToolCall("h1", "transfer_to_researcher", "{}")]]
+        nesting: dict[str, Any] = {"handoffs": [researcher]}
+    else:
+        script = [[ToolCall("a1", "researcher", '{"input": "how far?"}')], "42 km, they say."]
+        nesting = {"tools": [researcher.as_tool()]}
+    return Agent(name="manager", model=ScriptedModel(script), config=RunConfig(**config), **nesting)
 
 
 def guarded_handoff(where: str) -> Agent:
@@ -348,14 +339,24 @@ async def test_tools_in_parallel(
             "how far?",
             "Done",
             id="nested-run-under-parent-policy",
-            marks=diverges(CHILD_CONFIG + ": the parent's policy denies the nested call"),
         ),
         pytest.param(
             lambda: measuring(max_turns=1),
             "how far?",
             "max_turns_exceeded",
             id="nested-run-under-parent-max-turns",
-            marks=diverges(CHILD_CONFIG + ": the parent's max_turns (1) ends the nested run"),
+        ),
+        pytest.param(
+            lambda: measuring(handoff=True, tool_policy=ToolPolicy(deny={"measure"})),
+            "how far?",
+            "Done",
+            id="handoff-under-parent-policy",
+        ),
+        pytest.param(
+            lambda: measuring(handoff=True, max_turns=1),
+            "how far?",
+            "max_turns_exceeded",
+            id="handoff-under-parent-max-turns",
         ),
         pytest.param(lambda: looping_agent(2), "ping", "max_turns_exceeded", id="max-turns"),
         pytest.param(

@@ -24,7 +24,7 @@ from parity_support import (
     Stores,
     assert_same,
     assert_streams,
-    diverges,
+    both,
     drained,
     ended,
     new_queue,
@@ -39,7 +39,7 @@ from temporalio.service import RPCError
 
 from helikon import Agent, InputGuardrail, RunConfig, ScriptedModel, ToolCall, tool
 from helikon.core.approvals import ApprovalDecision, ApprovalRequest
-from helikon.durable import RunStore, SqliteRunStore
+from helikon.durable import SqliteRunStore
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 from helikon.temporal.messages import to_payload
 
@@ -147,32 +147,40 @@ async def test_approvals_suspend_decide_resume(
     assert_same(local, temporal)
 
 
-@diverges(
-    "an on_approval handler: locally it decides the calls in process and the run completes; "
-    "on Temporal it is not called (documented in docs/semantics.md, 'On Temporal') and the "
-    "run suspends for the decide update"
+def refusing(request: ApprovalRequest, context: Any) -> bool:
+    raise RuntimeError("the approver is away")
+
+
+async def approving_later(request: ApprovalRequest, context: Any) -> ApprovalDecision:
+    await asyncio.sleep(0.01)
+    return request.approve("checked")
+
+
+@pytest.mark.parametrize(
+    ("handler", "ends"),
+    [
+        pytest.param(lambda request, context: True, "Done", id="approves"),
+        pytest.param(lambda request, context: request.call.call_id == "t1", "Done", id="one-each"),
+        pytest.param(approving_later, "Done", id="async-decision"),
+        pytest.param(lambda request, context: "no", "approval_not_bound", id="not-a-bool"),
+        pytest.param(refusing, "approval_handler_failed", id="raises"),
+    ],
 )
 async def test_an_approval_handler(
-    client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
+    client: Client,
+    stores: tuple[SqliteRunStore, SqliteRunStore],
+    run_id: str,
+    handler: Any,
+    ends: str,
 ) -> None:
-    """The calls that need approval are decided by the agent's `on_approval` handler."""
-
-    def make() -> Agent:
-        return replace(approval_agent(), on_approval=lambda request, context: True)
-
-    local, temporal = stores
-    mine = await run_locally(make, "pay", local, run_id)
-    queue = new_queue()
-    async with helikon_worker(client, queue, [make()], temporal):
-        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
-        theirs = [e async for e in events(temporal, run_id)]  # to its end or suspension
-        if theirs[-1].type != "run_suspended":
-            await asyncio.wait_for(outcome(handle), WAIT)
-        else:
-            await handle.terminate("the parity test is done with it")
-    assert ended(local, run_id) == "Done"
-    assert_streams(mine, theirs)
-    assert_same(local, temporal)
+    """The calls that need approval are decided by the agent's `on_approval` handler (on
+    Temporal in the `helikon_approval` activity); an answer that does not bind, or a handler
+    that raises, fails the run closed."""
+    await both(
+        client, stores, run_id, lambda: replace(approval_agent(), on_approval=handler), "pay"
+    )
+    assert ended(stores[0], run_id) == ends
+    assert_same(*stores)
 
 
 def approving_triage() -> Agent:
@@ -187,51 +195,11 @@ def approving_manager() -> Agent:
     return Agent(name="manager", model=ScriptedModel(script), tools=[payments_agent().as_tool()])
 
 
-async def ended_or_waiting(store: RunStore, run_id: str, nested: str) -> None:
-    """Wait until run `run_id` ended, or its nested run has suspended and the run has not
-    ended `SETTLE` seconds later."""
-    waited_since = None
-    for _ in range(int(WAIT / 0.05)):
-        runs = {info.run_id: info.status for info in await store.aruns(include_nested=True)}
-        if runs.get(run_id) in ("completed", "failed"):
-            return
-        if runs.get(nested) == "suspended":
-            now = asyncio.get_running_loop().time()
-            waited_since = waited_since or now
-            if now - waited_since > SETTLE:
-                return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{run_id} neither ended nor waited on {nested}")
-
-
-SETTLE = 1.5
-"""Seconds a parent whose nested run suspended is given to end."""
-
-
 @pytest.mark.parametrize(
-    ("make", "where"),
+    ("make", "where", "ends"),
     [
-        pytest.param(
-            approving_triage,
-            "/2",
-            id="handoff",
-            marks=diverges(
-                "a handoff target that needs approval: locally it is left suspended and "
-                "the parent fails Cancelled(\"handoff target 'payments' waited for "
-                "approval; a handoff cannot suspend: ...\"); on Temporal the target's "
-                "workflow waits for a decision and the parent waits on it, running"
-            ),
-        ),
-        pytest.param(
-            approving_manager,
-            "/2:a1",
-            id="agent-as-tool",
-            marks=diverges(
-                "an agent as a tool that needs approval: locally it is left suspended and "
-                "the parent gets an empty, non-error result ('') and goes on; on Temporal "
-                "the nested workflow waits for a decision and the parent waits on it, running"
-            ),
-        ),
+        pytest.param(approving_triage, "/2", "cancelled", id="handoff"),
+        pytest.param(approving_manager, "/2:a1", "Done", id="agent-as-tool"),
     ],
 )
 async def test_approval_in_a_nested_run(
@@ -240,28 +208,18 @@ async def test_approval_in_a_nested_run(
     run_id: str,
     make: Make,
     where: str,
+    ends: str,
 ) -> None:
-    """A nested run whose call needs approval (no `on_approval` handler)."""
-    local, temporal = stores
-    await run_locally(make, "pay", local, run_id)
-    queue = new_queue()
-    async with helikon_worker(client, queue, [make()], temporal):
-        handle = await start_run(client, make(), "pay", task_queue=queue, run_id=run_id)
-        try:
-            await ended_or_waiting(temporal, run_id, run_id + where)
-        finally:
-            with contextlib.suppress(RPCError):  # a run that waits: not left on the server
-                await handle.terminate("the parity test is done with it")
+    """A nested run whose call needs approval (no `on_approval` handler) cannot suspend its
+    caller: it is left suspended, and its handoff ends cancelled (the run fails), or its
+    call gets an error result saying so (the run goes on)."""
+    await both(client, stores, run_id, make, "pay")
+    local, _ = stores
     assert local.get(run_id + where).info.status == "suspended"
-    assert_same(local, temporal)
+    assert ended(local, run_id) == ends
+    assert_same(*stores)
 
 
-@diverges(
-    "RunConfig.timeout across a suspension: locally it bounds a stream (the suspended run "
-    "has none; agent.resume counts it afresh), so the decided run completes; on Temporal "
-    "the workflow's deadline keeps running while it waits for the decision, and the run "
-    "ends Failed(TimedOut(1.0)) at the suspension"
-)
 async def test_a_timeout_that_passes_while_the_run_waits_for_approval(
     client: Client, stores: tuple[SqliteRunStore, SqliteRunStore], run_id: str
 ) -> None:

@@ -5,6 +5,11 @@ A stop of the calling run (its `cancel()`, its deadline) reaches the child at on
 stored, before the call is cut short: as a handoff target does, and as the Temporal
 runtime's child workflow does. A call cancelled otherwise (a fatal call of its batch) stops
 the child with `Cancel("cancelled")` the same way.
+
+A child that waits for approval (its agent has no `on_approval` handler) cannot suspend its
+caller: it is left suspended, its end not reached, and its call gets an error result saying
+so (`suspended_result`), on both runtimes, as a handoff target that waits for approval ends
+its handoff cancelled (helikon.run.loop, `handoff_result`).
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from helikon.tools import Tool, ToolContext, tool
 def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> Tool:
     """A tool that runs `agent` on an `input` text and returns its final output.
 
-    The child run has depth+1, shares the parent's context and remaining token budget, and
-    its usage counts toward the parent. A failed child gives an error result; exceeding
-    `max_agent_depth` fails the parent run with `MaxAgentDepthExceeded`.
+    The child run has depth+1, shares the parent's context, config and remaining token
+    budget, and its usage counts toward the parent. A failed child gives an error result, so
+    does one that waits for approval (`suspended_result`); exceeding `max_agent_depth` fails
+    the parent run with `MaxAgentDepthExceeded`.
     """
 
     async def run_agent(input: str, context: ToolContext[Any]) -> str:
@@ -58,7 +64,7 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
             if isinstance(context, RunToolContext):
                 context.spent.append(child.usage)
         if output is None:
-            return ""
+            return suspended_result(agent.name)
         return json.dumps(output.value) if output.value is not None else output.text or ""
 
     run_agent.__doc__ = f"""{description or agent.description or f"Ask {agent.name}."}
@@ -71,6 +77,15 @@ def agent_tool(agent: AgentSpec, name: str | None, description: str | None) -> T
     tool_name = name or agent.name.replace("-", "_").replace(" ", "_")
     run_agent.helikon_agent = agent  # type: ignore[attr-defined]  # read by agent_of
     return tool(name=tool_name, idempotent=True)(run_agent)
+
+
+def suspended_result(agent: str) -> str:
+    """The result of a call of `agent` as a tool whose run waited for approval (it has no
+    `on_approval` handler): left suspended, it cannot suspend its caller."""
+    return (
+        f"error: {agent} waited for approval; an agent run as a tool cannot suspend: "
+        "give it an on_approval handler"
+    )
 
 
 def agent_of(made: Tool) -> AgentSpec | None:
@@ -117,7 +132,8 @@ async def _in_own_task(child: Run, parent: RunEffects | None) -> FinalOutput | N
 
 
 async def _output(child: Run) -> FinalOutput | None:
-    """The child's final output: run it to its end, or take it as it ended before."""
+    """The child's final output: run it to its end, or take it as it ended before; None
+    when it suspended for approval."""
     if child.finished:  # resumed after a crash that came after the child had ended
         state = child.state
         if state.phase == "Failed":

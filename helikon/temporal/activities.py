@@ -18,6 +18,9 @@ to the run store first (helikon.temporal.writes), then does its effect:
 - `helikon_effect`: runs a chart's effect phase's effect (`helikon.run.chart_effects`) with
   the key a local durable run gives it (`{run_id}:{seq}:{effect}`), heartbeating too;
 - `helikon_guardrail`: checks the run's input (read from the store) or its final output;
+- `helikon_approval`: asks the agent's `on_approval` handler about a suspension's pending
+  calls, by the rules of a local run (`ask_handler`: once, failing closed), heartbeating
+  while it waits;
 - `helikon_write`: writes only (before a suspension, at the end, before continue-as-new);
 - `helikon_conversation`, `helikon_head`: read a stored run (a handoff target starts from
   its parent's conversation; a continued workflow from its head).
@@ -31,8 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -50,6 +53,7 @@ from helikon.core.state import EffectResult, Fail
 from helikon.core.tool_spec import ListedTool
 from helikon.durable.store import RunStore
 from helikon.models.base import ModelInput, ResponseAssembler
+from helikon.run.approvals import ask_handler
 from helikon.run.chart_effects import EffectContext, as_json, effects_by_name
 from helikon.run.config import RunContext
 from helikon.run.conversation import Conversation
@@ -64,6 +68,8 @@ from helikon.tools import Tool, ToolContext, execute_batch
 
 HEARTBEAT_SECONDS = 1.0
 """How often a running tool's activity heartbeats (its heartbeat timeout is longer)."""
+
+T = TypeVar("T")
 
 
 class HelikonActivities:
@@ -83,6 +89,7 @@ class HelikonActivities:
             self.helikon_tool,
             self.helikon_effect,
             self.helikon_guardrail,
+            self.helikon_approval,
             self.helikon_write,
             self.helikon_conversation,
             self.helikon_head,
@@ -95,12 +102,13 @@ class HelikonActivities:
         def facts_for(tools: Sequence[ListedTool], chart: str) -> AgentFacts:
             """On the run's `chart` when it is a kept version of the default chart (see
             helikon.run.chart_versions); another chart is refused by the write, as before."""
+            agent, budget, config_of = writes.agent, writes.token_budget, writes.config_of
             try:
                 return self.registry.facts(
-                    writes.agent, writes.token_budget, chart=chart, listed=tools
+                    agent, budget, chart=chart, listed=tools, config_of=config_of
                 )
             except UnknownAgent:
-                return self.registry.facts(writes.agent, writes.token_budget, listed=tools)
+                return self.registry.facts(agent, budget, listed=tools, config_of=config_of)
 
         try:
             return await write(self.store, writes, facts_for)
@@ -135,7 +143,8 @@ class HelikonActivities:
     async def helikon_model(self, data: Any) -> Any:
         call: m.ModelCall = m.from_payload(m.ModelCall, data, "helikon_model's input")
         stored = await self._stored(call.writes.run_id, await self._write(call.writes))
-        facts = self.registry.facts(call.agent, listed=stored.header.tools)
+        config_of = call.writes.config_of  # a nested run's model settings are its root's
+        facts = self.registry.facts(call.agent, listed=stored.header.tools, config_of=config_of)
         conversation = Conversation(item for record in stored.records for item in record.appends)
         request = ModelInput(
             facts.agent.instructions,
@@ -184,22 +193,11 @@ class HelikonActivities:
         def context_for(call: ToolCall) -> ToolContext[Any]:
             return ToolContext(run.run_id, call.call_id, facts.agent.name, self.deps, run.seq)
 
-        batch = asyncio.ensure_future(execute_batch((run.call,), tools, context_for))
         try:
-            while True:
-                done, _ = await asyncio.wait((batch,), timeout=HEARTBEAT_SECONDS)
-                if done:
-                    break
-                activity.heartbeat()
-            (result,) = batch.result()
+            (result,) = await _heartbeating(execute_batch((run.call,), tools, context_for))
         except FatalToolError as exc:
             error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
             return m.to_payload(m.ToolAnswer(fatal=error))
-        finally:
-            if not batch.done():
-                batch.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await batch
         return m.to_payload(m.ToolAnswer(result))
 
     async def _live(self, agent: AgentSpec, recorded: Sequence[ListedTool]) -> Mapping[str, Tool]:
@@ -231,24 +229,13 @@ class HelikonActivities:
             error = EffectFailed(run.effect, "no effect of this name is registered on the agent")
             return m.to_payload(m.EffectAnswer(error=error))
         context = EffectContext.of(run.run_id, run.seq, run.effect, run.args)
-        task = asyncio.ensure_future(registered(context))
         try:
-            while True:
-                done, _ = await asyncio.wait((task,), timeout=HEARTBEAT_SECONDS)
-                if done:
-                    break
-                activity.heartbeat()
-            output = task.result()
+            output = await _heartbeating(registered(context))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the user's effect failed: the run fails, saying how
             error = EffectFailed(run.effect, f"raised {type(exc).__name__}: {exc}")
             return m.to_payload(m.EffectAnswer(error=error))
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
         checked = as_json(run.effect, output)
         if isinstance(checked, EffectFailed):
             return m.to_payload(m.EffectAnswer(error=checked))
@@ -269,6 +256,17 @@ class HelikonActivities:
         return m.to_payload(m.GuardrailAnswer(error))
 
     @activity.defn
+    async def helikon_approval(self, data: Any) -> Any:
+        ask: m.ApprovalAsk = m.from_payload(m.ApprovalAsk, data, "helikon_approval's input")
+        handler = self.registry.facts(ask.agent).agent.on_approval
+        if handler is None:
+            message = f"agent {ask.agent!r} has no on_approval handler on this worker"
+            raise ApplicationError(message, type="RunRefused", non_retryable=True)
+        await self._write(ask.writes)
+        asked = ask_handler(handler, ask.pending, RunContext(self.deps), _awaited)
+        return m.to_payload(m.ApprovalAnswer(await _heartbeating(asked)))
+
+    @activity.defn
     async def helikon_conversation(self, run_id: str) -> Any:
         stored = await self.store.load(run_id)
         items = tuple(item for record in stored.records for item in record.appends)
@@ -284,3 +282,25 @@ class HelikonActivities:
         header = stored.header
         head_ = m.Head(head.state_after, head.seq, calls, header.chart_digest, header.tools)
         return m.to_payload(head_)
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """`work`'s result, heartbeating while it runs, so that a dead worker is noticed; a
+    cancelled activity cancels it."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait((task,), timeout=HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _awaited(answer: Awaitable[Any]) -> Any:
+    """An approval handler's awaitable answer, awaited (the workflow's wait is stoppable)."""
+    return await answer

@@ -5,16 +5,18 @@ and seq, the steps and events not written yet, the stop) and the ways it reaches
 
 - The stoppable wait (`stoppable`): an activity or a child workflow awaited so that cancelling
   the workflow, or reaching the run's deadline, stops it with `Stopped`, `stopping` then the
-  input the chart gets (`Cancel`, `Fail(TimedOut)`).
+  input the chart gets (`Cancel`, `Fail(TimedOut)`). The wait for approval decisions is not
+  timed: the deadline restarts once they come (`_restart_deadline`).
 - Writes: what the run has not written yet rides on its next activity (`_take`, `_written`),
   or is flushed by `helikon_write`; a store activity is awaited to its end even when the
   workflow is cancelled meanwhile (`_unstopped`).
 - The wait for a nested run's child workflow (`nested_end`): to its end, as it keeps the
   run's deadline itself; a cancel of the workflow cancels it with the cancel's reason.
 - The patches that changed these (`CANCELED`, `TRUE_CAUSE`, `DEADLINE_TIMES_OUT`,
-  `NESTED_STOPS`, and `AGENT_TOOL_ARGUMENTS`, which helikon.temporal.effects reads): what a
-  workflow schedules and the input a stop feeds the chart are fixed by the histories recorded
-  before them, which replay unchanged.
+  `NESTED_STOPS`, `SUSPENSION_RESETS_DEADLINE`, and `AGENT_TOOL_ARGUMENTS`, `CHILD_CONFIG`,
+  `NESTED_SUSPENDS` and `HANDLER_ASKED`, which helikon.temporal.effects reads): what a
+  workflow schedules and the input a stop feeds the chart are fixed by the histories
+  recorded before them, which replay unchanged.
 """
 
 from __future__ import annotations
@@ -77,6 +79,35 @@ AGENT_TOOL_ARGUMENTS = "helikon-agent-tool-checks-its-schema"
 the tool's own schema check as its error result (`Tool.invalid_arguments`, as in process),
 and a call with fields besides `input` is refused (histories recorded before it read
 `input` alone, said "takes {'input': text}" when it could not, and still replay so)."""
+
+
+CHILD_CONFIG = "helikon-nested-run-takes-its-roots-config"
+"""The patch under which a nested run (a handoff target, an agent as a tool) takes its root's
+`RunConfig` (`RunRequest.config_of`): its tool policy, `max_turns`, limits and model
+settings, as in process, where nesting never resets turns, budget or permissions (histories
+recorded before it started nested runs on their own agents' configs, and still replay so)."""
+
+
+SUSPENSION_RESETS_DEADLINE = "helikon-suspension-resets-the-deadline"
+"""The patch under which a run's deadline does not run while it waits for approval decisions,
+and its `RunConfig.timeout` counts afresh once they come, as `agent.resume` counts it for a
+local run, whose stream ends at the suspension (histories recorded before it kept the
+deadline across the wait, and a run decided after it failed `TimedOut`, and still replay
+so)."""
+
+
+NESTED_SUSPENDS = "helikon-nested-run-ends-at-its-suspension"
+"""The patch under which a nested run (a handoff target, an agent as a tool) that waits for
+approval ends its workflow at its suspension, its `RunSuspended` written and the run left
+suspended, as a local nested run's stream ends there: its handoff ends cancelled, its call
+gets an error result (histories recorded before it waited for the `decide` update with its
+parent waiting on it, and still replay so)."""
+
+
+HANDLER_ASKED = "helikon-approval-handler-is-asked"
+"""The patch under which a run whose agent has an `on_approval` handler asks it, in the
+`helikon_approval` activity, rather than waiting for the `decide` update, as a local run
+asks it (histories recorded before it waited for the update, and still replay so)."""
 
 
 PAYLOADS_TOO_LARGE = "PayloadsTooLarge"
@@ -143,6 +174,7 @@ class WorkflowCalls:
             request.parent_run_id,
             isinstance(self.state, NeedsApproval),
             self._facts.listed if self.create else (),
+            request.config_of,
         )
 
     def _written(self, writes: m.Writes) -> None:
@@ -151,10 +183,10 @@ class WorkflowCalls:
         if writes.create:
             self.create = False
 
-    async def _flush(self, *, suspended: bool = False) -> None:
+    async def _flush(self, *, suspended: bool = False, released: bool = False) -> None:
         if not self.steps and not self.effects:
             return
-        writes = replace(self._take(), suspended=suspended)
+        writes = replace(self._take(), suspended=suspended, released=released)
         await self._unstopped(
             workflow.execute_activity(
                 "helikon_write",
@@ -202,14 +234,14 @@ class WorkflowCalls:
         self._written(message.writes)
         return m.from_payload(kind, data, f"{name}'s answer")
 
-    async def stoppable(self, awaitable: Any) -> Any:
-        """Await an effect so that cancelling the workflow and the deadline stop it
-        (`Stopped`, with `stopping` the input the chart gets)."""
+    async def stoppable(self, awaitable: Any, *, timed: bool = True) -> Any:
+        """Await an effect so that cancelling the workflow and the deadline (unless not
+        `timed`) stop it (`Stopped`, with `stopping` the input the chart gets)."""
         if self.stopping is not None:
             close_unstarted(awaitable)
             raise Stopped
         remaining = None
-        if self.deadline:
+        if self.deadline and timed:
             remaining = self.deadline - workflow.now().timestamp()
             if remaining <= 0:
                 close_unstarted(awaitable)
@@ -290,6 +322,12 @@ class WorkflowCalls:
         """The seconds the run's deadline counts: its root's `RunConfig.timeout` (0.0 when a
         nested run's request, from before `NESTED_STOPS`, does not carry it)."""
         return self._request.timeout or self._facts.config.timeout or 0.0
+
+    def _restart_deadline(self) -> None:
+        """The run's timeout counted afresh from now (a run decided after its suspension,
+        as `agent.resume` counts it); nothing for a run without one."""
+        if self.deadline:
+            self.deadline = workflow.now().timestamp() + self._timeout
 
     def _timed_out(self) -> NoReturn:
         self.stopping = Fail(TimedOut(self._timeout))

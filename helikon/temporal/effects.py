@@ -6,7 +6,8 @@ the stoppable wait (helikon.temporal.calls), and returns the input it produces: 
 of tool calls (`helikon_tool` each, activity id `seq:call_id`, in parallel up to the run's
 limit), an agent as a tool (a child workflow `{run_id}/{seq}:{call_id}`), a chart's effect
 (`helikon_effect`, activity id `seq:effect:name`), the wait for approval decisions (the
-`decide` update or the `decisions` signal, helikon.temporal.workflow), and a handoff (a
+`decide` update or the `decisions` signal, helikon.temporal.workflow; the agent's
+`on_approval` handler, `helikon_approval`, activity id `seq:approval`), and a handoff (a
 child workflow `{run_id}/{seq}` that reads this run's conversation). What a history records
 is fixed by the histories recorded before: activity names, ids, order and payloads stay as
 they are, or change behind `workflow.patched`.
@@ -26,7 +27,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from helikon.core.approvals import ApprovalRequest
     from helikon.core.errors import (
+        ApprovalHandlerFailed,
         Cancelled,
         EffectFailed,
         GuardrailFailed,
@@ -65,13 +68,18 @@ with workflow.unsafe.imports_passed_through():
         too_deep,
     )
     from helikon.run.spec import AgentSpec
+    from helikon.run.subagent import suspended_result
     from helikon.temporal import messages as m
     from helikon.temporal.registry import registry_for
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
     AGENT_TOOL_ARGUMENTS,
+    CHILD_CONFIG,
+    HANDLER_ASKED,
     NESTED_STOPS,
+    NESTED_SUSPENDS,
+    SUSPENSION_RESETS_DEADLINE,
     TRUE_CAUSE,
     CutShort,
     WorkflowCalls,
@@ -302,6 +310,8 @@ class WorkflowEffects(WorkflowCalls):
         if state.phase == "Failed":
             content = f"error: {agent.name} failed: {describe(state.error)}"
             return ToolResult(call.call_id, content), outcome.usage  # as the tool returns it
+        if state.phase not in TERMINAL_PHASES:  # it ended at its suspension
+            return ToolResult(call.call_id, suspended_result(agent.name)), outcome.usage
         output = state.output
         text = json.dumps(output.value) if output.value is not None else output.text or ""
         return ToolResult(call.call_id, text), outcome.usage
@@ -310,6 +320,7 @@ class WorkflowEffects(WorkflowCalls):
         request = self._request
         budget = child_budget(self._facts.config, self.state.usage)
         digest = registry_for(self._queue).facts(agent.name).digest
+        root = request.config_of or request.agent  # its config is every nested run's
         return m.RunRequest(
             run_id,
             agent.name,
@@ -320,6 +331,7 @@ class WorkflowEffects(WorkflowCalls):
             deadline=self.deadline,
             task_queue=self._queue,
             timeout=self._timeout,
+            config_of=root if workflow.patched(CHILD_CONFIG) else "",
         )
 
     async def _child(self, child: m.RunRequest) -> m.RunOutcome:
@@ -375,19 +387,63 @@ class WorkflowEffects(WorkflowCalls):
 
     async def await_decisions(self, action: AwaitApproval) -> AsyncIterator[AgentEvent | Next]:
         """The run's suspension, written, then the decisions the `decide` update or the
-        `decisions` signal brings (helikon.temporal.workflow checks them)."""
+        `decisions` signal brings (helikon.temporal.workflow checks them); or, when the
+        agent has an `on_approval` handler, its decisions (`HANDLER_ASKED`). The deadline
+        does not run while the run waits, and restarts once they come, as a local run's
+        timeout counts afresh when it is resumed (`SUSPENSION_RESETS_DEADLINE`). A nested
+        run waits for none: it ends at its suspension, as a local one does (no input:
+        `NESTED_SUSPENDS`)."""
         run_id = self._request.run_id
-        self.pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
+        pending = tuple(request.bound(run_id, self.seq) for request in action.pending)
+        if self._facts.agent.on_approval is not None and workflow.patched(HANDLER_ASKED):
+            yield Next(await self._handler_decides(pending))
+            return
+        self.pending = pending
         self.decisions = None
         yield self.emit(RunSuspended(self.pending))
-        await self._flush(suspended=True)
+        # A nested run cannot suspend its caller: it ends here, its lease released.
+        ends = self._request.parent_run_id is not None and workflow.patched(NESTED_SUSPENDS)
+        await self._flush(suspended=True, released=ends)
+        if ends:
+            self.pending = ()
+            return
+        resets = workflow.patched(SUSPENSION_RESETS_DEADLINE)  # no deadline while it waits
         try:
-            await self.stoppable(workflow.wait_condition(lambda: self.decisions is not None))
+            decided = workflow.wait_condition(lambda: self.decisions is not None)
+            await self.stoppable(decided, timed=not resets)
         finally:
             self.pending = ()
+        if resets:
+            self._restart_deadline()
         decisions, self.decisions = self.decisions, None
         assert decisions is not None
         yield Next(ApprovalDecisions(decisions))
+
+    async def _handler_decides(self, pending: tuple[ApprovalRequest, ...]) -> Any:
+        """The agent's `on_approval` handler's decisions on `pending`, or the `Fail` it ends
+        the run with, asked in the `helikon_approval` activity (id `seq:approval`), stoppably
+        and once, as a local run asks it: a handler whose activity failed (its worker lost)
+        fails the run `ApprovalHandlerFailed`, never approving."""
+        options = self._options
+        ask = m.ApprovalAsk(self._facts.agent.name, self._take(), pending)
+        try:
+            data = await self.stoppable(
+                workflow.execute_activity(
+                    "helikon_approval",
+                    m.to_payload(ask),
+                    activity_id=f"{self.seq}:approval",
+                    start_to_close_timeout=timedelta(seconds=options.tool_timeout),
+                    heartbeat_timeout=timedelta(seconds=options.tool_heartbeat),
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+            )
+        except ActivityError as exc:
+            call = pending[0].call
+            cause = f"its activity failed: {cause_of(exc)}"
+            return Fail(ApprovalHandlerFailed(call.call_id, call.name, cause))
+        self._written(ask.writes)
+        answer: m.ApprovalAnswer = m.from_payload(m.ApprovalAnswer, data, "helikon_approval")
+        return answer.input
 
     # ------------------------------------------------------------ handoffs
 

@@ -54,7 +54,9 @@ class RunRequest:
     continue-as-new keep one deadline, and `timeout` those seconds (None: the agent's own), so
     a nested run the deadline stops fails `TimedOut` with its root's timeout, as in process.
     `task_queue` names the worker registry the agent is looked up in (default: the workflow's
-    task queue; a replay runs on another).
+    task queue; a replay runs on another). `config_of` names the agent whose `RunConfig` the
+    run takes: a nested run's root ("": the run's own agent's; a nested run started before
+    `CHILD_CONFIG`, helikon.temporal.calls, took its own).
     """
 
     run_id: str
@@ -69,6 +71,7 @@ class RunRequest:
     deadline: float = 0.0
     task_queue: str = ""
     timeout: float | None = None
+    config_of: str = ""
 
 
 @value
@@ -107,12 +110,15 @@ class Step:
 @value
 class Writes:
     """Steps (and effects' events) the workflow made since its last write, to be written
-    to the run store first-write-wins by (run_id, seq). `agent` and `token_budget` name the
+    to the run store first-write-wins by (run_id, seq). `agent`, `token_budget` and
+    `config_of` (the agent whose `RunConfig` the run takes, as `RunRequest` says) name the
     transition context the steps are rebuilt with. The run's first write (`create`) makes
     it in the store, with the header and chart the writer derives from its own agent (and
     `parent_run_id`), so the chart never rides in the history; `tools` are the tools the
     run listed from its agent's tool sources, given with `create` only (the header records
-    them, and later writes read them from there)."""
+    them, and later writes read them from there). `released`: the workflow ends with these
+    writes though the run has not ended (a nested run at its suspension), so the run's lease
+    is released with them, as a local run's suspension releases it."""
 
     run_id: str
     agent: str
@@ -123,6 +129,8 @@ class Writes:
     parent_run_id: str | None = None
     suspended: bool = False
     tools: tuple[ListedTool, ...] = ()
+    config_of: str = ""
+    released: bool = False
 
 
 @value
@@ -214,6 +222,24 @@ class GuardrailAnswer:
     """The guardrail error that stops the run (tripped or failed), or none."""
 
     error: AgentError | None = None
+
+
+@value
+class ApprovalAsk:
+    """Ask the `on_approval` handler of `agent` about the pending calls of a suspension (each
+    stamped with the run and the suspension's seq), after the writes before it."""
+
+    agent: str
+    writes: Writes
+    pending: tuple[ApprovalRequest, ...]
+
+
+@value
+class ApprovalAnswer:
+    """The handler's answer as the next input: the `ApprovalDecisions`, or the `Fail` that
+    ends the run (an answer that does not bind, a handler that raised)."""
+
+    input: TransitionInput
 
 
 @value

@@ -6,6 +6,10 @@ changed: start it on a new task queue, docs/howto/temporal.md). Agents reachable
 registered one (handoff targets, agents as tools) are registered with it, so child
 workflows find theirs.
 
+A nested run (a handoff target, an agent as a tool) takes its root's `RunConfig`, as in
+process (`facts(..., config_of=root)`): its policy, turns, limits and model settings, with
+only the token budget its parent has left.
+
 Registries are kept per task queue (`register`, `registry_for`): workflow code runs in
 Temporal's sandbox, which re-imports workflow modules but passes helikon through (see
 helikon.temporal.worker), so a workflow reaches the registry of the worker it runs on by the
@@ -122,8 +126,8 @@ class AgentRegistry:
             _refuse_redaction(agent, reached)
             found = joined(found, reached)
         self.agents = found
-        self._facts: dict[tuple[str, int | None], AgentFacts] = {}
-        self._listed: dict[tuple[str, int | None, str], AgentFacts] = {}
+        self._facts: dict[tuple[str, int | None, str], AgentFacts] = {}
+        self._listed: dict[tuple[str, int | None, str, str], AgentFacts] = {}
 
     def __contains__(self, name: object) -> bool:
         return name in self.agents
@@ -144,21 +148,22 @@ class AgentRegistry:
         *,
         chart: str = "",
         listed: Sequence[ListedTool] = (),
+        config_of: str = "",
     ) -> AgentFacts:
         """The facts of agent `name`, with `token_budget` in place of its own when a nested
         run has only that much left and `listed` the tools a run of it took from its
         sources (none before the listing, and for an agent without sources); `chart`, when
-        given, must be its chart's digest.
+        given, must be its chart's digest; `config_of`, when given, names the agent whose
+        `RunConfig` the run takes (a nested run takes its root's, as in process).
 
         Raises:
-            UnknownAgent: no such agent here, another chart, or a listed tool that does not
-                fit the agent (from a source it does not have, or not a valid tool).
+            UnknownAgent: no such agent here (nor `config_of`), another chart, or a listed
+                tool that does not fit the agent (from a source it does not have, or not a
+                valid tool).
         """
-        agent = self.agents.get(name)
-        if agent is None:
-            known = ", ".join(sorted(self.agents)) or "(none)"
-            raise UnknownAgent(f"this worker has no agent {name!r} (it has: {known})")
-        facts = self._facts_for(agent, token_budget, tuple(listed))
+        agent = self._agent(name)
+        config = self._agent(config_of).config if config_of else agent.config
+        facts = self._facts_for(agent, config, token_budget, tuple(listed), config_of)
         if chart and chart != facts.digest:
             kept = on_recorded_chart(agent, chart)  # an older default chart (chart_versions)
             if kept is agent:
@@ -168,25 +173,38 @@ class AgentRegistry:
                     "refuses it (run the new chart on a new task queue)"
                 )
             try:
-                facts = _facts_of(kept, self.agents, token_budget, tuple(listed))
+                facts = _facts_of(kept, self.agents, config, token_budget, tuple(listed))
             except ValueError as exc:
                 raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
         return facts
 
+    def _agent(self, name: str) -> AgentSpec:
+        agent = self.agents.get(name)
+        if agent is None:
+            known = ", ".join(sorted(self.agents)) or "(none)"
+            raise UnknownAgent(f"this worker has no agent {name!r} (it has: {known})")
+        return agent
+
     def _facts_for(
-        self, agent: AgentSpec, token_budget: int | None, listed: tuple[ListedTool, ...]
+        self,
+        agent: AgentSpec,
+        config: RunConfig,
+        token_budget: int | None,
+        listed: tuple[ListedTool, ...],
+        config_of: str,
     ) -> AgentFacts:
         if not listed:
-            key = (agent.name, token_budget)
+            key = (agent.name, token_budget, config_of)
             found = self._facts.get(key)
             if found is None:
-                found = self._facts[key] = _facts_of(agent, self.agents, token_budget, ())
+                made = _facts_of(agent, self.agents, config, token_budget, ())
+                found = self._facts[key] = made
             return found
-        keyed = (agent.name, token_budget, dumps(listed, tuple[ListedTool, ...]))
+        keyed = (agent.name, token_budget, config_of, dumps(listed, tuple[ListedTool, ...]))
         found = self._listed.get(keyed)
         if found is None:
             try:
-                found = _facts_of(agent, self.agents, token_budget, listed)
+                found = _facts_of(agent, self.agents, config, token_budget, listed)
             except ValueError as exc:
                 raise UnknownAgent(f"a run of agent {agent.name!r} here: {exc}") from None
             if len(self._listed) >= LISTINGS_KEPT:  # workflows and activities share it, in
@@ -229,10 +247,10 @@ def _refuse_redaction(agent: AgentSpec, reached: Mapping[str, AgentSpec]) -> Non
 def _facts_of(
     agent: AgentSpec,
     agents: Mapping[str, AgentSpec],
+    config: RunConfig,
     token_budget: int | None,
     listed: tuple[ListedTool, ...],
 ) -> AgentFacts:
-    config = agent.config
     if token_budget is not None:
         config = config.with_token_budget(token_budget)
     stand_ins = [tool for _, tool in recorded_tools(agent, listed, live=False)] if listed else []

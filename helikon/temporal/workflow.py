@@ -18,10 +18,14 @@ call and the history grows linearly (bench/temporal.py).
 
 Approvals: a suspension waits for the `decide` update (a validator refuses decisions that
 do not bind to the pending calls of this suspension, by call id and arguments hash, or come
-a second time) or the `decisions` signal (fire and forget: a refused one is logged). The
-`current` query says where the run is. Handoffs and agents as tools are child workflows
+a second time) or the `decisions` signal (fire and forget: a refused one is logged), its
+deadline paused and restarted once they come; an agent with an `on_approval` handler never
+suspends (the handler is asked in an activity), and a nested run that would suspend ends
+there instead, as in process (helikon.temporal.effects). The `current` query says where the
+run is. Handoffs and agents as tools are child workflows
 (ids `{run_id}/{seq}` and `{run_id}/{seq}:{call_id}`, as a local run's nested ids), one level
-deeper, with only the token budget the root has left and the root's deadline and timeout;
+deeper, with the root's `RunConfig`, only the token budget the root has left, and the
+root's deadline and timeout;
 the parent awaits each to its end (helikon.temporal.calls, `nested_end`). Cancelling the
 workflow, or reaching `RunConfig.timeout`, stops the effect in flight (a nested run, with
 the cancel's reason or by its own deadline) and feeds `Cancel` / `Fail(TimedOut)`
@@ -117,16 +121,7 @@ class HelikonWorkflow(WorkflowEffects):
         if request.seq == 0:
             next_input = await self._new(request)
         else:
-            head: m.Head = await self._read("helikon_head", request.run_id, m.Head)
-            if head.chart_digest != facts.digest:
-                raise refused(
-                    f"run {request.run_id!r} ran on chart {head.chart_digest[:12]}, but this "
-                    f"worker's agent runs chart {facts.digest[:12]}: it cannot continue here"
-                )
-            if head.tools:
-                self.facts = self._facts_with(head.tools)
-            self.state, self.seq, self.model_calls = head.state, head.seq, head.model_calls
-            self.input_guarded = head.model_calls > 0
+            await self._continue(request)
             next_input = None
         while True:
             if next_input is not None:
@@ -140,12 +135,29 @@ class HelikonWorkflow(WorkflowEffects):
             else:
                 action = pending_action(self.state, facts.ctx)
             next_input = await self._perform(action)
+            if next_input is None:  # a nested run ended at its suspension (NESTED_SUSPENDS)
+                break
         await self._flush()
         ended = m.to_payload(m.RunOutcome(request.run_id, self.state, self.seq))
         if self._cancelled() and workflow.patched(CANCELED):
             workflow.upsert_memo({m.OUTCOME_MEMO: ended})
             raise asyncio.CancelledError(describe(self.state.error))
         return ended
+
+    async def _continue(self, request: m.RunRequest) -> None:
+        """Take a continued run's state from its stored head (no input: the next action is
+        the head's pending one)."""
+        facts = self._facts
+        head: m.Head = await self._read("helikon_head", request.run_id, m.Head)
+        if head.chart_digest != facts.digest:
+            raise refused(
+                f"run {request.run_id!r} ran on chart {head.chart_digest[:12]}, but this "
+                f"worker's agent runs chart {facts.digest[:12]}: it cannot continue here"
+            )
+        if head.tools:
+            self.facts = self._facts_with(head.tools)
+        self.state, self.seq, self.model_calls = head.state, head.seq, head.model_calls
+        self.input_guarded = head.model_calls > 0
 
     def _cancelled(self) -> bool:
         """Whether the run ended `Failed(Cancelled)` with its workflow cancelled (a cancel
@@ -171,7 +183,12 @@ class HelikonWorkflow(WorkflowEffects):
             )
         try:
             registry = registry_for(request.task_queue or info.task_queue)
-            self.facts = registry.facts(request.agent, request.token_budget, chart=request.chart)
+            self.facts = registry.facts(
+                request.agent,
+                request.token_budget,
+                chart=request.chart,
+                config_of=request.config_of,
+            )
         except UnknownAgent as exc:
             raise refused(str(exc)) from None
         self.request = request
@@ -232,7 +249,11 @@ class HelikonWorkflow(WorkflowEffects):
         request = self._request
         try:
             return registry_for(self._queue).facts(  # chart: a kept version stays (chart_versions)
-                request.agent, request.token_budget, chart=request.chart, listed=tools
+                request.agent,
+                request.token_budget,
+                chart=request.chart,
+                listed=tools,
+                config_of=request.config_of,
             )
         except UnknownAgent as exc:
             raise refused(str(exc)) from None
@@ -256,6 +277,7 @@ class HelikonWorkflow(WorkflowEffects):
             deadline=self.deadline,
             task_queue=self._queue,
             timeout=request.timeout,
+            config_of=request.config_of,
         )
 
     # ------------------------------------------------------------ transitions
@@ -278,12 +300,12 @@ class HelikonWorkflow(WorkflowEffects):
 
     async def _perform(self, action: NextAction) -> Any:
         """The input `action` produces, by the loop's rules (its events are written as the
-        effects emit them)."""
+        effects emit them); None when a nested run suspended, which ends it."""
         self.produced = None
         async for _ in perform(self, action):
             pass
         inp, self.produced = self.produced, None
-        if inp is None:
+        if inp is None and not awaits_decisions(action):
             raise refused(f"the Temporal runtime cannot perform action {action.kind!r}")
         return inp
 

@@ -8,7 +8,8 @@ rebuilt here by applying the same pure `transition` to the stored head's state.
 
 The store's lease is held by the workflow's name (`owner_of`) with a lease that
 does not run out, so a local driver never resumes a run a workflow owns; it is released when
-the run ends. Writes of one run never race: the workflow sends its steps with one
+the run ends, or when its workflow ends without it (`Writes.released`: a nested run that
+ends at its suspension). Writes of one run never race: the workflow sends its steps with one
 activity at a time.
 """
 
@@ -116,7 +117,8 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written
     _check_ours(stored, facts)
     steps, effects = _new_only(stored, steps, effects)
     state = stored.records[-1].state_after
-    held = state.phase in TERMINAL_PHASES and stored.info.lease_owner is not None
+    ends = state.phase in TERMINAL_PHASES or writes.released
+    held = ends and stored.info.lease_owner is not None
     if not steps and not effects and not held:  # held: it ended at its first step
         return Written(stored.header, stored.records)
     records = list(stored.records)
@@ -132,7 +134,7 @@ async def write(store: RunStore, writes: Writes, facts_for: FactsFor) -> Written
         head_mac = await store.append(run_id, lease, record, head_mac, before, status)
     if effects:
         await store.add_effects(run_id, lease, effects)
-    if state.phase in TERMINAL_PHASES:
+    if state.phase in TERMINAL_PHASES or writes.released:
         await store.release(run_id, lease, status_of(state.phase, writes.suspended))
     return Written(stored.header, tuple(records))
 
