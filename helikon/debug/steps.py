@@ -4,6 +4,7 @@ and `DebuggerError`, the error of a request a debugger cannot carry out."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,15 @@ class Frame:
     state: Any
     conversation_len: int
     next_input: Any
-    pending: NextAction | None
+    next_action: NextAction | None
+
+    @property
+    def pending(self) -> NextAction | None:
+        """Deprecated: `next_action` (the glossary's word; "pending" is an approval's)."""
+        warnings.warn(
+            "Frame.pending was renamed Frame.next_action", DeprecationWarning, stacklevel=2
+        )
+        return self.next_action
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
@@ -108,7 +109,7 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         # A resumed run names how many of its items its session gave; it reads none again.
         remembered = session.items() if session is not None and session_items is None else ()
         self.next_input: Any = Start((*remembered, *as_items(input)))
-        self.pending: NextAction | None = None
+        self.next_action: NextAction | None = None
         self.store = store
         self.parent_run_id = parent_run_id
         self.session = session
@@ -125,6 +126,17 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         self.observer = observer_for(self)  # its spans (helikon.otel), None without
         self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
+
+    @property
+    def pending(self) -> NextAction | None:
+        """Deprecated: `next_action` (the glossary's word; "pending" is an approval's)."""
+        warnings.warn("Run.pending was renamed Run.next_action", DeprecationWarning, stacklevel=2)
+        return self.next_action
+
+    @pending.setter
+    def pending(self, action: NextAction | None) -> None:
+        warnings.warn("Run.pending was renamed Run.next_action", DeprecationWarning, stacklevel=2)
+        self.next_action = action
 
     @classmethod
     def from_snapshot(

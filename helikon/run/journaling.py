@@ -54,7 +54,7 @@ class Journaled:
     state: Any
     conversation: Conversation
     seq: int
-    pending: NextAction | None
+    next_action: NextAction | None
     model_calls: int
     store: RunStore | None
     journal: Journal | None
@@ -171,7 +171,7 @@ class Journaled:
         """The run fails where its store failed, and writes nothing more."""
         error = self._refused(exc)
         self.state = Failed(error, self.usage)
-        self.pending = None
+        self.next_action = None
         return (RunFailed(error),)
 
     async def _settle(self) -> None:
