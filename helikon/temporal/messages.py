@@ -55,6 +55,11 @@ class RunRequest:
     a nested run the deadline stops fails `TimedOut` with its root's timeout, as in process.
     `task_queue` names the worker registry the agent is looked up in (default: the workflow's
     task queue; a replay runs on another).
+
+    Workers of two releases may share a task queue (a rolling deploy), so a request written
+    by one is read by the other: a field added later has a default that keeps the earlier
+    behaviour when it is absent (no `timeout`: the agent's own, as before it was added), and
+    a worker reads a field it does not know as absent (tests/test_temporal_requests.py).
     """
 
     run_id: str
