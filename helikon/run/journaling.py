@@ -138,7 +138,8 @@ class Journaled:
     ) -> tuple[AgentEvent, ...]:
         """Write the step just applied: the session once the run ended, then the record."""
         try:
-            await self._remember()
+            if self.session is not None and self.finished:  # no coroutine on other steps
+                await self._remember()
         except StoreError as exc:  # before its last record: the run stays where it was
             return self._store_stopped(exc)
         if self.journal is not None and match is not None:
@@ -149,10 +150,10 @@ class Journaled:
         """Add what the run said to its session, once it ended: before its last record is
         committed and its terminal event streamed, so a session that cannot be written
         fails the run instead of following its end."""
-        if self.session is not None and self.finished:
-            items = self.conversation.items()[self.session_items :]
-            redact = self.config.redact  # a session is kept in the store: redacted too
-            await self.session.aadd([redacted(item, redact) for item in items], self.run_id)
+        assert self.session is not None
+        items = self.conversation.items()[self.session_items :]
+        redact = self.config.redact  # a session is kept in the store: redacted too
+        await self.session.aadd([redacted(item, redact) for item in items], self.run_id)
 
     async def _commit(
         self, inp: Any, match: Match, outcome: TransitionOutcome
