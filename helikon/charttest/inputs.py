@@ -3,7 +3,7 @@
 Every step begins from a plain input of its kind (`first_input`), which the witnesses then
 change: a short text answer reporting some usage, one probe result per call, every pending
 call approved, the synthetic target done. A stop (`Cancel`, `Fail`) is what the driver feeds
-when the test stops the effect in flight: a cancel, or the effect's own failure (the model
+when the test stops the action in flight: a cancel, or the action's own failure (the model
 call fails, the probe tool raises `FatalToolError`, the approval handler raises, the run's
 deadline passes during a handoff).
 

@@ -3,7 +3,7 @@
 Theory of operation: a debugger drives one `Run` a step at a time. A step applies the input
 already observed (one `transition`) and then obtains the next input: from the record when
 one exists (a trace being replayed, or steps already taken before a rewind), otherwise by
-performing the effect live (calling the model, running tools). Because `transition` is pure,
+performing the action live (calling the model, running tools). Because `transition` is pure,
 re-applying a recorded input reproduces the recorded outcome exactly, so rewinding is
 restoring a frame and stepping again repeats no side effect unless asked (`live=True`).
 

@@ -1,5 +1,5 @@
 """What a debugger keeps of a run between and across its steps: `Frame` (the run between two
-steps), `Step` (one step as it happened), `Started` (a step begun, its effect not yet done),
+steps), `Step` (one step as it happened), `Started` (a step begun, its action not yet performed),
 and `DebuggerError`, the error of a request a debugger cannot carry out."""
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Step:
-    """One step as it happened: the transition, the row it took, and its effect's events."""
+    """One step as it happened: the transition, the row it took, and the events of its action
+    (`effect_events`, an older name: read "the action's events")."""
 
     seq: int
     state_before: Any
@@ -53,8 +54,9 @@ class Step:
 
     @property
     def events(self) -> tuple[Any, ...]:
-        """Everything the step streamed: the effect that produced its input when that ran
-        at the step's start (`lead_events`), the transition's events, then its effect's."""
+        """Everything the step streamed: the action that produced its input when that was
+        performed at the step's start (`lead_events`), the transition's events, then its
+        action's."""
         return (*self.lead_events, *self.outcome.events, *self.effect_events)
 
     @property
@@ -64,7 +66,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Started:
-    """A step begun: its transition applied, its effect not yet done."""
+    """A step begun: its transition applied, its action not yet performed."""
 
     before: Any
     input: Any
