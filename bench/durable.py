@@ -352,7 +352,7 @@ async def stopped_at(store: SqliteRunStore, records: int, run_id: str) -> tuple[
     while run.seq < records - 1:
         await run.step()
     await run.apply()
-    assert run.seq == records and run.journal is not None and run.pending is not None
+    assert run.seq == records and run.journal is not None and run.next_action is not None
     await run.journal.close("running")
     return agent, echo
 

@@ -1,7 +1,11 @@
-"""The names `helikon` offered before its surface was cut to what an agent author uses, each
-with its new home. `from helikon import X` for one of them still works, through the module
-`__getattr__` of helikon/__init__.py, and warns (DeprecationWarning) naming the new home;
-docs/changelog.md lists the same names (a test keeps the two in step).
+"""Old names that still work, and warn: the names `helikon` offered before its surface was cut
+to what an agent author uses, each with its new home (`MOVED`), and names renamed to the
+glossary's words (`RENAMED`, docs/concepts/glossary.md), each with its new name.
+
+`from helikon import X` for a moved name, or `from <package> import old` for a renamed one,
+still works, through the module `__getattr__` of the package that offered it, and warns
+(DeprecationWarning) naming where the object is now; docs/changelog.md lists the same names
+(tests keep the two in step).
 """
 
 from __future__ import annotations
@@ -84,29 +88,39 @@ MOVED: dict[str, str] = {
     "TransitionTable": "helikon.core",
     "UnexpectedInput": "helikon.core",
     "match_row": "helikon.core",
-    "pending_action": "helikon.core",
     "read_trace": "helikon.trace",
     "trip_output_guardrail": "helikon.core",
 }
 
+# old dotted name -> new dotted name: renamed to the glossary's words ("pending" is only an
+# approval's; the action a state asks for is its next action).
+RENAMED: dict[str, str] = {
+    "helikon.core.pending_action": "helikon.core.next_action_of",
+    "helikon.core.transition.pending_action": "helikon.core.transition.next_action_of",
+    "helikon.pending_action": "helikon.core.next_action_of",
+}
 
-def moved(name: str) -> object:
-    """The object `helikon.<name>` was, from its new home, with a DeprecationWarning.
+
+def moved(name: str, package: str = "helikon") -> object:
+    """The object `<package>.<name>` was, from its new home and under its new name, with a
+    DeprecationWarning naming them.
 
     Raises:
-        AttributeError: `name` is not a name helikon ever offered.
+        AttributeError: `name` is not a name `package` ever offered.
     """
-    home = MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module 'helikon' has no attribute {name!r}")
+    new = RENAMED.get(f"{package}.{name}")
+    if new is not None:
+        home, now = new.rsplit(".", 1)
+        message = f"{package}.{name} was renamed {new}: import it as `from {home} import {now}`"
+    elif package == "helikon" and name in MOVED:
+        home, now = MOVED[name], name
+        message = f"helikon.{name} moved to {home}: import it as `from {home} import {name}`"
+    else:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
     # `from helikon import X` asks twice: the import system first (`hasattr`, in
     # importlib's `_handle_fromlist`), then the importing line itself. Warn once, on the
     # second ask, so the warning names the importing line. Frames: this function, the
     # module `__getattr__`, its caller.
     if not sys._getframe(2).f_code.co_filename.startswith("<frozen importlib"):
-        warnings.warn(
-            f"helikon.{name} moved to {home}: import it as `from {home} import {name}`",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    return getattr(import_module(home), name)
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+    return getattr(import_module(home), now)

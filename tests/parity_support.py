@@ -103,6 +103,30 @@ def sqlite_stores(folder: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore
         yield local, temporal
 
 
+# ---------------------------------------------------------------- fixtures
+# Each parity module binds them by name (`client, run_id, stores = parity_support.client, ...`):
+# a fixture imported by name is redefined by every test that takes it, to ruff (F811).
+
+
+@pytest.fixture
+async def client(temporal_address: str) -> Client:
+    """A client of the Temporal dev server (`temporal_address`, tests/temporal_support.py)."""
+    return await Client.connect(temporal_address)
+
+
+@pytest.fixture
+def run_id() -> str:
+    """The run id both runtimes take in one test."""
+    return new_run_id()
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
+    """(the local run's store, the Temporal run's store), on SQLite in the test's folder."""
+    with sqlite_stores(tmp_path) as opened:
+        yield opened
+
+
 # ---------------------------------------------------------------- what is compared
 
 

@@ -47,7 +47,7 @@ from helikon.core import (
     ExecuteTools,
     ExecutingTools,
     ModelRequest,
-    pending_action,
+    next_action_of,
 )
 from helikon.core.chart.actions import ACTIONS
 
@@ -161,7 +161,7 @@ def test_a_full_run_plans_then_uses_a_tool_then_answers() -> None:
     assert started.next_action == CallModel(ModelRequest("Planning", tools=False, prompt=PROMPT))
     assert started.events == (TurnStarted(0),)
     assert started.conversation_appends == (UserMessage("What are the rates?"),)
-    assert pending_action(started.next_state, ctx) == started.next_action
+    assert next_action_of(started.next_state, ctx) == started.next_action
 
     # The plan is kept and turn 1 opens in CallingModel, with the ordinary turn request.
     assert planned.next_state == CallingModel(1, usage(10))

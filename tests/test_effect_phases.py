@@ -36,7 +36,7 @@ from helikon.core import (
     Fail,
     ModelRequest,
     RunEffect,
-    pending_action,
+    next_action_of,
 )
 from helikon.core.chart.actions import ACTIONS
 from helikon.core.chart.compile import build_table
@@ -67,7 +67,7 @@ def test_start_runs_the_effect_on_the_users_message() -> None:
     assert outcome.next_action == RunEffect("lookup", args)
     assert outcome.events == ()  # not a turn
     assert outcome.conversation_appends == ASKED.items
-    assert pending_action(outcome.next_state, CTX) == outcome.next_action
+    assert next_action_of(outcome.next_state, CTX) == outcome.next_action
 
 
 def test_the_effects_result_reaches_the_model_and_opens_turn_0() -> None:

@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 
 import helikon
+from helikon import Agent, Run, ScriptedModel
+from helikon._moved import RENAMED
+from helikon.core import CallModel, Terminate
+from helikon.debug.steps import Frame
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "concepts" / "glossary.md"
@@ -129,3 +133,49 @@ def test_the_studios_old_session_name_warns_and_gives_the_threaded_debugger() ->
     with pytest.warns(DeprecationWarning, match="use helikon.studio.ThreadedDebugger"):
         old = helikon.studio.Session  # type: ignore[attr-defined]
     assert old is helikon.studio.ThreadedDebugger
+
+
+# ---------------------------------------------------------------- "pending" is an approval's
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED))
+def test_a_renamed_name_still_imports_with_a_warning_naming_the_new_one(old: str) -> None:
+    package, name = old.rsplit(".", 1)
+    home, now = RENAMED[old].rsplit(".", 1)
+    with pytest.warns(DeprecationWarning) as caught:
+        namespace: dict[str, object] = {}
+        exec(f"from {package} import {name}", namespace)
+    assert namespace[name] is getattr(importlib.import_module(home), now)
+    assert [str(w.message) for w in caught] == [
+        f"{old} was renamed {RENAMED[old]}: import it as `from {home} import {now}`"
+    ]
+
+
+def test_an_old_name_is_not_offered_and_an_unknown_one_is_an_attribute_error() -> None:
+    import helikon.core
+
+    assert "pending_action" not in helikon.core.__all__
+    assert "next_action_of" in helikon.core.__all__
+    with pytest.raises(AttributeError, match=r"module 'helikon\.core' has no attribute 'nope'"):
+        helikon.core.nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+async def test_a_runs_and_a_frames_pending_warn_and_give_the_next_action() -> None:
+    run = Run(Agent("echo", ScriptedModel(["hi"])), input="hello")
+    await run.apply()  # Start applied: the model is called next
+    assert isinstance(run.next_action, CallModel)
+    with pytest.warns(DeprecationWarning, match=r"^Run.pending was renamed Run.next_action$"):
+        assert run.pending is run.next_action  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match="Run.next_action"):
+        run.pending = Terminate()  # type: ignore[attr-defined]
+    assert run.next_action == Terminate()
+    frame = Frame(1, run.state, 0, None, Terminate())
+    with pytest.warns(DeprecationWarning, match=r"^Frame.pending was renamed Frame.next_action$"):
+        assert frame.pending == Terminate()
+
+
+def test_the_changelog_lists_every_renamed_name() -> None:
+    changelog = (ROOT / "docs" / "changelog.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([\w.]+)`[^|]* \| `([\w.]+)` \|", changelog, flags=re.MULTILINE))
+    assert set(RENAMED.items()) <= rows
+    assert {("Run.pending", "Run.next_action"), ("Frame.pending", "Frame.next_action")} <= rows

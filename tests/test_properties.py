@@ -1,6 +1,6 @@
 """Property tests of `transition` over random runs (hypothesis).
 
-`runs()` plays the driver. From each state's `pending_action` it draws a plausible next input:
+`runs()` plays the driver. From each state's `next_action_of` it draws a plausible next input:
 a model response (text and/or tool calls, handoff tools, "ask"/"deny" tools, any finish
 reason, random usage) for `CallModel`, tool results for some, all, extra or duplicate call ids
 for `ExecuteTools`, decisions (some binding, some with a wrong hash or an unknown id) for
@@ -83,7 +83,7 @@ from helikon.core import (
     TransitionInput,
     UnexpectedInput,
     match_row,
-    pending_action,
+    next_action_of,
 )
 from helikon.core.codec import dumps, loads
 from helikon.core.table import GuardRef
@@ -403,7 +403,7 @@ def runs(draw: Any, compaction: bool | None = None) -> Run:
         state = outcome.next_state
         if state.phase in TERMINAL or len(run.steps) >= MAX_STEPS:
             return run
-        inp = driver.answer(state, pending_action(state, ctx))
+        inp = driver.answer(state, next_action_of(state, ctx))
 
 
 def replay(ctx: TransitionCtx, inputs: list[Any]) -> Run:
@@ -444,7 +444,7 @@ def one_of_each_kind() -> list[Any]:
 def test_terminal_phases_absorb_every_input(run: Run, data: st.DataObject) -> None:
     final = run.final
     assert final.phase in TERMINAL
-    assert pending_action(final, run.ctx) == Terminate()
+    assert next_action_of(final, run.ctx) == Terminate()
     extra = data.draw(any_inputs())
     for inp in [*one_of_each_kind(), extra]:
         outcome = transition(final, inp, run.ctx)
@@ -561,9 +561,9 @@ def test_arguments_are_left_unchanged(run: Run) -> None:
 
 @RUNS
 @given(runs())
-def test_pending_action_is_the_action_of_the_outcome(run: Run) -> None:
+def test_next_action_of_is_the_action_of_the_outcome(run: Run) -> None:
     for step in run.steps:
-        assert pending_action(step.outcome.next_state, run.ctx) == step.outcome.next_action
+        assert next_action_of(step.outcome.next_state, run.ctx) == step.outcome.next_action
 
 
 def round_trips(value: Any, kind: Any) -> None:

@@ -22,7 +22,6 @@ import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
+import parity_support
 from parity_support import (
     WAIT,
     Input,
@@ -41,11 +41,9 @@ from parity_support import (
     drained,
     ended,
     new_queue,
-    new_run_id,
     postgres_stores_at,
     run_locally,
     run_on_temporal,
-    sqlite_stores,
 )
 from temporal_agents import (
     City,
@@ -87,21 +85,8 @@ from helikon.temporal import (
 )
 from helikon.tools import ToolContext, ToolPolicy
 
-
-@pytest.fixture
-async def client(temporal_address: str) -> Client:
-    return await Client.connect(temporal_address)
-
-
-@pytest.fixture
-def run_id() -> str:
-    return new_run_id()
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
-    with sqlite_stores(tmp_path) as opened:
-        yield opened
+# The fixtures every parity module takes, written once in parity_support.
+client, run_id, stores = parity_support.client, parity_support.run_id, parity_support.stores
 
 
 @pytest.fixture

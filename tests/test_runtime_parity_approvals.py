@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("temporalio")
 
+import parity_support
 from parity_support import (
     WAIT,
     Make,
@@ -28,7 +29,6 @@ from parity_support import (
     drained,
     ended,
     new_queue,
-    new_run_id,
     postgres_stores_at,
     run_locally,
     sqlite_stores,
@@ -43,21 +43,8 @@ from helikon.durable import SqliteRunStore
 from helikon.temporal import decide, events, helikon_worker, outcome, start_run
 from helikon.temporal.messages import to_payload
 
-
-@pytest.fixture
-async def client(temporal_address: str) -> Client:
-    return await Client.connect(temporal_address)
-
-
-@pytest.fixture
-def run_id() -> str:
-    return new_run_id()
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
-    with sqlite_stores(tmp_path) as opened:
-        yield opened
+# The fixtures every parity module takes, written once in parity_support.
+client, run_id, stores = parity_support.client, parity_support.run_id, parity_support.stores
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

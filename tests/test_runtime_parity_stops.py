@@ -9,7 +9,7 @@ Every wait here is on a file a tool, a guardrail, the model or an effect writes 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from pydantic import JsonValue
 
 pytest.importorskip("temporalio")
 
+import parity_support
 from parity_support import (
     WAIT,
     assert_same,
@@ -26,10 +27,8 @@ from parity_support import (
     drained,
     ended,
     new_queue,
-    new_run_id,
     run_locally,
     run_on_temporal,
-    sqlite_stores,
     wait_for_file,
 )
 from temporal_agents import slow_agent, slow_manager, slow_triage
@@ -50,21 +49,8 @@ from helikon.models.base import ModelChunk, ModelInput
 from helikon.run.chart_effects import Effect
 from helikon.temporal import events, helikon_worker, outcome, start_run
 
-
-@pytest.fixture
-async def client(temporal_address: str) -> Client:
-    return await Client.connect(temporal_address)
-
-
-@pytest.fixture
-def run_id() -> str:
-    return new_run_id()
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, SqliteRunStore]]:
-    with sqlite_stores(tmp_path) as opened:
-        yield opened
+# The fixtures every parity module takes, written once in parity_support.
+client, run_id, stores = parity_support.client, parity_support.run_id, parity_support.stores
 
 
 # ---------------------------------------------------------------- a batch of tools, a nested run

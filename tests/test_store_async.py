@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from test_store_conformance import CHART, TTL, header, started
 
-from helikon.durable import SqliteRunStore
+from helikon import Agent, ScriptedModel, UserMessage
+from helikon.core.errors import RunError, StoreFailed
+from helikon.core.items import Item
+from helikon.durable import Session, SqliteRunStore, StoreError
 
 
 async def test_a_waiting_aprune_lets_the_event_loop_run_on(tmp_path: Path) -> None:
@@ -81,3 +85,62 @@ async def test_a_held_sqlite_read_lets_the_event_loop_run_on(tmp_path: Path, rea
         finally:
             release.set()
             store._db.set_progress_handler(None, 1)
+
+
+class OffTheLoop:
+    """A session store whose plain (blocking) operations refuse to run on the event loop's
+    thread, and whose async twins run them on another thread, as a run store's do; `fail`
+    makes the async read fail as a store that cannot read would."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.items: dict[str, tuple[Item, ...]] = {"s": (UserMessage("my name is Ada"),)}
+        self.loop_thread = threading.get_ident()
+        self.fail = fail
+
+    def _off_the_loop(self) -> None:
+        assert threading.get_ident() != self.loop_thread, "store IO on the event loop"
+
+    def session_items(self, session_id: str) -> tuple[Item, ...]:
+        self._off_the_loop()
+        if self.fail:
+            raise StoreError("the disk is gone")
+        return self.items.get(session_id, ())
+
+    async def asession_items(self, session_id: str) -> tuple[Item, ...]:
+        return await asyncio.to_thread(self.session_items, session_id)
+
+    def add_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
+        self._off_the_loop()
+        self.items[session_id] = (*self.items.get(session_id, ()), *items)
+
+    async def aadd_session_items(self, session_id: str, items: Sequence[Item], run_id: str) -> None:
+        await asyncio.to_thread(self.add_session_items, session_id, items, run_id)
+
+    def clear_session(self, session_id: str) -> None:
+        self._off_the_loop()
+        self.items.pop(session_id, None)
+
+    async def aclear_session(self, session_id: str) -> None:
+        await asyncio.to_thread(self.clear_session, session_id)
+
+
+async def test_a_run_reads_and_writes_its_session_off_the_event_loop() -> None:
+    sessions = OffTheLoop()
+    model = ScriptedModel(["Hello, Ada."])
+    result = await Agent("greeter", model).run("hi", session=Session(sessions, "s")).collect()
+    assert result.final_output == "Hello, Ada."
+    assert [item.content for item in model.requests[0].items] == ["my name is Ada", "hi"]
+    assert [getattr(item, "content", None) for item in sessions.items["s"]] == [
+        "my name is Ada",
+        "hi",
+        "Hello, Ada.",
+    ]
+
+
+async def test_a_session_that_cannot_be_read_fails_the_run_before_any_model_call() -> None:
+    model = ScriptedModel(["never said"])
+    session = Session(OffTheLoop(fail=True), "s")
+    with pytest.raises(RunError) as failed:
+        await Agent("greeter", model).run("hi", session=session).collect()
+    assert failed.value.error == StoreFailed("StoreError", "the disk is gone")
+    assert model.requests == []

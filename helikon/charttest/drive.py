@@ -39,7 +39,7 @@ from helikon.core.errors import FatalToolError, ModelError
 from helikon.core.events import RunSuspended
 from helikon.core.items import AssistantMessage, ToolCall, Usage
 from helikon.core.state import TERMINAL_PHASES, CallModel, Handoff
-from helikon.core.transition import initial_state, matched_transition, pending_action, transition
+from helikon.core.transition import initial_state, matched_transition, next_action_of, transition
 from helikon.models.base import ModelInput
 from helikon.models.scripted import ScriptedModel, ScriptedTurn, Turn
 from helikon.run.config import RunContext
@@ -191,7 +191,7 @@ def turns_of(bench: Bench, path: ChartPath, states: Sequence[Any]) -> list[Turn]
     for step, state in zip(path.steps, states, strict=False):
         if state.phase in TERMINAL_PHASES or step.input.kind == "start":
             continue
-        action = pending_action(state, ctx)
+        action = next_action_of(state, ctx)
         if isinstance(action, CallModel):
             turns += _model_turns(step.input)
         elif isinstance(action, Handoff):

@@ -3,7 +3,7 @@
 Every step begins from a plain input of its kind (`first_input`), which the witnesses then
 change: a short text answer reporting some usage, one probe result per call, every pending
 call approved, the synthetic target done. A stop (`Cancel`, `Fail`) is what the driver feeds
-when the test stops the effect in flight: a cancel, or the effect's own failure (the model
+when the test stops the action in flight: a cancel, or the action's own failure (the model
 call fails, the probe tool raises `FatalToolError`, the approval handler raises, the run's
 deadline passes during a handoff).
 
@@ -69,7 +69,7 @@ from helikon.core.state import (
     Start,
     ToolResults,
 )
-from helikon.core.transition import pending_action
+from helikon.core.transition import next_action_of
 from helikon.models.base import ResponseAssembler
 from helikon.models.scripted import ScriptedTurn, chunks_of
 from helikon.run.chart_effects import as_json
@@ -117,13 +117,13 @@ def runnable(state: Any, ctx: TransitionCtx) -> tuple[ToolCall, ...]:
     """The calls the driver runs in `state` (none outside ExecutingTools)."""
     if state.phase in TERMINAL_PHASES:
         return ()
-    action = pending_action(state, ctx)
+    action = next_action_of(state, ctx)
     return action.calls if isinstance(action, ExecuteTools) else ()
 
 
 def stop_failure(state: Any, ctx: TransitionCtx) -> Fail:
     """The `Fail` the driver feeds when the test makes the effect of `state` fail."""
-    action = None if state.phase in TERMINAL_PHASES else pending_action(state, ctx)
+    action = None if state.phase in TERMINAL_PHASES else next_action_of(state, ctx)
     if isinstance(action, ExecuteTools) and action.calls:
         call = action.calls[0]
         return Fail(ToolFailed(call.name, call.call_id, FATAL_MESSAGE))
@@ -154,7 +154,7 @@ def undeliverable(state: Any, inp: Any, ctx: TransitionCtx, first: bool) -> str 
         return None if first else "the driver feeds Start only as a run's first input"
     if state.phase in TERMINAL_PHASES:
         return f"the driver feeds no input once the run is {state.phase}"
-    action = pending_action(state, ctx)
+    action = next_action_of(state, ctx)
     if kind in ("cancel", "fail"):
         return _unstoppable(state, inp, action)
     awaited = AWAITED[type(action)]

@@ -10,6 +10,7 @@ the items and events, the compiled table and its rows, and `transition` itself.
 
 from __future__ import annotations
 
+from helikon._moved import moved as _moved
 from helikon.core.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -142,7 +143,7 @@ from helikon.core.transition import (
     Match,
     initial_state,
     match_row,
-    pending_action,
+    next_action_of,
     transition,
     trip_output_guardrail,
 )
@@ -256,8 +257,12 @@ __all__ = [
     "extend",
     "initial_state",
     "match_row",
-    "pending_action",
+    "next_action_of",
     "to",
     "transition",
     "trip_output_guardrail",
 ]
+
+
+def __getattr__(name: str) -> object:
+    return _moved(name, __name__)  # a renamed name (helikon._moved.RENAMED), with a warning

@@ -2,8 +2,8 @@
 
 A run is a sequence of `transition(state, input, ctx) -> TransitionOutcome` steps. The state
 says which phase the loop is in and carries just enough to resume from it (see
-`helikon.core.transition.pending_action`); the conversation itself lives with the driver, which
-applies each outcome's `conversation_appends`.
+`helikon.core.transition.next_action_of`); the conversation itself lives with the driver,
+which applies each outcome's `conversation_appends`.
 """
 
 from __future__ import annotations

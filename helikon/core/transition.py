@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from helikon._moved import moved
 from helikon.core.chart.actions import model_phase
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import GuardrailFailed, GuardrailTripped, NotInChart
@@ -128,8 +129,9 @@ def initial_state(ctx: TransitionCtx, usage: Usage = ZERO_USAGE) -> Any:
     return model_phase(ctx.table.initial, 0, usage)
 
 
-def pending_action(state: Any, ctx: TransitionCtx) -> NextAction:
-    """What the driver must do next in `state`: the basis for resuming from a snapshot.
+def next_action_of(state: Any, ctx: TransitionCtx) -> NextAction:
+    """The next action of `state`: what the driver must do next in it, the basis for
+    resuming from a snapshot (`pending_action` before; that name still works, and warns).
 
     It equals the `next_action` of the outcome that produced `state`.
     """
@@ -170,3 +172,7 @@ def trip_output_guardrail(
     )
     events = (*kept, *triggered, RunFailed(error))
     return TransitionOutcome(Failed(error, usage), events, TERMINATE, outcome.conversation_appends)
+
+
+def __getattr__(name: str) -> object:
+    return moved(name, __name__)  # a renamed name (helikon._moved.RENAMED), with a warning

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from helikon.core.transition import pending_action
+from helikon.core.transition import next_action_of
 from helikon.debug.debugger import BreakKind, Debugger
 from helikon.debug.view import event_types
 from helikon.run.spec import AgentSpec
@@ -87,7 +87,7 @@ class ShellCompletion:
         if len(words) == 1:
             options = ["text", "tool", "effect", "approve", "reject"]
         elif words[1] in ("tool", "approve", "reject") and not self.debugger.run.finished:
-            action = pending_action(self.debugger.state, self.debugger.run.ctx)
+            action = next_action_of(self.debugger.state, self.debugger.run.ctx)
             calls = getattr(action, "calls", None)
             if calls is None:
                 calls = [request.call for request in getattr(action, "pending", ())]

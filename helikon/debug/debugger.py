@@ -3,12 +3,12 @@
 Theory of operation: a debugger drives one `Run` a step at a time. A step applies the input
 already observed (one `transition`) and then obtains the next input: from the record when
 one exists (a trace being replayed, or steps already taken before a rewind), otherwise by
-performing the effect live (calling the model, running tools). Because `transition` is pure,
+performing the action live (calling the model, running tools). Because `transition` is pure,
 re-applying a recorded input reproduces the recorded outcome exactly, so rewinding is
 restoring a frame and stepping again repeats no side effect unless asked (`live=True`).
 
 A frame is the run between two steps: state, conversation length, the observed input and
-the pending action. `frames[k]` is the run after k steps. Forking replaces the observed input
+the next action. `frames[k]` is the run after k steps. Forking replaces the observed input
 of a frame (a model response, tool results) and continues in a new debugger: its history
 is the prefix, its future is new.
 
@@ -370,14 +370,14 @@ class Debugger(NestedRuns):
             suspends = next_input is None and any(e.type == "run_suspended" for e in effect.events)
             self.run.position(
                 next_input=next_input,
-                pending=None,
+                next_action=None,
                 lifecycle=Lifecycle.SUSPENDING if suspends else KEEP,
             )
             return effect.events
         return await self._perform(position)
 
     async def _perform(self, position: int) -> tuple[Any, ...]:
-        """Perform the pending effect live; keep its input, events and trace lines."""
+        """Perform the next action live; keep its input, events and trace lines."""
         self._recorder.clear()
         events = tuple([event async for event in self.run.perform()])
         self.produced[position] = Effect(events, tuple(self._recorder.lines), self.run.run_id)
@@ -482,7 +482,7 @@ class Debugger(NestedRuns):
             conversation=self.log[: frame.conversation_len],
             seq=frame.seq,
             next_input=frame.next_input,
-            pending=frame.pending,
+            next_action=frame.next_action,
             lifecycle=self.run.lifecycle.resumed,
         )
         del self.history[k:]
@@ -520,7 +520,7 @@ class Debugger(NestedRuns):
             conversation=self.log[: frame.conversation_len],
             seq=frame.seq,
             next_input=next_input,
-            pending=None,
+            next_action=None,
             lifecycle=Lifecycle.STARTED,  # announced by the run it forks; prepared again
         )
         forked = Debugger(
@@ -551,7 +551,7 @@ class Debugger(NestedRuns):
 
     def _frame(self) -> Frame:
         run = self.run
-        return Frame(run.seq, run.state, len(run.conversation), run.next_input, run.pending)
+        return Frame(run.seq, run.state, len(run.conversation), run.next_input, run.next_action)
 
     # ------------------------------------------------------------ following a nested run
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from helikon.core.items import ZERO_USAGE, AssistantMessage, ToolCall, ToolResult, Usage
 from helikon.core.state import ApprovalDecisions, EffectResult, ModelResponse, ToolResults
-from helikon.core.transition import pending_action
+from helikon.core.transition import next_action_of
 from helikon.debug.debugger import Debugger, DebuggerError
 
 USAGE = (
@@ -189,7 +189,7 @@ def waiting_for(debugger: Debugger, kind: str, what: str) -> Any:
     due = debugger.next_input
     if due is not None and due.kind == "start":
         raise DebuggerError("the first step applies the user's input; `step` once, then fork")
-    action = pending_action(debugger.state, debugger.run.ctx)
+    action = next_action_of(debugger.state, debugger.run.ctx)
     if action.kind != kind:
         waits = _WAITS.get(action.kind, action.kind)
         raise DebuggerError(f"at step {debugger.position} the run waits for {waits}, not {what}")

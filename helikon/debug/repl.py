@@ -10,7 +10,7 @@ holds is printed escaped (`safe_text`). Driven through a pipe there is no prompt
 each command read is echoed as `(hdb) command`, output is flushed after each command, and
 EOF ends the session with status 0, so a transcript reads like a terminal session.
 
-`step in` before a live step whose effect starts a nested run steps into it as it runs
+`step in` before a live step whose action starts a nested run steps into it as it runs
 (`Debugger.step_in_live`); the prompt then names the nested run, and leaving the session
 cancels the run in flight (`Debugger.abandon`) before the loop closes.
 
@@ -136,7 +136,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
             self._error(str(exc))
         except (KeyboardInterrupt, Exception) as exc:  # a bug must not end the session
             # A step cut short may have applied its transition without recording it:
-            # restore the last whole step (what its effect did outside the run stays done).
+            # restore the last whole step (what its action did outside the run stays done).
             if not self.debugger.in_flight:
                 self.debugger.rewind(self.debugger.position)
             at = f"back at step {self.debugger.position}"
@@ -179,7 +179,7 @@ class DebugShell(ShellCompletion, cmd.Cmd):
         `step in` opens the run nested in the last step's effect (a handoff target, an agent
         called as a tool; RUN names one of several) and steps its transitions as recorded,
         with the breakpoints its chart has; `step out` (or `up`) returns to the outer run.
-        In a live run, before a step whose effect starts a nested run, `step in` takes that
+        In a live run, before a step whose action starts a nested run, `step in` takes that
         step and steps into the nested run as it runs: it is held before each transition
         while the step's other calls run on; `step out` lets it run to its end, and the
         outer run's step completes.

@@ -1,9 +1,10 @@
 """What a debugger keeps of a run between and across its steps: `Frame` (the run between two
-steps), `Step` (one step as it happened), `Started` (a step begun, its effect not yet done),
+steps), `Step` (one step as it happened), `Started` (a step begun, its action not yet performed),
 and `DebuggerError`, the error of a request a debugger cannot carry out."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +27,21 @@ class Frame:
     state: Any
     conversation_len: int
     next_input: Any
-    pending: NextAction | None
+    next_action: NextAction | None
+
+    @property
+    def pending(self) -> NextAction | None:
+        """Deprecated: `next_action` (the glossary's word; "pending" is an approval's)."""
+        warnings.warn(
+            "Frame.pending was renamed Frame.next_action", DeprecationWarning, stacklevel=2
+        )
+        return self.next_action
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step as it happened: the transition, the row it took, and its effect's events."""
+    """One step as it happened: the transition, the row it took, and the events of its action
+    (`effect_events`, an older name: read "the action's events")."""
 
     seq: int
     state_before: Any
@@ -44,8 +54,9 @@ class Step:
 
     @property
     def events(self) -> tuple[Any, ...]:
-        """Everything the step streamed: the effect that produced its input when that ran
-        at the step's start (`lead_events`), the transition's events, then its effect's."""
+        """Everything the step streamed: the action that produced its input when that was
+        performed at the step's start (`lead_events`), the transition's events, then its
+        action's."""
         return (*self.lead_events, *self.outcome.events, *self.effect_events)
 
     @property
@@ -55,7 +66,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Started:
-    """A step begun: its transition applied, its effect not yet done."""
+    """A step begun: its transition applied, its action not yet performed."""
 
     before: Any
     input: Any

@@ -1,5 +1,5 @@
-"""Running agents: `Agent`, `Run` (one `transition` plus one effect per step), the event
-stream and its results, snapshots and the runner.
+"""Running agents: `Agent`, `Run` (one `transition` and the action it asks for, performed, per
+step), the event stream and its results, snapshots and the runner.
 
 The names an agent author uses are offered by `helikon` too; the rest of the run's public
 names (`AgentSpec`, the registered `Effect`, the snapshot's refusals) live here.

@@ -79,7 +79,7 @@ class Agent(AgentSpec):
             run_id: the run's id (default: a fresh random one); with `store`, a new run's.
             trace: a trace sink, or a path to write the run's JSONL trace to.
             store: a run store (`SqliteRunStore`, `open_store(url)`): every step is
-                committed before its effect starts, so the run resumes after a crash
+                committed before its action is performed, so the run resumes after a crash
                 (`agent.resume(run_id, store=store)`). Without it the run is ephemeral.
             session: conversation memory (`store.session(id)`): the run starts from the
                 session's items and adds its own when it ends.

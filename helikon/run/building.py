@@ -2,7 +2,9 @@
 run store, or nested in another run. `Built` holds them; `Run` (helikon.run.driver) is one.
 
 Theory of operation: `__init__` builds a new run of an agent at its chart's initial state,
-its first input `Start` (the session's items, then the input). Every other run is built the
+its first input `Start` (the session's items, then the input: the items are read before the
+first transition, by `prepare`, through the store's async read, so no store IO runs on the
+event loop). Every other run is built the
 same way and then positioned (`Run.position`, `helikon.run.lifecycle`) where it continues:
 `from_snapshot` at a snapshot's transition boundary, once the snapshot is checked
 (`helikon.run.snapshot`); `from_stored` at a stored run's last committed step, RESUMING
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
@@ -27,23 +30,24 @@ from helikon.core.items import ZERO_USAGE, Item, Usage
 from helikon.core.state import (
     TERMINAL_PHASES,
     ApprovalDecisions,
+    Fail,
     NeedsApproval,
     NextAction,
     Start,
 )
 from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import initial_state
-from helikon.durable.records import RunLeased, RunNotFound, StoredRun
+from helikon.durable.records import RunLeased, RunNotFound, StoredRun, StoreError
 from helikon.durable.store import RunStore
 from helikon.durable.views import Session
 from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
-from helikon.run.effects import RunEffects
+from helikon.run.effects import RunEffects, store_failed
 from helikon.run.journal import Journal, chart_of, forking_refusal, toolset_digest
 from helikon.run.journaling import Journaled
 from helikon.run.lifecycle import Lifecycle, Positioned
-from helikon.run.loop import child_budget
+from helikon.run.loop import Stopped, child_budget
 from helikon.run.observing import observer_for
 from helikon.run.prepare import as_items, recorded_tools, tools_and_handoffs, transition_ctx
 from helikon.run.snapshot import (
@@ -105,14 +109,15 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.state: Any = initial_state(self.ctx, usage)
         self.conversation = Conversation()
         self.seq = 0
-        # A resumed run names how many of its items its session gave; it reads none again.
-        remembered = session.items() if session is not None and session_items is None else ()
-        self.next_input: Any = Start((*remembered, *as_items(input)))
-        self.pending: NextAction | None = None
+        self.next_input: Any = Start(as_items(input))
+        self.next_action: NextAction | None = None
         self.store = store
         self.parent_run_id = parent_run_id
         self.session = session
-        self.session_items = len(remembered) if session_items is None else session_items
+        # A new run reads its session's items before its first transition (`prepare`); a
+        # resumed one names how many its session gave, and reads none again.
+        self.session_items = session_items or 0
+        self._session_unread = session is not None and session_items is None
         self.journal: Journal | None = None
         self.model_calls = 0
         self._lifecycle = Lifecycle.NEW
@@ -125,6 +130,45 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         self.observer = observer_for(self)  # its spans (helikon.otel), None without
         self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
+
+    async def prepare(self) -> None:
+        """Prepare the run before its first transition (`advance()` and `apply()` await
+        it): a new run with a session reads the session's items (`_read_session`), then
+        takes its tools (`Tooled.prepare`)."""
+        if self._session_unread and not await self._read_session():
+            self._move(Lifecycle.PREPARED)  # its first input stops it: nothing to list for
+            return
+        await super().prepare()
+
+    async def _read_session(self) -> bool:
+        """Read a new run's session items, once, through the store's async read (off the
+        event loop): they begin its first input, before the run's own. False when the read
+        ended the run's start instead: stopped (a cancel, the deadline), or a store that
+        cannot read it, which fails the run with `StoreFailed` before any model call."""
+        assert self.session is not None and isinstance(self.next_input, Start)
+        self._session_unread = False
+        try:
+            remembered = await self.stoppable(self.session.aitems())
+        except Stopped:
+            self.next_input = self._stop
+            return False
+        except StoreError as exc:
+            self.next_input = Fail(store_failed(exc))
+            return False
+        self.session_items = len(remembered)
+        self.next_input = Start((*remembered, *self.next_input.items))
+        return True
+
+    @property
+    def pending(self) -> NextAction | None:
+        """Deprecated: `next_action` (the glossary's word; "pending" is an approval's)."""
+        warnings.warn("Run.pending was renamed Run.next_action", DeprecationWarning, stacklevel=2)
+        return self.next_action
+
+    @pending.setter
+    def pending(self, action: NextAction | None) -> None:
+        warnings.warn("Run.pending was renamed Run.next_action", DeprecationWarning, stacklevel=2)
+        self.next_action = action
 
     @classmethod
     def from_snapshot(

@@ -43,7 +43,7 @@ from helikon.core.state import NextAction, TransitionOutcome
 from helikon.core.transition import (
     Match,
     matched_transition,
-    pending_action,
+    next_action_of,
     transition,
     trip_output_guardrail,
 )
@@ -128,10 +128,10 @@ class Run(Built):
         again, since they are effects (a guardrail may call a model).
 
         Raises:
-            RuntimeError: there is no input to apply (`perform()` the pending action first).
+            RuntimeError: there is no input to apply (`perform()` the next action first).
         """
         if self.next_input is None:
-            raise RuntimeError("no input to apply: perform() the pending action first")
+            raise RuntimeError("no input to apply: perform() the next action first")
         if not self._lifecycle.prepared:
             await self.prepare()
         if self.stepper is not None and self.stepper.holds(self.run_id):
@@ -145,7 +145,7 @@ class Run(Built):
         elif to_check(self, outcome):  # the output guardrails' check (helikon.run.loop)
             inp, match, outcome, _ = await checked(self, inp, match, outcome)
         self._apply(inp, outcome, match)
-        self.pending = None if self.finished else outcome.next_action
+        self.next_action = None if self.finished else outcome.next_action
         events = await self._keep(inp, match, outcome)
         return Applied(self.seq, before, inp, match, outcome, events)
 
@@ -165,11 +165,11 @@ class Run(Built):
         return matched_transition(self.state, inp, self.ctx)
 
     def perform(self) -> AsyncIterator[AgentEvent]:
-        """Perform the pending action (call the model, run tools, ...) by the loop's rules
+        """Perform the next action (call the model, run tools, ...) by the loop's rules
         (`helikon.run.loop`); its result becomes `next_input`, or the run suspends for
         approval."""
-        action = self.pending or pending_action(self.state, self.ctx)
-        self.pending = None
+        action = self.next_action or next_action_of(self.state, self.ctx)
+        self.next_action = None
         observed = self.observer.action(action) if self.observer is not None else None
         if observed is None:  # no span of its own: no extra generator in the way either
             return perform(self, action)
@@ -194,7 +194,7 @@ class Run(Built):
         are given the step without a row, as a computed one would be without a trace."""
         before, self.next_input = self.state, None
         self._apply(inp, outcome, None)
-        self.pending = None if self.finished else outcome.next_action
+        self.next_action = None if self.finished else outcome.next_action
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
     def _apply(self, inp: Any, outcome: TransitionOutcome, match: Match | None) -> None:

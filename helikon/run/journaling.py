@@ -54,7 +54,7 @@ class Journaled:
     state: Any
     conversation: Conversation
     seq: int
-    pending: NextAction | None
+    next_action: NextAction | None
     model_calls: int
     store: RunStore | None
     journal: Journal | None
@@ -138,21 +138,22 @@ class Journaled:
     ) -> tuple[AgentEvent, ...]:
         """Write the step just applied: the session once the run ended, then the record."""
         try:
-            self._remember()
+            if self.session is not None and self.finished:  # no coroutine on other steps
+                await self._remember()
         except StoreError as exc:  # before its last record: the run stays where it was
             return self._store_stopped(exc)
         if self.journal is not None and match is not None:
             return await self._commit(inp, match, outcome)
         return outcome.events
 
-    def _remember(self) -> None:
+    async def _remember(self) -> None:
         """Add what the run said to its session, once it ended: before its last record is
         committed and its terminal event streamed, so a session that cannot be written
         fails the run instead of following its end."""
-        if self.session is not None and self.finished:
-            items = self.conversation.items()[self.session_items :]
-            redact = self.config.redact  # a session is kept in the store: redacted too
-            self.session.add([redacted(item, redact) for item in items], self.run_id)
+        assert self.session is not None
+        items = self.conversation.items()[self.session_items :]
+        redact = self.config.redact  # a session is kept in the store: redacted too
+        await self.session.aadd([redacted(item, redact) for item in items], self.run_id)
 
     async def _commit(
         self, inp: Any, match: Match, outcome: TransitionOutcome
@@ -171,7 +172,7 @@ class Journaled:
         """The run fails where its store failed, and writes nothing more."""
         error = self._refused(exc)
         self.state = Failed(error, self.usage)
-        self.pending = None
+        self.next_action = None
         return (RunFailed(error),)
 
     async def _settle(self) -> None:

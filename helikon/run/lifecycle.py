@@ -132,7 +132,7 @@ class Positioned:
     conversation: Conversation
     seq: int
     next_input: Any
-    pending: NextAction | None
+    next_action: NextAction | None
     model_calls: int
     _lifecycle: Lifecycle
     _claim: Claim | None
@@ -144,7 +144,7 @@ class Positioned:
         conversation: Sequence[Item] | Keep = KEEP,
         seq: int | Keep = KEEP,
         next_input: Any = KEEP,
-        pending: NextAction | Keep | None = KEEP,
+        next_action: NextAction | Keep | None = KEEP,
         model_calls: int | Keep = KEEP,
         lifecycle: Lifecycle | Keep = KEEP,
         claim: Claim | None = None,
@@ -158,7 +158,7 @@ class Positioned:
             conversation: its whole conversation.
             seq: the transitions it has taken.
             next_input: the input its next transition applies (None: perform first).
-            pending: the action to perform when `next_input` is None (None: the state's).
+            next_action: the action to perform when `next_input` is None (None: the state's).
             model_calls: the model calls it has made.
             lifecycle: where it is in its life (`helikon.run.lifecycle`), with `claim`
                 exactly when it is RESUMING a stored run.
@@ -177,8 +177,8 @@ class Positioned:
             self.seq = seq
         if next_input is not KEEP:
             self.next_input = next_input
-        if not isinstance(pending, Keep):
-            self.pending = pending
+        if not isinstance(next_action, Keep):
+            self.next_action = next_action
         if not isinstance(model_calls, Keep):
             self.model_calls = model_calls
         if not isinstance(lifecycle, Keep):

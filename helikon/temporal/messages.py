@@ -57,6 +57,11 @@ class RunRequest:
     task queue; a replay runs on another). `config_of` names the agent whose `RunConfig` the
     run takes: a nested run's root ("": the run's own agent's; a nested run started before
     `CHILD_CONFIG`, helikon.temporal.calls, took its own).
+
+    Workers of two releases may share a task queue (a rolling deploy), so a request written
+    by one is read by the other: a field added later has a default that keeps the earlier
+    behaviour when it is absent (no `timeout`: the agent's own, as before it was added), and
+    a worker reads a field it does not know as absent (tests/test_temporal_requests.py).
     """
 
     run_id: str

@@ -77,7 +77,7 @@ with workflow.unsafe.imports_passed_through():
         TransitionOutcome,
     )
     from helikon.core.tool_spec import ListedTool
-    from helikon.core.transition import Match, initial_state, matched_transition, pending_action
+    from helikon.core.transition import Match, initial_state, matched_transition, next_action_of
     from helikon.durable.records import EffectRecord, step_record
     from helikon.run.config import RunConfig
     from helikon.run.loop import Stopped, awaits_decisions, checked, perform, to_check
@@ -133,7 +133,7 @@ class HelikonWorkflow(WorkflowEffects):
                     if self.stopping is None:  # a cancel during the write: stop here instead
                         workflow.continue_as_new(m.to_payload(self._continued()))
             else:
-                action = pending_action(self.state, facts.ctx)
+                action = next_action_of(self.state, facts.ctx)
             next_input = await self._perform(action)
             if next_input is None:  # a nested run ended at its suspension (NESTED_SUSPENDS)
                 break
