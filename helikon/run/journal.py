@@ -30,7 +30,10 @@ Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
 driver then stops the run without writing anything more.
 
-What is written goes through the run's `redact` hook first (`RunConfig(redact=...)`).
+What is written is redacted when the run redacts (`RunConfig(redact=...)`): a record and
+the effects' events by the listeners' port that hands them here (`helikon.run.listening`,
+the one exit of what a run reports), a call's result and the approval decisions here, as
+they are written (they are no reports of the port).
 """
 
 from __future__ import annotations
@@ -271,9 +274,10 @@ class Journal:
     # ------------------------------------------------------------ writing
 
     def effect(self, after_seq: int, event: Any) -> None:
-        """Keep an effect's event to write with the next record (deltas are not kept)."""
+        """Keep an effect's event, as the listeners' port gives it (redacted when the run
+        redacts), to write with the next record (deltas are not kept)."""
         if not isinstance(event, DELTAS):
-            self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
+            self._effects.append(EffectRecord(after_seq, event))
 
     async def flush(self) -> None:
         """Write what waits for the next record: a held result, and effects' events."""
@@ -295,12 +299,12 @@ class Journal:
         suspended: bool,
         starts: Sequence[ToolCall] = (),
     ) -> None:
-        """Commit one transition (and the effects before it, a held result, and the rows of
-        the calls in `starts`, which its effect starts at once) before its effect starts."""
+        """Commit one transition, as the listeners' port gives it (redacted when the run
+        redacts), and the effects before it, a held result, and the rows of the calls in
+        `starts`, which its effect starts at once, before its effect starts."""
         if isinstance(self.lost, StoreError):  # the store failed: nothing more is written
             raise self.lost
         record = step_record(seq, inp, match, outcome)
-        record = redacted(record, self.redact)
         effects, self._effects = self._effects, []
         if self.lease is None:
             assert self._create is not None
