@@ -2,6 +2,11 @@
 (`RunConfig(otel_content=True)`): `gen_ai.input.messages` and `gen_ai.output.messages` as
 JSON, every text passed through the run's `redact` hook first.
 
+The run's listeners' port (`helikon.run.listening`) redacts what it tells the spans (each
+transition's record); these texts are not among its reports, but taken from the effects the
+spans wrap (the model's request and answer, a tool call's arguments and result, an error's
+text), so they are passed through the hook here, as they are exported.
+
 A message is ``{"role": ..., "parts": [...]}``; parts are ``text``, ``reasoning``,
 ``tool_call`` (id, name, arguments as the model wrote them) and ``tool_call_response``.
 """

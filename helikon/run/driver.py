@@ -11,7 +11,12 @@ With a run store (`store=`), each transition is committed to the run's journal b
 effect it asks for starts, under the run's lease; a run resumed from the store continues at
 its last committed step (`Run.from_stored`).
 
-A debugger may hold a nested run before each of its transitions (`stepper`, a
+What a run does, it tells its listeners through one port (`listeners`,
+`helikon.run.listening`; None without any): the step began, the run started, each
+transition's record, each effect's event, the run ended. The port tells them in one order
+and redacts, once, what the journal, the trace and the spans get; the journal's commit of a
+record is awaited here, after the port told everyone, before the effect starts. A debugger
+may hold a nested run before each of its transitions (the port's stepper, a
 `helikon.run.stepping.StepGate`, which nested runs take from their parent): the run waits
 there, changed in nothing, while the rest of its parent's effect runs on.
 
@@ -29,6 +34,8 @@ This module holds the step (`stream`, `step`, `advance`, `apply`, `perform`, `re
 - taking its tools (`prepare`, `take_recorded_tools`): `helikon.run.tooling`;
 - stopping it (`cancel`, `expire_after`, `close`, `stoppable`): `helikon.run.stopping`;
 - where it is and its lifecycle (`position`, `lifecycle`): `helikon.run.lifecycle`;
+- its listeners (`trace`, `observer`, `journal`, `stepper`, `listen`):
+  `helikon.run.listening`;
 - its effects (call the model, run tools, ...): `helikon.run.effects`;
 - the step's rules, shared with the Temporal workflow: `helikon.run.loop`.
 """
@@ -65,7 +72,9 @@ class Run(Built):
     it yourself: `await run.step()` applies one transition and performs its action.
 
     Its `trace` sink is kept behind a `GuardedSink`: a sink that raises is reported once and
-    dropped, and never fails the run. With `store`, every step is committed to the store
+    dropped, and never fails the run. It is one of the run's listeners
+    (`helikon.run.listening`), with its spans, its journal, a debugger's stepper and the
+    in-process listeners added with `listen()`. With `store`, every step is committed to the store
     before its effect starts (see `helikon.run.journal`).
     """
 
