@@ -145,7 +145,7 @@ class Journaled:
             self._remember()
         except StoreError as exc:  # before its last record: the run stays where it was
             return self._store_stopped(exc)
-        if self.journal is not None and kept is not None and kept.match is not None:
+        if kept is not None and kept.match is not None and self.journal is not None:
             return await self._commit(kept, kept.match, outcome)
         return outcome.events
 
