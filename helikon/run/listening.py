@@ -9,13 +9,19 @@ Three persist or export what they are told: the journal (the run store,
 `helikon.run.journal`), the trace sink (`Run.trace`, behind its `GuardedSink`) and the spans
 (`Run.observer`, OpenTelemetry's, `helikon.otel`). The driver tells the port, not them:
 
-- `begin`: each step begins (the spans open the run's span once);
-- `started`: the run announced itself (`RunStarted`) and listed its tools;
-- `transition`: a transition was applied, as a `TransitionRecord`;
-- `effect`: an effect produced an event (a delta, a tool's result event, ...);
-- `ended`: the run ended or suspended (it closed); `closed`: its stream closed.
+- `begin`: each step begins (the spans open the run's span, once);
+- `started`: the run announced itself (`RunStarted`) and listed its tools (the
+  in-process listeners, the trace: `RunListener.started`);
+- `transition`: a transition was applied, as a `TransitionRecord` (the in-process
+  listeners, the journal, the trace, the spans);
+- `effect`: an effect produced an event, a delta included (the in-process listeners, the
+  journal, the trace);
+- `ended`: the run ended or suspended: it closed (the stepper, the spans; then the driver
+  closes the journal); `closed`: its stream closed, ended or not (the spans);
+- a run nested in this one (`Listened.listen_as`) takes its in-process listeners and its
+  trace, nests its spans in this run's (`RunObserver.nested`), and opens its own journal.
 
-Each report goes to the listeners in this order, the one order of the port:
+Each report goes to the listeners it concerns in this order, the one order of the port:
 
 1. the stepper, then the listeners given with `Run.listen` in the order given: raw values;
 2. the journal: an effect's event is kept for its next commit; a transition's record is
