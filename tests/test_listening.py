@@ -15,6 +15,7 @@ from helikon import Agent, RunConfig, ScriptedModel, ToolCall, tool
 from helikon.core.codec import dumps
 from helikon.core.events import DELTAS
 from helikon.core.items import ToolResult
+from helikon.debug import Debugger
 from helikon.durable import SqliteRunStore
 from helikon.run.driver import Run
 from helikon.run.journal import Journal
@@ -181,3 +182,23 @@ def test_a_run_without_listeners_has_no_fan_out() -> None:
     assert run.listeners is None
     run.listen(Local([]))
     assert run.listeners is not None
+
+
+async def test_a_debugger_keeps_nested_runs_raw_and_saves_them_redacted(tmp_path: Path) -> None:
+    """The debugger's recorder listens in process: a nested run's lines are the run's own;
+    its saved trace redacts them, and keeps no deltas, as the port does for a trace."""
+    config = RunConfig(redact=hide)
+    helper = Agent("helper", ScriptedModel(["the pin is 4111"]), config=config)
+    asked = ToolCall("c1", "helper", '{"input": "the pin?"}')
+    boss = Agent("boss", ScriptedModel([[asked], "done"]), tools=[helper.as_tool()], config=config)
+    debugger = Debugger.live(boss, "go")
+
+    await debugger.continue_()
+
+    nested = [line for effect in debugger.produced.values() for line in effect.lines]
+    assert any(line.run_id != debugger.run.run_id and "4111" in said(line) for line in nested)
+    assert any(isinstance(getattr(line, "event", None), DELTAS) for line in nested)
+    saved = tmp_path / "saved.jsonl"
+    debugger.save_trace(saved)
+    text = saved.read_text()
+    assert "the pin is [card]" in text and "4111" not in text and '"token_delta"' not in text
