@@ -202,3 +202,23 @@ async def test_a_debugger_keeps_nested_runs_raw_and_saves_them_redacted(tmp_path
     debugger.save_trace(saved)
     text = saved.read_text()
     assert "the pin is [card]" in text and "4111" not in text and '"token_delta"' not in text
+
+
+async def test_the_port_redacts_once_however_many_listeners_persist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run told to a journal, a trace and spans asks the hook exactly what a run told to
+    its journal alone asks: each record and event is redacted once, for all three."""
+    hooked: list[str] = []
+
+    def counted(text: str) -> str:
+        hooked.append(text)
+        return hide(text)
+
+    await told_by_a_run(tmp_path / "all", monkeypatch, counted)
+    with_all, hooked[:] = list(hooked), []
+    model = ScriptedModel([[ToolCall("c1", "charge", '{"card": "4111"}')], "Charged 4111."])
+    agent = Agent("shop", model, tools=[charge], config=RunConfig(redact=counted))
+    with SqliteRunStore(tmp_path / "alone.db") as store:
+        await agent.run("my card is 4111", run_id="r1", store=store).collect()
+    assert with_all and sorted(with_all) == sorted(hooked)
