@@ -82,6 +82,7 @@ class Journaled:
         def _move(self, to: Lifecycle) -> None: ...
         def halt(self, stop: Cancel | Fail) -> None: ...
         def _refused(self, exc: StoreError) -> StoreFailed: ...
+        def exported(self, value: Any) -> Any: ...
 
     async def open_journal(self) -> None:
         """Create the run in its store, or claim a stored run's lease and spend the
@@ -91,7 +92,7 @@ class Journaled:
             StoreError: `RunExists`, `RunLeased`, `DecisionSpent`, or the store failed.
         """
         assert self.store is not None
-        store, redact, ttl = self.store, self.config.redact, self.config.lease_seconds
+        store, ttl = self.store, self.config.lease_seconds
         if self._claim is not None:
             stored, force, decisions = self._claim.stored, self._claim.force, self._claim.decisions
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
@@ -103,16 +104,14 @@ class Journaled:
                     f"run {self.run_id!r} {moved} after it was read at step "
                     f"{stored.info.seq}: resume it again to continue where it is"
                 )
-            self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
+            self.journal = Journal.resumed(store, now, lease, ttl=ttl)
             if decisions:
-                await self.journal.decide(self.seq, decisions)
+                await self.journal.decide(self.seq, self.exported(decisions))
             self._claim = None
             self._move(Lifecycle.RUNNING if self.model_calls > 0 else Lifecycle.PREPARED)
         else:
             _, chart = chart_of(self.ctx.table)
-            self.journal = Journal.new(
-                store, self.run_id, self._header, chart, redact=redact, ttl=ttl
-            )
+            self.journal = Journal.new(store, self.run_id, self._header, chart, ttl=ttl)
         self.journal.keep_alive(self._lease_lost)
 
     def _header(self) -> RunHeader:

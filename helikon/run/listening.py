@@ -35,9 +35,10 @@ The value the journal, the trace and the spans get is redacted here, once, when 
 `RunConfig.redact` is set (`redacted`, helikon.run.redaction), and never when no listener
 persists; a redacting run's deltas go to the in-process listeners only (a secret split
 across two deltas would pass the hook). This is the one redaction exit of what a run
-reports; `exported_line` applies the same rule to the lines a debugger saves as a trace.
-(Two writes that are no reports redact what they write themselves: the journal's call
-results and approval decisions, and the session's items, `helikon.run.journaling`.)
+reports, and of what the journal writes besides (a call's result, approval decisions:
+`exported`); `exported_line` applies the same rule to the lines a debugger saves as a
+trace. (One write redacts what it writes itself: a session's items, which a run with a
+session and no store writes too, `helikon.run.journaling`.)
 
 A run without listeners has no `Listeners` (`Run.listeners` is None): it pays one `is None`
 test at each point of its step, and nothing else. The spans also wrap effects (a model
@@ -150,6 +151,12 @@ class Listeners:
         if self.trace is not None:
             self.trace.effect(run, event)
 
+    def exported(self, value: Any) -> Any:
+        """`value` as the listeners that persist get it: redacted, once, when the run
+        redacts. What the journal writes that is no report (a call's result, approval
+        decisions) passes here too, so this port is the one exit of redaction."""
+        return value if self.redact is None else redacted(value, self.redact)
+
     def ended(self, run: Any) -> None:
         """The run ended or suspended (the driver then closes its journal)."""
         if self.stepper is not None:
@@ -202,6 +209,12 @@ class Listened:
             self.listeners = None
         else:
             self.listeners = Listeners(self._local, *kinds, self.config.redact)
+
+    def exported(self, value: Any) -> Any:
+        """`value` as the listeners that persist get it (`Listeners.exported`): what the
+        journal writes besides the port's reports (a call's result, approval decisions)."""
+        listeners = self.listeners
+        return value if listeners is None else listeners.exported(value)
 
     def listen(self, listener: RunListener) -> None:
         """Tell `listener`, in process, what this run and the runs nested in it do, with
