@@ -35,15 +35,17 @@ The value the journal, the trace and the spans get is redacted here, once, when 
 `RunConfig.redact` is set (`redacted`, helikon.run.redaction), and never when no listener
 persists; a redacting run's deltas go to the in-process listeners only (a secret split
 across two deltas would pass the hook). This is the one redaction exit of what a run
-reports, and of what the journal writes besides (a call's result, approval decisions:
-`exported`); `exported_line` applies the same rule to the lines a debugger saves as a
-trace. (One write redacts what it writes itself: a session's items, which a run with a
-session and no store writes too, `helikon.run.journaling`.)
+reports, of what the journal writes besides (a call's result, approval decisions:
+`exported`) and of the texts the spans export of the effects they wrap (`exported_text`);
+`exported_line` applies the same rule to the lines a debugger saves as a trace. (One write
+redacts what it writes itself: a session's items, which a run with a session and no store
+writes too, `helikon.run.journaling`.)
 
 A run without listeners has no `Listeners` (`Run.listeners` is None): it pays one `is None`
 test at each point of its step, and nothing else. The spans also wrap effects (a model
 call, a tool call, a handoff or an approval, each in its span): those are no reports, and
-the driver asks `Run.observer` for them directly.
+the driver asks `Run.observer` for them directly; what the spans export of them, they ask
+the port for (`exported_text`).
 """
 
 from __future__ import annotations
@@ -157,6 +159,11 @@ class Listeners:
         decisions) passes here too, so this port is the one exit of redaction."""
         return value if self.redact is None else redacted(value, self.redact)
 
+    def exported_text(self, text: str) -> str:
+        """A text as the listeners that export get it (a span's message contents, a tool
+        call's arguments and result, an error's text): redacted when the run redacts."""
+        return text if self.redact is None else self.redact(text)
+
     def ended(self, run: Any) -> None:
         """The run ended or suspended (the driver then closes its journal)."""
         if self.stepper is not None:
@@ -215,6 +222,12 @@ class Listened:
         journal writes besides the port's reports (a call's result, approval decisions)."""
         listeners = self.listeners
         return value if listeners is None else listeners.exported(value)
+
+    def exported_text(self, text: str) -> str:
+        """A text as the listeners that export get it (`Listeners.exported_text`): what
+        the spans export of the effects they wrap."""
+        listeners = self.listeners
+        return text if listeners is None else listeners.exported_text(text)
 
     def listen(self, listener: RunListener) -> None:
         """Tell `listener`, in process, what this run and the runs nested in it do, with
