@@ -42,6 +42,9 @@ class Local:
     def effect(self, run: Any, event: Any) -> None:
         self.told.append(("local", "effect", event))
 
+    def ended(self, run: Any) -> None:
+        self.told.append(("local", "ended", run.state.phase))
+
 
 class Sink(Local):
     """A trace sink: told as a trace is."""
@@ -146,6 +149,7 @@ async def test_every_report_reaches_the_listeners_in_the_documented_order(
     events = order(told, "effect", lambda event: not isinstance(event, DELTAS))
     assert events and all(run == ["local", "journal", "trace"] for run in events)
     assert order(told, "started") == [["local", "trace"]]
+    assert [value for who, what, value in told if what == "ended"] == ["Done"]
 
 
 async def test_persisting_listeners_get_redacted_values_and_in_process_ones_raw(

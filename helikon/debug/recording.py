@@ -81,6 +81,9 @@ class Recorder:
             self._announce(run)
             self.lines.append(EffectTrace(run.run_id, run.seq, event))
 
+    def ended(self, run: TracedRun) -> None:
+        return None
+
     def _announce(self, run: TracedRun) -> None:
         opened = self.runs.announce(run)
         if opened is not None:

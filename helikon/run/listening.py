@@ -16,8 +16,9 @@ Three persist or export what they are told: the journal (the run store,
   listeners, the journal, the trace, the spans);
 - `effect`: an effect produced an event, a delta included (the in-process listeners, the
   journal, the trace);
-- `ended`: the run ended or suspended: it closed (the stepper, the spans; then the driver
-  closes the journal); `closed`: its stream closed, ended or not (the spans);
+- `ended`: the run ended or suspended: it closed (the stepper, the in-process listeners,
+  the spans; then the driver closes the journal); `closed`: its stream closed, ended or
+  not (the spans);
 - a run nested in this one (`Listened.listen_as`) takes its in-process listeners and its
   trace, nests its spans in this run's (`RunObserver.nested`), and opens its own journal.
 
@@ -73,12 +74,25 @@ __all__ = ["Listened", "Listeners", "RunListener", "exported_line"]
 
 
 class RunListener(Protocol):
-    """What a run tells an in-process listener (`Run.listen`), with raw values; a trace
-    sink is one too, told redacted values."""
+    """What a run tells an in-process listener (`Run.listen`), with raw values. Runs
+    nested in the run tell it too, each naming itself as `run`. A trace sink
+    (`helikon.trace.TraceSink`) is told the first three, redacted."""
 
-    def started(self, run: TracedRun) -> None: ...
-    def transition(self, run: TracedRun, record: TransitionRecord) -> None: ...
-    def effect(self, run: TracedRun, event: Any) -> None: ...
+    def started(self, run: TracedRun) -> None:
+        """The run announced itself (`RunStarted`), its tools listed."""
+        ...
+
+    def transition(self, run: TracedRun, record: TransitionRecord) -> None:
+        """A transition was applied."""
+        ...
+
+    def effect(self, run: TracedRun, event: Any) -> None:
+        """An effect produced `event` (deltas included)."""
+        ...
+
+    def ended(self, run: TracedRun) -> None:
+        """The run ended or suspended."""
+        ...
 
 
 class Listeners:
@@ -168,6 +182,8 @@ class Listeners:
         """The run ended or suspended (the driver then closes its journal)."""
         if self.stepper is not None:
             self.stepper.ended(run)
+        for listener in self.local:
+            listener.ended(run)
         if self.spans is not None:
             self.spans.end()
 
