@@ -51,6 +51,7 @@ the port for (`exported_text`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 from helikon.core.events import DELTAS
@@ -152,8 +153,8 @@ class Listeners:
         before = hidden if before is raw else redacted(before, self.redact)
         outcome = redacted(record.outcome, self.redact)
         self._after = (record.outcome.next_state, outcome.next_state)
-        inp = redacted(record.input, self.redact)
-        return TransitionRecord(record.seq, before, inp, outcome, record.match)
+        inp = redacted(record.input, self.redact)  # every other field is kept as it is
+        return replace(record, state_before=before, input=inp, outcome=outcome)
 
     def effect(self, run: TracedRun, event: Any) -> None:
         for listener in self.local:
