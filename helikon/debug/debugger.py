@@ -56,7 +56,7 @@ from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
 from helikon.run.lifecycle import KEEP, Lifecycle
-from helikon.run.redaction import redacted
+from helikon.run.listening import exported_line
 from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
 from helikon.run.spec import AgentSpec
 from helikon.trace import (
@@ -99,7 +99,7 @@ class Debugger(NestedRuns):
 
     def __post_init__(self) -> None:
         self._recorder = Recorder(self.run.run_id)
-        self.run.trace = self._recorder
+        self.run.listen(self._recorder)  # in process: it keeps what the run says, raw
         if not self.frames:
             self.frames.append(self._frame())
 
@@ -312,7 +312,7 @@ class Debugger(NestedRuns):
             applied = self.run.record(inp, outcome_of(recorded), match)
         else:
             applied = await self.run.apply(None if live else self._recorded_outcome(inp))
-        assert applied.match is not None  # the debugger's recorder is a trace: rows are kept
+        assert applied.match is not None  # the debugger's recorder listens: rows are kept
         outcome = applied.outcome
         self.log[self.frames[-1].conversation_len :] = []
         self.log.extend(outcome.conversation_appends)
@@ -571,21 +571,22 @@ class Debugger(NestedRuns):
     def save_trace(self, target: Any) -> None:
         """Write the history as a trace (a fork's trace is a new trace), with each step's
         effect lines as recorded: the events it streamed and any nested run's lines. What
-        the run's `RunConfig.redact` hides, the trace does not hold (the debugger shows it)."""
+        the run's `RunConfig.redact` hides, the trace does not hold (the debugger shows it):
+        each line is written as a run's trace holds it (`exported_line`, the rule of the
+        listeners' port, helikon.run.listening)."""
         with TraceWriter(target) as writer:
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
             writer.write(EffectTrace(self.run.run_id, 0, started))
-            redact = self.run.config.redact  # a trace is written as the run writes one
+            redact = self.run.config.redact
             for position, step in enumerate(self.history):
                 record = TransitionRecord(
-                    step.seq,
-                    redacted(step.state_before, redact),
-                    redacted(step.input, redact),
-                    redacted(step.outcome, redact),
+                    step.seq, step.state_before, step.input, step.outcome, step.match
                 )
-                writer.write(transition_trace(self.run, record))
                 effect = self.produced.get(position + 1, NOTHING)
-                for line in effect.lines_for(self.run.run_id):
-                    writer.write(line)
+                lines = (transition_trace(self.run, record), *effect.lines_for(self.run.run_id))
+                for line in lines:
+                    exported = exported_line(line, redact)
+                    if exported is not None:
+                        writer.write(exported)

@@ -1,6 +1,7 @@
 """What a debugger keeps of a run's effects: the lines and events each effect produced
-(`Effect`), the trace sink that collects them as a debugged run goes (`Recorder`), and how a
-recorded trace's lines are grouped into effects again (`recorded_effects`)."""
+(`Effect`), the in-process listener that collects them as a debugged run goes (`Recorder`,
+told raw values: `helikon.run.listening`), and how a recorded trace's lines are grouped
+into effects again (`recorded_effects`)."""
 
 from __future__ import annotations
 
@@ -49,8 +50,10 @@ NOTHING = Effect()
 
 @dataclass
 class Recorder:
-    """The trace sink of a debugged run: keeps the lines its effects produce (nested runs
-    write here too); the root's own transitions are the steps `Run.apply` returns."""
+    """The in-process listener of a debugged run (`Run.listen`): keeps the lines its effects
+    produce, as the run says them (nested runs tell it too: they take their parent's
+    in-process listeners); the root's own transitions are the steps `Run.apply` returns. A
+    saved trace redacts them as it writes them (`Debugger.save_trace`)."""
 
     root: str
     lines: list[Line] = field(default_factory=list)
@@ -77,6 +80,9 @@ class Recorder:
         if event.type != "run_started":
             self._announce(run)
             self.lines.append(EffectTrace(run.run_id, run.seq, event))
+
+    def ended(self, run: TracedRun) -> None:
+        return None
 
     def _announce(self, run: TracedRun) -> None:
         opened = self.runs.announce(run)

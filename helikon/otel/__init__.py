@@ -11,7 +11,8 @@ The driver asks `observer_for(run)` once per run (`helikon.run.observing` import
 package lazily, only when `opentelemetry-api` is installed): None when the run has no
 tracer provider (`RunConfig(tracer_provider=...)`) and none is set globally, so a run
 without one does nothing more than that check. Content (messages, tool arguments and
-results) is recorded only with `RunConfig(otel_content=True)`, through `RunConfig.redact`.
+results) is recorded only with `RunConfig(otel_content=True)`, through `RunConfig.redact`,
+which the run's listener port applies (`helikon.run.listening`).
 """
 
 from __future__ import annotations

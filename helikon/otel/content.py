@@ -1,6 +1,13 @@
 """Message content as the GenAI semantic conventions record it, for runs that opt in
 (`RunConfig(otel_content=True)`): `gen_ai.input.messages` and `gen_ai.output.messages` as
-JSON, every text passed through the run's `redact` hook first.
+JSON, every text passed through the run's redaction first.
+
+Every text goes through `redact`, which the spans take from the run: its listener port's
+`exported_text` (`helikon.run.listening`), which applies `RunConfig.redact` when the run
+redacts; the port also redacts each transition's record it tells the spans. These texts are
+not among its reports but taken from the effects the spans wrap (the model's request and
+answer, a tool call's arguments and result, an error's text), so the spans ask the port for
+each as they export it.
 
 A message is ``{"role": ..., "parts": [...]}``; parts are ``text``, ``reasoning``,
 ``tool_call`` (id, name, arguments as the model wrote them) and ``tool_call_response``.

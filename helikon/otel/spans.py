@@ -91,6 +91,7 @@ class ObservedRun(Protocol):
     def seq(self) -> int: ...
     @property
     def session(self) -> Any: ...
+    def exported_text(self, text: str) -> str: ...
 
 
 _tracers: dict[int, tuple[Any, Tracer]] = {}
@@ -159,7 +160,9 @@ class RunSpans:
         self.ended = False
         self.handoff: Span | None = None
         self.content: bool = bool(run.config.otel_content)
-        self.redact: Redact | None = run.config.redact
+        # Each text a span exports passes through the run's listener port, which redacts
+        # it when the run redacts (helikon.run.listening: the one redaction exit).
+        self.redact: Redact | None = run.exported_text
 
     # ------------------------------------------------------------ the run
 

@@ -12,8 +12,9 @@ until its first step claims the lease (`helikon.run.journaling`), once the store
 checked and folded (`helikon.run.stored`). Both continue on the chart they were recorded
 on (`helikon.run.chart_versions`). A run nested in another (a handoff target, an agent as a
 tool: `nested`, `child`) is one level deeper, shares its parent's context, trace, store,
-stepper and reachable agents, and gets only the token budget its parent has left (the
-loop's rule, `helikon.run.loop.child_budget`); the store may hold it already, to resume.
+in-process listeners (`helikon.run.listening`) and reachable agents, and gets only the
+token budget its parent has left (the loop's rule, `helikon.run.loop.child_budget`); the
+store may hold it already, to resume.
 `snapshot()`, the inverse of `from_snapshot`, is here too.
 """
 
@@ -44,9 +45,10 @@ from helikon.run.chart_versions import on_recorded_chart
 from helikon.run.config import RunConfig, RunContext
 from helikon.run.conversation import Conversation
 from helikon.run.effects import RunEffects, store_failed
-from helikon.run.journal import Journal, chart_of, forking_refusal, toolset_digest
+from helikon.run.journal import chart_of, forking_refusal, toolset_digest
 from helikon.run.journaling import Journaled
 from helikon.run.lifecycle import Lifecycle, Positioned
+from helikon.run.listening import Listened
 from helikon.run.loop import Stopped, child_budget
 from helikon.run.observing import observer_for
 from helikon.run.prepare import as_items, recorded_tools, tools_and_handoffs, transition_ctx
@@ -61,21 +63,19 @@ from helikon.run.snapshot import (
     snapshot_key,
 )
 from helikon.run.spec import AgentSpec, check_handoff_names, joined, reachable_agents
-from helikon.run.stepping import Stepper
 from helikon.run.stopping import Stoppable
 from helikon.run.stored import Claim, check_identity, fold
 from helikon.run.tooling import Tooled
 from helikon.trace import TraceSink
-from helikon.trace.guarded import GuardedSink, guarded
 
 __all__ = ["Built"]
 
 
-class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
+class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
     """A run as built (see the module docstring): what it holds, the ways to build one, and
-    what it is made of: its store side (`Journaled`), how it takes its tools (`Tooled`),
-    how it stops (`Stoppable`), where it is (`Positioned`) and its effects (`RunEffects`).
-    `Run` adds the step."""
+    what it is made of: its listeners (`Listened`), its store side (`Journaled`), how it
+    takes its tools (`Tooled`), how it stops (`Stoppable`), where it is (`Positioned`) and
+    its effects (`RunEffects`). `Run` adds the step."""
 
     def __init__(
         self,
@@ -99,7 +99,6 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.context = context or RunContext.ephemeral()
         self.run_id = run_id or uuid.uuid4().hex
         self.depth = depth
-        self.trace = trace
         # The agents a handoff by name may reach: this run's, and its parent's when nested.
         reachable = reachable_agents(agent)
         self.agents = reachable if agents is None else joined(agents, reachable)
@@ -118,7 +117,6 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         # resumed one names how many its session gave, and reads none again.
         self.session_items = session_items or 0
         self._session_unread = session is not None and session_items is None
-        self.journal: Journal | None = None
         self.model_calls = 0
         self._lifecycle = Lifecycle.NEW
         self._claim: Claim | None = None  # what it claims while RESUMING
@@ -128,8 +126,8 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self._deadline: asyncio.TimerHandle | None = None
         self._specs = None
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
-        self.observer = observer_for(self)  # its spans (helikon.otel), None without
-        self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
+        # its trace, its spans (helikon.otel; None without) and, later, its other listeners
+        self._listened(trace, observer_for(self))
 
     async def prepare(self) -> None:
         """Prepare the run before its first transition (`advance()` and `apply()` await
@@ -295,15 +293,6 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
     # ------------------------------------------------------------ reading the run
 
     @property
-    def trace(self) -> GuardedSink | None:
-        """The run's trace sink, behind its guard (`.sink` is the sink you gave)."""
-        return self._trace
-
-    @trace.setter
-    def trace(self, sink: TraceSink | None) -> None:
-        self._trace = guarded(sink)
-
-    @property
     def agent_name(self) -> str:
         return self.agent.name
 
@@ -337,9 +326,7 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         a tool): resumed where it stopped when the store holds it, else a new `child`. Its
         spans nest in this run's."""
         child = await self._nested(agent, input, run_id)
-        child.stepper = self.stepper
-        if self.observer is not None:
-            child.observer = self.observer.nested(child)
+        child.listen_as(self, self.observer.nested(child) if self.observer is not None else None)
         return child
 
     async def _nested(self, agent: AgentSpec, input: str | Sequence[Item], run_id: str) -> Self:

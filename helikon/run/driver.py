@@ -11,7 +11,12 @@ With a run store (`store=`), each transition is committed to the run's journal b
 effect it asks for starts, under the run's lease; a run resumed from the store continues at
 its last committed step (`Run.from_stored`).
 
-A debugger may hold a nested run before each of its transitions (`stepper`, a
+What a run does, it tells its listeners through one port (`listeners`,
+`helikon.run.listening`; None without any): the step began, the run started, each
+transition's record, each effect's event, the run ended. The port tells them in one order
+and redacts, once, what the journal, the trace and the spans get; the journal's commit of a
+record is awaited here, after the port told everyone, before the effect starts. A debugger
+may hold a nested run before each of its transitions (the port's stepper, a
 `helikon.run.stepping.StepGate`, which nested runs take from their parent): the run waits
 there, changed in nothing, while the rest of its parent's effect runs on.
 
@@ -29,6 +34,8 @@ This module holds the step (`stream`, `step`, `advance`, `apply`, `perform`, `re
 - taking its tools (`prepare`, `take_recorded_tools`): `helikon.run.tooling`;
 - stopping it (`cancel`, `expire_after`, `close`, `stoppable`): `helikon.run.stopping`;
 - where it is and its lifecycle (`position`, `lifecycle`): `helikon.run.lifecycle`;
+- its listeners (`trace`, `observer`, `journal`, `stepper`, `listen`):
+  `helikon.run.listening`;
 - its effects (call the model, run tools, ...): `helikon.run.effects`;
 - the step's rules, shared with the Temporal workflow: `helikon.run.loop`.
 """
@@ -38,7 +45,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from helikon.core.events import DELTAS, AgentEvent, RunStarted
+from helikon.core.events import AgentEvent, RunStarted
 from helikon.core.state import NextAction, TransitionOutcome
 from helikon.core.transition import (
     Match,
@@ -53,7 +60,6 @@ from helikon.run.guardrails import recorded_verdict
 from helikon.run.lifecycle import Applied, Lifecycle
 from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
 from helikon.run.observing import Ending
-from helikon.run.redaction import redacted
 from helikon.trace import TransitionRecord
 
 __all__ = ["Applied", "Run", "RunToolContext"]
@@ -66,7 +72,9 @@ class Run(Built):
     it yourself: `await run.step()` applies one transition and performs its action.
 
     Its `trace` sink is kept behind a `GuardedSink`: a sink that raises is reported once and
-    dropped, and never fails the run. With `store`, every step is committed to the store
+    dropped, and never fails the run. It is one of the run's listeners
+    (`helikon.run.listening`), with its spans, its journal, a debugger's stepper and the
+    in-process listeners added with `listen()`. With `store`, every step is committed to the store
     before its effect starts (see `helikon.run.journal`).
     """
 
@@ -108,15 +116,15 @@ class Run(Built):
     async def _begin(self) -> AsyncIterator[AgentEvent]:
         if self.store is not None and self.journal is None and not self._lifecycle.closed:
             await self.open_journal()
-        if self.observer is not None:
-            self.observer.begin()
+        if self.listeners is not None:
+            self.listeners.begin()
         if self._lifecycle is Lifecycle.NEW:
             self._move(Lifecycle.STARTED)
             started = RunStarted(self.agent.name, self.run_id)
             yield started  # at once; traced after the listing, which the trace's header records
             await self.prepare()
-            if self.trace is not None:
-                self.trace.started(self)
+            if self.listeners is not None:
+                self.listeners.started(self)
             self.emit(started)
 
     async def apply(self, recorded: TransitionOutcome | None = None) -> Applied:
@@ -134,7 +142,7 @@ class Run(Built):
             raise RuntimeError("no input to apply: perform() the next action first")
         if not self._lifecycle.prepared:
             await self.prepare()
-        if self.stepper is not None and self.stepper.holds(self.run_id):
+        if self.listeners is not None and self.listeners.holds(self.run_id):
             await self._held()
         before, inp, self.next_input = self.state, self.next_input, None
         match, outcome = self.transition(inp)
@@ -144,9 +152,9 @@ class Run(Built):
                 outcome = trip_output_guardrail(outcome, error)
         elif to_check(self, outcome):  # the output guardrails' check (helikon.run.loop)
             inp, match, outcome, _ = await checked(self, inp, match, outcome)
-        self._apply(inp, outcome, match)
+        kept = self._apply(inp, outcome, match)
         self.next_action = None if self.finished else outcome.next_action
-        events = await self._keep(inp, match, outcome)
+        events = await self._keep(kept, outcome)
         return Applied(self.seq, before, inp, match, outcome, events)
 
     async def _held(self) -> None:
@@ -160,7 +168,7 @@ class Run(Built):
 
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         """`transition` on `inp`, with the row it matched when something keeps it."""
-        if self.trace is None and self.journal is None and self.observer is None:  # no row kept
+        if self.listeners is None:  # no row kept
             return None, transition(self.state, inp, self.ctx)
         return matched_transition(self.state, inp, self.ctx)
 
@@ -190,39 +198,28 @@ class Run(Built):
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
         the state, the appends and the seq advance as if `apply()` had computed it. `match`,
-        the row the recording names, is returned in the `Applied`; the trace and observer
-        are given the step without a row, as a computed one would be without a trace."""
+        the row the recording names, is returned in the `Applied`; the listeners are told of
+        the step without a row, as a computed one would be without listeners."""
         before, self.next_input = self.state, None
         self._apply(inp, outcome, None)
         self.next_action = None if self.finished else outcome.next_action
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
-    def _apply(self, inp: Any, outcome: TransitionOutcome, match: Match | None) -> None:
+    def _apply(
+        self, inp: Any, outcome: TransitionOutcome, match: Match | None
+    ) -> TransitionRecord | None:
+        """Take the outcome and tell the listeners; the record as the journal commits it
+        (redacted when the run redacts: `helikon.run.listening`), None without listeners."""
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        if self.trace is not None or self.observer is not None:
-            record = TransitionRecord(self.seq, before, inp, outcome, match)
-            if self.observer is not None:  # it redacts what it shows itself
-                self.observer.transition(record)
-            if self.trace is not None:
-                redact = self.config.redact
-                if redact is not None:  # a trace is written as a store is: redacted
-                    record = TransitionRecord(
-                        self.seq,
-                        redacted(before, redact),
-                        redacted(inp, redact),
-                        redacted(outcome, redact),
-                        match,
-                    )
-                self.trace.transition(self, record)
+        if self.listeners is None:
+            return None
+        record = TransitionRecord(self.seq, before, inp, outcome, match)
+        return self.listeners.transition(self, record)
 
     def emit(self, event: AgentEvent) -> AgentEvent:
-        """An event an effect produced (not a transition): traced, kept, then streamed."""
-        redact = self.config.redact
-        if self.trace is not None and (redact is None or not isinstance(event, DELTAS)):
-            # redacted, a trace keeps no deltas: a secret split across two passes the hook
-            self.trace.effect(self, redacted(event, redact))
-        if self.journal is not None:
-            self.journal.effect(self.seq, event)
+        """An event an effect produced (not a transition): told the listeners, then streamed."""
+        if self.listeners is not None:
+            self.listeners.effect(self, event)
         return event

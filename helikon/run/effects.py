@@ -148,6 +148,9 @@ class RunEffects:
     def emit(self, event: AgentEvent) -> AgentEvent:
         raise NotImplementedError
 
+    def exported(self, value: Any) -> Any:
+        raise NotImplementedError
+
     async def nested(
         self, agent: AgentSpec, input: str | Sequence[Item], run_id: str
     ) -> RunEffects:
@@ -304,7 +307,7 @@ class RunEffects:
             finished.append(result)
             if journal is not None:  # the batch's last result rides with the next record
                 last = len(finished) == len(action.calls)
-                await journal.call_finished(seq, call, result, last=last)
+                await journal.call_finished(seq, call, self.exported(result), last=last)
 
         try:
             ran = await self.stoppable(
@@ -390,7 +393,8 @@ class RunEffects:
         value, text = checked
         if journal is not None:
             try:
-                await journal.call_finished(seq, call, ToolResult(call.call_id, text))
+                result = self.exported(ToolResult(call.call_id, text))
+                await journal.call_finished(seq, call, result)
             except StoreError as exc:
                 return Fail(self._refused(exc))
         return EffectResult(name, value)

@@ -30,7 +30,10 @@ Every write is conditioned on the run's lease; a lease renews itself while the
 run goes on, and a journal whose lease was taken over refuses to write (`LeaseLost`): the
 driver then stops the run without writing anything more.
 
-What is written goes through the run's `redact` hook first (`RunConfig(redact=...)`).
+What is written is redacted when the run redacts (`RunConfig(redact=...)`), and never here:
+the listeners' port (`helikon.run.listening`, the one redaction exit) hands the journal a
+record and the effects' events as it reports them, and the driver a call's result and the
+approval decisions as the port exports them (`Listeners.exported`), before they come here.
 """
 
 from __future__ import annotations
@@ -64,7 +67,6 @@ from helikon.durable.records import (
     step_record,
 )
 from helikon.durable.store import RunStore
-from helikon.run.redaction import Redact, redacted
 
 LEASE_SECONDS = 30.0
 """How long a lease lasts without renewal; a run renews it every third of that."""
@@ -166,7 +168,6 @@ class Journal:
         lease: Lease | None,
         *,
         head_mac: str = "",
-        redact: Redact | None = None,
         calls: Mapping[tuple[int, str], CallRecord] | None = None,
         ttl: float = LEASE_SECONDS,
         create: tuple[Callable[[], RunHeader], str, str] | None = None,
@@ -175,7 +176,6 @@ class Journal:
         self.run_id = run_id
         self.lease = lease
         self.head_mac = head_mac
-        self.redact = redact
         self.calls: dict[tuple[int, str], CallRecord] = dict(calls or {})
         self.ttl = ttl
         self._create = create  # (header, chart data, owner): made with the first record
@@ -197,14 +197,13 @@ class Journal:
         header: Callable[[], RunHeader],
         chart_data: str,
         *,
-        redact: Redact | None,
         ttl: float,
     ) -> Journal:
         """The journal of a run not in the store yet: it is added with its first record, in
         one transaction, so a stored run always holds the input it started from. `header`
         is asked for then (the run's tools are known by its first transition)."""
         create = (header, chart_data, owner_id())
-        return cls(store, run_id, None, redact=redact, ttl=ttl, create=create)
+        return cls(store, run_id, None, ttl=ttl, create=create)
 
     @classmethod
     def resumed(
@@ -213,7 +212,6 @@ class Journal:
         stored: StoredRun,
         lease: Lease,
         *,
-        redact: Redact | None,
         ttl: float,
     ) -> Journal:
         return cls(
@@ -221,7 +219,6 @@ class Journal:
             stored.header.run_id,
             lease,
             head_mac=stored.head_mac,
-            redact=redact,
             calls={(c.seq, c.call_id): c for c in stored.calls},
             ttl=ttl,
         )
@@ -271,9 +268,10 @@ class Journal:
     # ------------------------------------------------------------ writing
 
     def effect(self, after_seq: int, event: Any) -> None:
-        """Keep an effect's event to write with the next record (deltas are not kept)."""
+        """Keep an effect's event, as the listeners' port gives it (redacted when the run
+        redacts), to write with the next record (deltas are not kept)."""
         if not isinstance(event, DELTAS):
-            self._effects.append(EffectRecord(after_seq, redacted(event, self.redact)))
+            self._effects.append(EffectRecord(after_seq, event))
 
     async def flush(self) -> None:
         """Write what waits for the next record: a held result, and effects' events."""
@@ -295,12 +293,12 @@ class Journal:
         suspended: bool,
         starts: Sequence[ToolCall] = (),
     ) -> None:
-        """Commit one transition (and the effects before it, a held result, and the rows of
-        the calls in `starts`, which its effect starts at once) before its effect starts."""
+        """Commit one transition, as the listeners' port gives it (redacted when the run
+        redacts), and the effects before it, a held result, and the rows of the calls in
+        `starts`, which its effect starts at once, before its effect starts."""
         if isinstance(self.lost, StoreError):  # the store failed: nothing more is written
             raise self.lost
         record = step_record(seq, inp, match, outcome)
-        record = redacted(record, self.redact)
         effects, self._effects = self._effects, []
         if self.lease is None:
             assert self._create is not None
@@ -344,15 +342,13 @@ class Journal:
     async def call_finished(
         self, seq: int, call: ToolCall, result: ToolResult, *, last: bool = False
     ) -> None:
-        """Write a call's result (with the others of this pass of the event loop), or, when
-        it is the `last` of its batch, hold it for the next record (see the module
-        docstring)."""
+        """Write a call's result, as the listeners' port exports it (with the others of this
+        pass of the event loop), or, when it is the `last` of its batch, hold it for the
+        next record (see the module docstring)."""
         started = self.calls.get((seq, call.call_id))
         if started is None or started.finished or self.lease is None:
             return
-        record = CallRecord(
-            seq, call.call_id, call.name, started.arguments_hash, redacted(result, self.redact)
-        )
+        record = CallRecord(seq, call.call_id, call.name, started.arguments_hash, result)
         self.calls[(seq, call.call_id)] = record
         if last:
             self._held.append(record)
@@ -373,5 +369,5 @@ class Journal:
         await self.store.finish_call(self.run_id, self.lease, *batch)
 
     async def decide(self, seq: int, decisions: Sequence[ApprovalDecision]) -> None:
-        kept = [redacted(decision, self.redact) for decision in decisions]
-        await self.store.decide(self.run_id, seq, kept)
+        """Spend the decisions a run resumes with, as the listeners' port exports them."""
+        await self.store.decide(self.run_id, seq, list(decisions))

@@ -9,8 +9,11 @@ with. Each step applied is then kept (`_keep`): the session first, once the run 
 (`_remember`), then the record (`_commit`). A store that refuses a write, or loses the
 lease (`_lease_lost`), fails the run where it is and writes nothing more (`_store_stopped`);
 the store keeps it at its last committed step, to resume. A run that ended or suspended
-closes its journal (`_settle`). What a record holds, leases and the lease's keep-alive are
-`helikon.run.journal`'s; the checks of a stored run before it resumes, `helikon.run.stored`'s.
+tells its listeners, then closes its journal (`_settle`). The journal is one of the run's
+listeners (`helikon.run.listening`): the record it commits and the events it keeps come
+through that port, redacted there when the run redacts. What a record holds, leases and
+the lease's keep-alive are `helikon.run.journal`'s; the checks of a stored run before it
+resumes, `helikon.run.stored`'s.
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ from helikon.run.conversation import Conversation
 from helikon.run.effects import store_failed
 from helikon.run.journal import Journal, chart_of, owner_id, status_of, toolset_digest
 from helikon.run.lifecycle import Lifecycle
+from helikon.run.listening import Listeners
 from helikon.run.loop import first_calls
-from helikon.run.observing import RunObserver
 from helikon.run.redaction import redacted
 from helikon.run.snapshot import SnapshotMismatch
 from helikon.run.spec import AgentSpec
-from helikon.run.stepping import Stepper
 from helikon.run.stored import Claim, moved_on
+from helikon.trace import TransitionRecord
 
 __all__ = ["Journaled"]
 
@@ -62,8 +65,7 @@ class Journaled:
     session: Session | None
     session_items: int
     listed_tools: tuple[ListedTool, ...]
-    observer: RunObserver | None
-    stepper: Stepper | None
+    listeners: Listeners | None
     _lifecycle: Lifecycle
     _claim: Claim | None
 
@@ -80,6 +82,7 @@ class Journaled:
         def _move(self, to: Lifecycle) -> None: ...
         def halt(self, stop: Cancel | Fail) -> None: ...
         def _refused(self, exc: StoreError) -> StoreFailed: ...
+        def exported(self, value: Any) -> Any: ...
 
     async def open_journal(self) -> None:
         """Create the run in its store, or claim a stored run's lease and spend the
@@ -89,7 +92,7 @@ class Journaled:
             StoreError: `RunExists`, `RunLeased`, `DecisionSpent`, or the store failed.
         """
         assert self.store is not None
-        store, redact, ttl = self.store, self.config.redact, self.config.lease_seconds
+        store, ttl = self.store, self.config.lease_seconds
         if self._claim is not None:
             stored, force, decisions = self._claim.stored, self._claim.force, self._claim.decisions
             lease = await store.claim(self.run_id, owner_id(), ttl, force=force)
@@ -101,16 +104,14 @@ class Journaled:
                     f"run {self.run_id!r} {moved} after it was read at step "
                     f"{stored.info.seq}: resume it again to continue where it is"
                 )
-            self.journal = Journal.resumed(store, now, lease, redact=redact, ttl=ttl)
+            self.journal = Journal.resumed(store, now, lease, ttl=ttl)
             if decisions:
-                await self.journal.decide(self.seq, decisions)
+                await self.journal.decide(self.seq, self.exported(decisions))
             self._claim = None
             self._move(Lifecycle.RUNNING if self.model_calls > 0 else Lifecycle.PREPARED)
         else:
             _, chart = chart_of(self.ctx.table)
-            self.journal = Journal.new(
-                store, self.run_id, self._header, chart, redact=redact, ttl=ttl
-            )
+            self.journal = Journal.new(store, self.run_id, self._header, chart, ttl=ttl)
         self.journal.keep_alive(self._lease_lost)
 
     def _header(self) -> RunHeader:
@@ -134,16 +135,18 @@ class Journaled:
             self.halt(Fail(store_failed(error)))
 
     async def _keep(
-        self, inp: Any, match: Match | None, outcome: TransitionOutcome
+        self, kept: TransitionRecord | None, outcome: TransitionOutcome
     ) -> tuple[AgentEvent, ...]:
-        """Write the step just applied: the session once the run ended, then the record."""
+        """Write the step just applied: the session once the run ended, then the record
+        (`kept`, as the listeners' port gave it to the journal: redacted when the run
+        redacts; `outcome` is the step's own)."""
         try:
             if self.session is not None and self.finished:  # no coroutine on other steps
                 await self._remember()
         except StoreError as exc:  # before its last record: the run stays where it was
             return self._store_stopped(exc)
-        if self.journal is not None and match is not None:
-            return await self._commit(inp, match, outcome)
+        if kept is not None and kept.match is not None and self.journal is not None:
+            return await self._commit(kept, kept.match, outcome)
         return outcome.events
 
     async def _remember(self) -> None:
@@ -152,18 +155,22 @@ class Journaled:
         fails the run instead of following its end."""
         assert self.session is not None
         items = self.conversation.items()[self.session_items :]
-        redact = self.config.redact  # a session is kept in the store: redacted too
+        # A session is kept in the store: redacted too, here (a write, not a report of the
+        # listeners' port, helikon.run.listening).
+        redact = self.config.redact
         await self.session.aadd([redacted(item, redact) for item in items], self.run_id)
 
     async def _commit(
-        self, inp: Any, match: Match, outcome: TransitionOutcome
+        self, kept: TransitionRecord, match: Match, outcome: TransitionOutcome
     ) -> tuple[AgentEvent, ...]:
-        """Commit the step just applied; when the store refuses, the run stops here."""
+        """Commit the step just applied; when the store refuses, the run stops here. The
+        calls it starts are its own (`outcome`'s): their rows hash the arguments as given."""
         assert self.journal is not None
-        action = outcome.next_action
-        starts = first_calls(action, self.config.parallel_tool_call_limit)
+        starts = first_calls(outcome.next_action, self.config.parallel_tool_call_limit)
         try:
-            await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
+            await self.journal.step(
+                kept.seq, kept.input, match, kept.outcome, self.suspended, starts
+            )
         except StoreError as exc:
             return self._store_stopped(exc)
         return outcome.events
@@ -183,10 +190,8 @@ class Journaled:
             self._move(Lifecycle.ENDED)
         else:
             return
-        if self.stepper is not None:
-            self.stepper.ended(self)
-        if self.observer is not None:
-            self.observer.end()
+        if self.listeners is not None:  # the journal is closed after them (listening)
+            self.listeners.ended(self)
         if self.journal is not None:
             # The stream's end is decided; if the store fails now, the lease just expires.
             with contextlib.suppress(StoreError):

@@ -1,9 +1,11 @@
 """The observer a run reports its spans to: `RunObserver`, and `observer_for`, which gives
 a run its own (OpenTelemetry's, `helikon.otel`) or None.
 
-The driver calls its observer at a few points: when the run begins and ends, after each
-transition, around each model call, handoff and approval, and around each tool call. A run
-without an observer pays one `is None` test at each. `helikon.otel` is imported here only,
+The observer is one of a run's listeners (`helikon.run.listening`): the port tells it when
+the run begins and ends and of each transition (its record redacted when the run redacts),
+last of all the listeners. Its effect hooks are no reports, and the driver asks it directly:
+around each model call, handoff and approval, and around each tool call. A run without an
+observer pays one `is None` test at each. `helikon.otel` is imported here only,
 lazily, and only when `opentelemetry-api` is installed (the `otel` extra); without it, or
 without a tracer provider (`RunConfig(tracer_provider=...)`, else a global one), a run has
 no observer.

@@ -1,7 +1,8 @@
 """Stepping a nested run while it runs: `StepGate`, the hook a debugger holds runs with.
 
 Theory of operation: a run's `stepper` (None unless a debugger set one; nested runs take
-their parent's) is asked before each transition whether it holds the run (`holds`), and
+their parent's) is one of its in-process listeners (`helikon.run.listening`), told first when
+the run ended; it is asked before each transition whether it holds the run (`holds`), and
 when it does, the driver awaits `before(run)` first: the gate keeps the run there, between
 two transitions, until it is released for one transition (`release`) or let go for good
 (`let_go`). A held run is only waiting: its parent's other work (the sibling calls of a

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from helikon.core.errors import TimedOut
 from helikon.core.state import Cancel, Fail
+from helikon.run.listening import Listeners
 from helikon.run.loop import Stopped
-from helikon.run.observing import RunObserver
 
 __all__ = ["Stoppable"]
 
@@ -34,7 +34,7 @@ class Stoppable:
     _in_flight: list[Any]
     _waiting: asyncio.Task[Any] | None
     _deadline: asyncio.TimerHandle | None
-    observer: RunObserver | None
+    listeners: Listeners | None
 
     if TYPE_CHECKING:
 
@@ -75,8 +75,8 @@ class Stoppable:
     def close(self) -> None:
         """Cancel the run's deadline timer, if any, and end its span (the stream does this
         when it ends)."""
-        if self.observer is not None:
-            self.observer.end()
+        if self.listeners is not None:
+            self.listeners.closed()
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
