@@ -48,6 +48,7 @@ from helikon.debug.recording import (
     by_position,
     outcome_of,
     recorded_effects,
+    started_at,
 )
 from helikon.debug.steps import DebuggerError, Frame, Started, Step
 from helikon.models.scripted import ScriptedModel
@@ -69,6 +70,7 @@ from helikon.trace import (
     header_of,
     transition_trace,
 )
+from helikon.trace.times import StepTime
 
 # Where each name a debugger's user meets lives; importable from here as before.
 __all__ = ["BreakKind", "Breakpoint", "Debugger", "DebuggerError", "Frame", "Step", "Stop"]
@@ -333,6 +335,10 @@ class Debugger(NestedRuns):
     def _took(self, started: Started, effect: tuple[Any, ...]) -> Step:
         """The step `started` began, its effect done: kept in the history, with its frame."""
         outcome = started.outcome
+        divergence = self._diverges(outcome)
+        line = self.expected.get(self.position + 1)  # a step replayed: when it was recorded
+        replayed = line is not None and divergence is None and self.run.seq == line.seq
+        time = line.time if line is not None and replayed else StepTime.of(*self.run.times)
         step = Step(
             self.run.seq,
             started.before,
@@ -340,8 +346,9 @@ class Debugger(NestedRuns):
             started.match,
             outcome,
             effect,
-            self._diverges(outcome),
+            divergence,
             started.lead,
+            time,
         )
         del self.history[self.position :]
         self.history.append(step)
@@ -576,7 +583,8 @@ class Debugger(NestedRuns):
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
-            writer.write(EffectTrace(self.run.run_id, 0, started))
+            at = started_at(self.trace) if self.trace is not None else header.at
+            writer.write(EffectTrace(self.run.run_id, 0, started, at))
             redact = self.run.config.redact  # a trace is written as the run writes one
             for position, step in enumerate(self.history):
                 record = TransitionRecord(
@@ -585,7 +593,7 @@ class Debugger(NestedRuns):
                     redacted(step.input, redact),
                     redacted(step.outcome, redact),
                 )
-                writer.write(transition_trace(self.run, record))
+                writer.write(replace(transition_trace(self.run, record), time=step.time))
                 effect = self.produced.get(position + 1, NOTHING)
                 for line in effect.lines_for(self.run.run_id):
                     writer.write(line)

@@ -55,6 +55,7 @@ from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
 from helikon.run.observing import Ending
 from helikon.run.redaction import redacted
 from helikon.trace import TransitionRecord
+from helikon.trace.times import clock
 
 __all__ = ["Applied", "Run", "RunToolContext"]
 
@@ -69,6 +70,13 @@ class Run(Built):
     dropped, and never fails the run. With `store`, every step is committed to the store
     before its effect starts (see `helikon.run.journal`).
     """
+
+    times: tuple[float, float | None] = (0.0, None)
+    """The last step's times as the clock gave them (`helikon.trace.times`): when it was
+    applied (wall), and how long the effect whose result it applied ran (monotonic; None
+    when no effect of this run produced it)."""
+    _began: float | None = None  # when the effect in flight started (monotonic)
+    _took: float | None = None  # how long the effect that produced `next_input` ran
 
     # ------------------------------------------------------------ stepping
 
@@ -170,6 +178,7 @@ class Run(Built):
         approval."""
         action = self.pending or pending_action(self.state, self.ctx)
         self.pending = None
+        self._began = clock().monotonic()
         observed = self.observer.action(action) if self.observer is not None else None
         if observed is None:  # no span of its own: no extra generator in the way either
             return perform(self, action)
@@ -186,6 +195,9 @@ class Run(Built):
     def take_input(self, inp: Any) -> None:
         """The input the action produced (the loop's rules applied): the next to apply."""
         self.next_input = inp
+        began, self._began = self._began, None
+        if began is not None:
+            self._took = clock().monotonic() - began
 
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
@@ -201,8 +213,10 @@ class Run(Built):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
+        self.times = (clock().wall(), self._took)
+        self._took = None
         if self.trace is not None or self.observer is not None:
-            record = TransitionRecord(self.seq, before, inp, outcome, match)
+            record = TransitionRecord(self.seq, before, inp, outcome, match, *self.times)
             if self.observer is not None:  # it redacts what it shows itself
                 self.observer.transition(record)
             if self.trace is not None:
@@ -214,6 +228,7 @@ class Run(Built):
                         redacted(inp, redact),
                         redacted(outcome, redact),
                         match,
+                        *self.times,
                     )
                 self.trace.transition(self, record)
 

@@ -64,6 +64,7 @@ class Journaled:
     listed_tools: tuple[ListedTool, ...]
     observer: RunObserver | None
     stepper: Stepper | None
+    times: tuple[float, float | None]  # the last step's (`Run.times`)
     _lifecycle: Lifecycle
     _claim: Claim | None
 
@@ -162,7 +163,9 @@ class Journaled:
         action = outcome.next_action
         starts = first_calls(action, self.config.parallel_tool_call_limit)
         try:
-            await self.journal.step(self.seq, inp, match, outcome, self.suspended, starts)
+            await self.journal.step(
+                self.seq, inp, match, outcome, self.suspended, starts, self.times
+            )
         except StoreError as exc:
             return self._store_stopped(exc)
         return outcome.events

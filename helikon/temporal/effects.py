@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.run.spec import AgentSpec
     from helikon.temporal import messages as m
     from helikon.temporal.registry import registry_for
+    from helikon.trace.times import iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
@@ -97,7 +98,7 @@ class WorkflowEffects(WorkflowCalls):
 
     def emit(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced, kept to be written with the run's next write."""
-        self.effects.append(EffectRecord(self.seq, event))
+        self.effects.append(EffectRecord(self.seq, event, iso(workflow.now().timestamp())))
         return event
 
     # ------------------------------------------------------------ a chart's effects
