@@ -125,6 +125,11 @@ class Built(Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         self.observer = observer_for(self)  # its spans (helikon.otel), None without
         self.stepper: Stepper | None = None  # a debugger holding nested runs (StepGate)
+        # Its times (helikon.trace.times), set here so the instance's attributes are
+        # all made at once: the last step's (wall, took), the effect in flight's start.
+        self.times: tuple[float, float | None] = (0.0, None)
+        self._began: float | None = None
+        self._took: float | None = None
 
     @classmethod
     def from_snapshot(

@@ -71,12 +71,12 @@ class Run(Built):
     before its effect starts (see `helikon.run.journal`).
     """
 
-    times: tuple[float, float | None] = (0.0, None)
+    times: tuple[float, float | None]
     """The last step's times as the clock gave them (`helikon.trace.times`): when it was
     applied (wall), and how long the effect whose result it applied ran (monotonic; None
     when no effect of this run produced it)."""
-    _began: float | None = None  # when the effect in flight started (monotonic)
-    _took: float | None = None  # how long the effect that produced `next_input` ran
+    _began: float | None  # when the effect in flight started (monotonic)
+    _took: float | None  # how long the effect that produced `next_input` ran
 
     # ------------------------------------------------------------ stepping
 
