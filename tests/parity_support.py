@@ -12,8 +12,9 @@ action, events, appends), the effect events, and the events in the order a reade
 them. The normalisations, each
 named where it is applied (`view`), are:
 
-- `CLOCK`: `created_at` and `updated_at` are when each store wrote; two runs never share a
-  clock.
+- `CLOCK`: `created_at` and `updated_at` are when each store wrote, and a record's `time`
+  and an event's `at` when each runtime applied or emitted it (a local run's clock, the
+  workflow's `workflow.now()`, which times no effect); two runs never share a clock.
 - `LEASE`: who holds a run that has not ended (`lease_owner`, `lease_expires_at`): a local
   driver leases it under a name of its own for `RunConfig.lease_seconds` at a time and
   releases it when the run suspends; a workflow leases it under `temporal:{run_id}` until
@@ -45,7 +46,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -144,8 +145,8 @@ class RunView:
 
 def view(stored: StoredRun) -> RunView:
     info = stored.info
-    # CLOCK: created_at and updated_at are left out. LEASE: the lease of a run that has not
-    # ended is left out.
+    # CLOCK: created_at, updated_at and the times of records and events are left out.
+    # LEASE: the lease of a run that has not ended is left out.
     finished = info.status in ("completed", "failed")
     line = (
         info.run_id,
@@ -164,8 +165,8 @@ def view(stored: StoredRun) -> RunView:
         stored.header,
         stored.chart_data,
         line,
-        stored.records,
-        stored.effects,
+        tuple(replace(record, time=None) for record in stored.records),
+        tuple(replace(effect, at=None) for effect in stored.effects),
         tuple(events_of(stored)),
     )
 

@@ -254,7 +254,8 @@ def test_show_names_the_nested_runs_and_prints_the_last_events(
     assert code == 0
     assert "nested run tri/2 (billing, completed)" in out.splitlines()
     assert "last events (2 of 7):" in out.splitlines()  # the triage run's own: its target's
-    assert out.splitlines()[-2] == "● billing"  # are the nested run's
+    assert out.splitlines()[-3] == "● billing"  # are the nested run's
+    assert out.splitlines()[-2] == "  ⏱ handoff took 0 ms (at 00:00:00.000)"  # its record's
     assert out.splitlines()[-1].startswith("✓ completed")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -117,9 +118,9 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
         '2  call call_budget: budget({"category": "coffee"})',
     ]
     assert back.startswith("at step 1; next input: model_response [tool_calls]")
-    assert step.splitlines()[0] == (
-        "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools"
-    )
+    again, at = step.splitlines()[0].split(" · at ")  # a subprocess: the system's clock
+    assert again == "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools"
+    assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}, after \d+ ms", at), at
     assert "#3 ExecutingTools → CallingModel  on tool_results" in cont2
     assert "#4 CallingModel → Done  on model_response · row 10 complete" in cont2
     assert "✓ completed  2 model calls, 604 tokens" in cont2
@@ -314,7 +315,7 @@ def test_commands_read_from_a_pipe_are_echoed_and_comments_skipped(shell: DebugS
     assert send(shell, "# a note", "s").splitlines()[:3] == [
         "(hdb) # a note",
         "(hdb) s",
-        "#1 CallingModel → CallingModel  on start · row 2 start_turn",
+        "#1 CallingModel → CallingModel  on start · row 2 start_turn · at 00:00:00.000",
     ]
 
 

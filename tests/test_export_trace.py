@@ -92,7 +92,15 @@ from helikon.export.trace_view import (
 from helikon.models.scripted import ScriptedTurn
 from helikon.run.driver import Run
 from helikon.run.results import RunResultStreaming
-from helikon.trace import Trace, TraceHeader, TraceWriter, TransitionTrace, read_trace
+from helikon.trace import (
+    TickingClock,
+    Trace,
+    TraceHeader,
+    TraceWriter,
+    TransitionTrace,
+    read_trace,
+    using_clock,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HELIKON_UPDATE_GOLDEN") == "1"
@@ -213,7 +221,10 @@ async def record(path: Path, agent: Agent, text: str, run_id: str) -> None:
 
 
 def recorded(path: Path, agent: Agent, text: str = USER_INPUT, run_id: str = ROOT_ID) -> Trace:
-    asyncio.run(record(path, agent, text, run_id))
+    """The run recorded under a fixed clock (every read a quarter second after the one
+    before), so its times, and the golden files that show them, are the same every time."""
+    with using_clock(TickingClock()):
+        asyncio.run(record(path, agent, text, run_id))
     return read_trace(path)
 
 

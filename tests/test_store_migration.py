@@ -34,9 +34,14 @@ async def test_a_store_of_format_1_is_chained_and_its_suspended_run_resumes(
     assert (done.info.status, len(done.records), len(done.calls)) == ("completed", 5, 1)
     assert store.pending("r1") == (ApprovalRequest.for_call(TRANSFER).bound("r1", 2),)
     assert store.session("s").items() == SESSION
+    assert [record.time for record in done.records] == [None] * 5  # stored before times
+    assert all(effect.at is None for effect in done.effects)
     log = tmp_path / "transfers.log"
     assert await resume_approved(store, "r1", log) == "completed"
     assert log.read_text() == "transfer 10 to ann\n"
+    resumed = store.get("r1").records  # its old records keep no time; its new ones do
+    assert [record.time is None for record in resumed] == [True, True, False, False, False]
+    assert [record.time.resumed for record in resumed[2:] if record.time] == [True, False, False]
     result = await teller(log).run("pay bob 20", store=store, run_id="r3").collect()
     assert result.suspended  # a new run beside the migrated ones
     store.session("s").add([AssistantMessage("eggs")], "r3")

@@ -6,8 +6,9 @@ one); `--offline` gives each agent its chart's scripted model, as `helikon run -
 does (without it, a key or base URL must be set). `run --temporal` calls no model (the
 worker's answers): it starts the chart's agent as a workflow on that task queue and
 streams its events from the same store, the events a local run streams (no token deltas:
-a store keeps none); approvals are decided by the workflow's `decide` update as `--approve`
-says, and `helikon runs show` reads the run like a local one.
+a store keeps none), each step's phase and effect results printed as `helikon run` prints
+them (from the store's records); approvals are decided by the workflow's `decide` update
+as `--approve` says, and `helikon runs show` reads the run like a local one.
 
 The `temporal` extra is imported only here, when a command asks for it.
 """
@@ -28,7 +29,7 @@ from helikon.cli.runs.resuming import decide
 from helikon.cli.store import add_store_argument, store_errors, store_url, with_store
 from helikon.cli.usage import UsageError
 from helikon.durable import RunStore, open_store
-from helikon.export.console import EventPrinter, safe_text
+from helikon.export.console import EventPrinter, StepNotes, safe_text
 from helikon.models.scripted import ScriptedModel
 
 
@@ -171,9 +172,10 @@ async def _run(sdk: Any, args: argparse.Namespace, live: Any, store: RunStore) -
         raise UsageError(str(exc)) from None
     seen = 0
     last: Any = None
+    step = StepNotes(printer, run_id).stored  # the phases and effect results it prints
     while True:
         with store_errors():
-            async for event in sdk.events(store, run_id, seen):
+            async for event in sdk.events(store, run_id, seen, steps=step):
                 printer(event)
                 seen += 1
                 last = event

@@ -48,6 +48,7 @@ from helikon.debug.recording import (
     by_position,
     outcome_of,
     recorded_effects,
+    started_at,
 )
 from helikon.debug.steps import DebuggerError, Frame, Started, Step
 from helikon.models.scripted import ScriptedModel
@@ -69,6 +70,7 @@ from helikon.trace import (
     header_of,
     transition_trace,
 )
+from helikon.trace.times import StepTime
 
 # Where each name a debugger's user meets lives; importable from here as before.
 __all__ = ["BreakKind", "Breakpoint", "Debugger", "DebuggerError", "Frame", "Step", "Stop"]
@@ -333,6 +335,10 @@ class Debugger(NestedRuns):
     def _took(self, started: Started, effect: tuple[Any, ...]) -> Step:
         """The step `started` began, its effect done: kept in the history, with its frame."""
         outcome = started.outcome
+        divergence = self._diverges(outcome)
+        line = self.expected.get(self.position + 1)  # a step replayed: when it was recorded
+        replayed = line is not None and divergence is None and self.run.seq == line.seq
+        time = line.time if line is not None and replayed else StepTime.of(*self.run.times)
         step = Step(
             self.run.seq,
             started.before,
@@ -340,8 +346,9 @@ class Debugger(NestedRuns):
             started.match,
             outcome,
             effect,
-            self._diverges(outcome),
+            divergence,
             started.lead,
+            time,
         )
         del self.history[self.position :]
         self.history.append(step)
@@ -578,14 +585,16 @@ class Debugger(NestedRuns):
             header = self.header or header_of(self.run)
             writer.write(replace(header, run_id=self.run.run_id))
             started = RunStarted(self.run.agent.name, self.run.run_id)
-            writer.write(EffectTrace(self.run.run_id, 0, started))
-            redact = self.run.config.redact
+            at = started_at(self.trace) if self.trace is not None else header.at
+            writer.write(EffectTrace(self.run.run_id, 0, started, at))
+            redact = self.run.config.redact  # a trace is written as the run writes one
             for position, step in enumerate(self.history):
                 record = TransitionRecord(
                     step.seq, step.state_before, step.input, step.outcome, step.match
                 )
                 effect = self.produced.get(position + 1, NOTHING)
-                lines = (transition_trace(self.run, record), *effect.lines_for(self.run.run_id))
+                traced = replace(transition_trace(self.run, record), time=step.time)
+                lines = (traced, *effect.lines_for(self.run.run_id))
                 for line in lines:
                     exported = exported_line(line, redact)
                     if exported is not None:

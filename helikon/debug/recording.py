@@ -90,6 +90,19 @@ class Recorder:
             self.lines.append(opened)
 
 
+def started_at(trace: Trace) -> str | None:
+    """When a recorded run started: its `RunStarted` line's time, else its header's."""
+    root = trace.header.run_id
+    started = (
+        line.at
+        for line in trace.lines
+        if isinstance(line, EffectTrace)
+        and line.run_id == root
+        and line.event.type == "run_started"
+    )
+    return next(started, trace.header.at)
+
+
 def outcome_of(line: TransitionTrace) -> TransitionOutcome:
     return TransitionOutcome(line.state_after, line.events, line.next_action, line.appends)
 

@@ -11,6 +11,7 @@ from typing import Any
 from helikon.core.errors import HelikonError
 from helikon.core.state import NextAction, TransitionOutcome
 from helikon.core.transition import Match
+from helikon.trace.times import StepTime
 
 __all__ = ["DebuggerError", "Frame", "Started", "Step"]
 
@@ -51,6 +52,7 @@ class Step:
     effect_events: tuple[Any, ...] = ()
     divergence: str | None = None
     lead_events: tuple[Any, ...] = ()
+    time: StepTime | None = None  # as recorded, for a replayed step; else as the run took it
 
     @property
     def events(self) -> tuple[Any, ...]:

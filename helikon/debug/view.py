@@ -24,6 +24,7 @@ from helikon.core.events import AgentEvent
 from helikon.core.state import LoopState
 from helikon.core.transition import Match
 from helikon.export.console import EventPrinter, safe_text
+from helikon.trace.times import duration_text, time_text
 
 
 class Paint(Protocol):
@@ -134,11 +135,25 @@ def match_lines(match: Match, paint: Paint = plain) -> list[str]:
 
 
 def step_line(step: Any, paint: Paint = plain) -> str:
-    """`#2 CallingModel → ExecutingTools  on model_response · row 7 execute_tools`."""
+    """`#2 CallingModel → ExecutingTools  on model_response · row 7 execute_tools`, then
+    when the step was applied and how long the effect before it took, when it says
+    (`· at 16:03:53.250, after 3.50 s`), and `⏵ resumed` where a stored run was resumed."""
     row = step.match.row
     move = f"{step.state_before.phase} → {step.state_after.phase}"
-    where = paint(f"· row {row.index} {row.action}", "dim")
-    return f"{paint(f'#{step.seq}', 'bold')} {move}  on {step.input.kind} {where}"
+    where = paint(f"· row {row.index} {row.action}{when(step)}", "dim")
+    line = f"{paint(f'#{step.seq}', 'bold')} {move}  on {step.input.kind} {where}"
+    time = getattr(step, "time", None)
+    return line + paint("  ⏵ resumed", "yellow") if time is not None and time.resumed else line
+
+
+def when(step: Any) -> str:
+    """` · at 16:03:53.250, after 3.50 s`: a step's time and its effect's duration, as
+    far as it has them (nothing for a step without a time)."""
+    time = getattr(step, "time", None)
+    if time is None:
+        return ""
+    took = "" if time.took is None else f", after {duration_text(time.took)}"
+    return f" · at {time_text(time.at)}{took}"
 
 
 def state_lines(state: Any, paint: Paint = plain) -> list[str]:

@@ -42,6 +42,7 @@ from helikon.trace import (
     TransitionTrace,
     read_trace,
 )
+from helikon.trace.times import iso
 
 TraceLines = list[TraceHeader | RunTrace | TransitionTrace | EffectTrace]
 
@@ -89,6 +90,7 @@ def trace_lines(store: RunStore, run_id: str) -> TraceLines:
         __version__,
         chart,
         tools=root.header.tools,
+        at=created(root),
     )
     lines: TraceLines = [header]
     _Exporter(store, lines, root.header.chart_digest).add(root, chart)
@@ -141,8 +143,23 @@ def run_line(stored: StoredRun, chart: ChartData, recorded: set[str]) -> RunTrac
     table = None if header.chart_digest in recorded else chart
     recorded.add(header.chart_digest)
     return RunTrace(
-        header.run_id, header.agent, header.chart, header.chart_digest, table, header.tools
+        header.run_id,
+        header.agent,
+        header.chart,
+        header.chart_digest,
+        table,
+        header.tools,
+        created(stored),
     )
+
+
+def created(stored: StoredRun) -> str | None:
+    """When the store created a run (its own clock), as a trace writes times; None for a
+    row whose time is no time."""
+    try:
+        return iso(float(stored.info.created_at))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
 
 
 def transition_line(
@@ -169,6 +186,7 @@ def transition_line(
         record.events,
         record.next_action,
         record.appends,
+        record.time,
     )
 
 
@@ -195,7 +213,7 @@ class _Exporter:
         self.seen.add(run_id)
         effects: dict[int, list[EffectTrace]] = {}
         for effect in stored.effects:
-            line = EffectTrace(run_id, effect.after_seq, effect.event)
+            line = EffectTrace(run_id, effect.after_seq, effect.event, effect.at)
             effects.setdefault(effect.after_seq, []).append(line)
         self.lines.extend(effects.pop(0, []))
         self.nested(run_id, 0)

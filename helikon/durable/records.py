@@ -6,8 +6,11 @@ as it happened (its seq, the input, the row it took with every guard checked, th
 the next action, the events it emitted and the items it appended): never the previous state
 and never the conversation, so a record's size does not grow with the run. The state at any
 boundary is the last record's `state_after`; the conversation is the fold of the records'
-`appends`. Tool calls get a `CallRecord` as they start and their result as they finish (first
-write wins), so a batch resumed after a crash knows which calls finished.
+`appends`. A record's `time` says when it was applied and how long the effect before it
+took (None in runs stored before records had times: the field is additive, and a reader
+that does not know it ignores it). Tool calls get a `CallRecord` as they start and their
+result as they finish (first write wins), so a batch resumed after a crash knows which
+calls finished.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from helikon.core.state import LoopState, NextAction, TransitionInput, Transitio
 from helikon.core.tool_spec import ListedTool
 from helikon.core.transition import Match
 from helikon.core.values import value
+from helikon.trace.times import StepTime
 
 FORMAT_VERSION = 1
 """The format of the records a store writes (not the store's schema version)."""
@@ -63,12 +67,18 @@ class StepRecord:
     next_action: NextAction
     events: tuple[AgentEvent, ...]
     appends: tuple[Item, ...]
+    time: StepTime | None = None
 
 
 def step_record(
-    seq: int, inp: TransitionInput, match: Match, outcome: TransitionOutcome
+    seq: int,
+    inp: TransitionInput,
+    match: Match,
+    outcome: TransitionOutcome,
+    time: StepTime | None = None,
 ) -> StepRecord:
-    """The record of transition `seq`: `inp` took `match`'s row and gave `outcome`."""
+    """The record of transition `seq`: `inp` took `match`'s row and gave `outcome`, at
+    `time`."""
     return StepRecord(
         seq,
         inp,
@@ -78,15 +88,18 @@ def step_record(
         outcome.next_action,
         outcome.events,
         outcome.conversation_appends,
+        time,
     )
 
 
 @value
 class EffectRecord:
-    """An event an effect produced after transition `after_seq` (deltas are not kept)."""
+    """An event an effect produced after transition `after_seq` (deltas are not kept), at
+    `at` (UTC, ISO 8601; None in runs stored before events had times)."""
 
     after_seq: int
     event: AgentEvent
+    at: str | None = None
 
 
 @value

@@ -75,7 +75,9 @@ def record_json(record: StepRecord) -> str:
             b",".join([encoded(event) for event in record.events]),
             b'],"appends":[',
             b",".join([encoded(item) for item in record.appends]),
-            b"]}",
+            b'],"time":',
+            b"null" if record.time is None else encoded(record.time),
+            b"}",
         )
     except PydanticSerializationError:  # a lone surrogate: `dumps` writes it another way
         return dumps(record)

@@ -1,5 +1,6 @@
 """Reading a stored run the way users ask for it: its pending approvals, its event stream
-(to reconnect a UI), and sessions, conversation memory kept across runs.
+(to reconnect a UI) and its timeline (its steps among its events), and sessions,
+conversation memory kept across runs.
 
 These work on any store: they only read `StoredRun` values (`store.get`) and the session
 methods every store has.
@@ -16,7 +17,7 @@ from helikon.core.approvals import ApprovalDecision, ApprovalRequest
 from helikon.core.events import TERMINAL_EVENTS, AgentEvent
 from helikon.core.items import Item
 from helikon.core.state import NeedsApproval
-from helikon.durable.records import StoredRun
+from helikon.durable.records import EffectRecord, StepRecord, StoredRun
 
 FOLLOW_POLL = 0.05
 """Seconds between looks at the store while following a run that is still going."""
@@ -61,14 +62,28 @@ def spent_of(stored: StoredRun) -> tuple[ApprovalDecision, ...]:
 
 def events_of(stored: StoredRun) -> list[AgentEvent]:
     """A stored run's own events in the order it streamed them (deltas are not stored)."""
-    by_seq: dict[int, list[AgentEvent]] = {}
-    for effect in stored.effects:
-        by_seq.setdefault(effect.after_seq, []).append(effect.event)
-    events = list(by_seq.get(0, ()))
-    for record in stored.records:
-        events.extend(record.events)
-        events.extend(by_seq.get(record.seq, ()))
+    events: list[AgentEvent] = []
+    for entry in timeline_of(stored):
+        if isinstance(entry, StepRecord):
+            events.extend(entry.events)
+        else:
+            events.append(entry.event)
     return events
+
+
+def timeline_of(stored: StoredRun) -> list[StepRecord | EffectRecord]:
+    """A stored run's records and its effects' events in the order it streamed them: each
+    record (the step, then the events it emitted) followed by the events its effect
+    produced. What shows a stored run step by step (`helikon runs show`, a Temporal run's
+    follower): which phase each step entered, the result an effect fed back, and when."""
+    by_seq: dict[int, list[EffectRecord]] = {}
+    for effect in stored.effects:
+        by_seq.setdefault(effect.after_seq, []).append(effect)
+    timeline: list[StepRecord | EffectRecord] = list(by_seq.get(0, ()))
+    for record in stored.records:
+        timeline.append(record)
+        timeline.extend(by_seq.get(record.seq, ()))
+    return timeline
 
 
 class EventStream:

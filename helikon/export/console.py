@@ -13,7 +13,9 @@ The events do not say which phase a turn runs in, nor what an effect phase's eff
 (`StepNotes`, a trace sink: `Run(trace=...)`) names the phase of every turn outside
 `CallingModel`, and prints each effect phase as it starts and the effect's result as it
 comes back, cut short (`helikon.core.quoting.cut`). Those values are the ones a trace
-records: redacted when the run redacts.
+records: redacted when the run redacts. Told a stored step's time as well (`helikon runs
+show`), it prints how long each model call, tool batch and effect took, and where a stored
+run was resumed, after how long a pause.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, TextIO
 
 from helikon.core.errors import describe
 from helikon.core.quoting import cut
+from helikon.trace.times import duration_text, gap, time_text
 
 _CONTROLS = [*range(0x20), *range(0x7F, 0xA0)]
 _SHOWN = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -68,6 +71,7 @@ class EventPrinter:
     _streaming: bool = False
     _phase: str | None = None  # the phase the last transition entered, when told (`step`)
     _shown: bool = False  # the text this step's message holds was streamed already
+    at: str | None = None  # when the last step told with its time was applied
 
     def __post_init__(self) -> None:
         if self.colour is None:
@@ -96,17 +100,32 @@ class EventPrinter:
     def _run_started(self, e: Any) -> None:
         self.line(self.paint(f"● {e.agent}", "bold") + self.paint(f"  run {e.run_id[:12]}", "dim"))
 
-    def step(self, state: Any, inp: Any) -> None:
+    def step(self, state: Any, inp: Any, time: Any = None) -> None:
         """Take a transition, before its events are printed: `inp` the input it applied,
-        `state` the state it entered. Note the phase; print the result an effect fed back,
-        and an effect phase as it starts."""
+        `state` the state it entered, `time` its `StepTime` when a store says (a stored
+        run shown). Note the phase; print when a stored run was resumed, how long the
+        effect that produced `inp` took, the result an effect fed back, and an effect phase
+        as it starts."""
         self._phase, self._shown = state.phase, self._streaming
+        if time is not None:
+            self._timed(inp, time)
         if inp.kind == "effect_result":
             output = json.dumps(inp.output, ensure_ascii=False, sort_keys=True)
             self.line(self.paint(f"  ↳ {inp.effect} returned: {safe_text(cut(output))}", "dim"))
         effect = getattr(state, "effect", None)
         if isinstance(effect, str):
             self.line(self.paint(f"── {state.phase}: effect {effect}", "dim"))
+
+    def _timed(self, inp: Any, time: Any) -> None:
+        if time.resumed:
+            paused = gap(self.at, time.at)
+            after = "" if paused is None else f" after {duration_text(paused)}"
+            self.line(self.paint(f"⏵ resumed{after}, at {time_text(time.at, date=True)}", "yellow"))
+        self.at = time.at
+        what = _TIMED.get(inp.kind)
+        if what is not None and time.took is not None:
+            took = f"  ⏱ {what} took {duration_text(time.took)} (at {time_text(time.at)})"
+            self.line(self.paint(took, "dim"))
 
     def _turn_started(self, e: Any) -> None:
         self.line(self.paint(f"── {turn_label(e.turn, self._phase)}", "dim"))
@@ -163,6 +182,16 @@ class EventPrinter:
         self.line(self.paint(f"⏸ suspended: waiting for approval of {names}", "yellow", "bold"))
 
 
+_TIMED = {
+    "model_response": "model call",
+    "tool_results": "tools",
+    "effect_result": "effect",
+    "handoff_result": "handoff",
+    "approval_decisions": "approval",
+}
+"""What produced a step's input, by its kind: what its `took` timed."""
+
+
 def turn_phase(phase: str | None) -> str | None:
     """The phase a turn's line names: `phase`, unless it is CallingModel (the loop's own
     model-calling phase: a turn there is named by its number alone)."""
@@ -196,6 +225,11 @@ class StepNotes:
 
     def effect(self, run: Any, event: Any) -> None:
         pass
+
+    def stored(self, record: Any) -> None:
+        """A stored record (`StepRecord`) of run `run_id` or of a handoff target, read back
+        as a Temporal run is followed: the step as `transition` gives it."""
+        self.printer.step(record.state_after, record.input)
 
 
 def streamed_by(run_id: str, root: str) -> bool:

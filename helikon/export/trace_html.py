@@ -30,6 +30,7 @@ from helikon.export.dot import to_dot
 from helikon.export.ir import extract
 from helikon.export.render import RenderError, render
 from helikon.export.trace_view import RunSection, TraceView, usage_text
+from helikon.trace.times import duration_text, time_text
 
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 
@@ -77,6 +78,9 @@ def environment() -> Environment:
     env.filters["usage"] = usage_text
     env.filters["short"] = lambda text: text[:12]
     env.filters["anchor"] = run_anchor
+    env.filters["clock"] = time_text
+    env.filters["date"] = lambda at: time_text(at, date=True)
+    env.filters["took"] = duration_text
     return env
 
 

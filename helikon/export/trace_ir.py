@@ -86,6 +86,7 @@ from helikon.export.trace_view import (
     Via,
 )
 from helikon.trace import EffectTrace, RunTrace, Trace, TransitionTrace
+from helikon.trace.times import gap
 
 
 def extract_trace(trace: Trace, table: TransitionTable | None = None) -> TraceView:
@@ -147,11 +148,12 @@ def error_view(error: AgentError) -> ErrorView:
     return ErrorView(type(error).__name__, describe(error))
 
 
-def effect_view(state: Any, result: EffectResult) -> EffectView:
-    """The effect `state` (an effect phase) ran, with the result it fed back."""
+def effect_view(state: Any, result: EffectResult, took: float | None = None) -> EffectView:
+    """The effect `state` (an effect phase) ran, with the result it fed back, and how long it
+    ran (`took`, seconds) when the trace says."""
     arguments = _json_text(getattr(state, "args", None))
     output = _json_text(result.output)
-    return EffectView(state.phase, result.effect, arguments, output, pretty_json(output))
+    return EffectView(state.phase, result.effect, arguments, output, pretty_json(output), took)
 
 
 def _json_text(data: Any) -> str:
@@ -307,15 +309,30 @@ class _SectionBuilder:
 
     def transition(self, line: TransitionTrace) -> None:
         row = line.row
+        time = line.time
+        took = None if time is None else time.took
+        paused = None
+        if time is not None and time.resumed and self.steps:  # the pause before a resumption
+            paused = gap(self.steps[-1].at, time.at)
         step = Step(
-            line.seq, row.index, row.source, row.input_kind, row.target, row.action, row.checked
+            line.seq,
+            row.index,
+            row.source,
+            row.input_kind,
+            row.target,
+            row.action,
+            row.checked,
+            None if time is None else time.at,
+            took,
+            None if time is None else time.resumed,
+            paused,
         )
         self.steps.append(step)
         self.turn.steps.append(step)
         self.usage = line.state_after.usage
-        self.take_input(line.input)
+        self.take_input(line.input, took)
         if isinstance(line.input, EffectResult):
-            self.turn.entries.append(effect_view(line.state_before, line.input))
+            self.turn.entries.append(effect_view(line.state_before, line.input, took))
         for item in line.appends:
             if isinstance(item, CompactionSummary):
                 self.turn.entries.append(CompactionView(item.content))
@@ -324,11 +341,11 @@ class _SectionBuilder:
         if isinstance(line.next_action, CallModel):
             self.purpose = line.next_action.request.purpose
 
-    def take_input(self, inp: Any) -> None:
+    def take_input(self, inp: Any, took: float | None = None) -> None:
         if isinstance(inp, Start):
             self.input += [item.content for item in inp.items if isinstance(item, UserMessage)]
         elif isinstance(inp, ModelResponse):
-            call = ModelCall(self.purpose, inp.usage, inp.finish_reason, self.streamed)
+            call = ModelCall(self.purpose, inp.usage, inp.finish_reason, self.streamed, took)
             self.turn.entries.append(call)
             reasoning = [item.content for item in inp.items if isinstance(item, Reasoning)]
             self.turn.entries += [ReasoningText(text) for text in reasoning]

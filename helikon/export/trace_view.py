@@ -6,6 +6,10 @@ it took (`Step`s) and its entries in stream order (`ModelCall`, `Message`, `Reas
 `ToolCallView` with its `ApprovalView` and `ToolOutcome`, `HandoffView`, `GuardrailView`,
 `RepairView`, `ErrorView`, `CompactionView`, `EffectView`). Runs nested in a run hang from
 the entry that started them. Renderers can be tested from views built by hand.
+
+Times come from the trace as it recorded them: a step's `at` and `took` (the effect that
+produced its input), a model call's and an effect's `took`, and the pause before a stored
+run's resumption (`Step.resumption`); traces without times show none.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from helikon.core.items import ZERO_USAGE, ToolResultStatus, Usage
 from helikon.core.table import TransitionTable
 from helikon.export.ir import TraceOverlay
 from helikon.trace import TraceHeader
+from helikon.trace.times import duration_text
 
 Status = Literal["completed", "failed", "suspended", "unfinished"]
 Via = Literal["root", "handoff", "tool", "detached"]
@@ -34,6 +39,18 @@ class Step:
     target: str
     action: str
     checked: tuple[tuple[str, bool], ...] = ()
+    at: str | None = None
+    took: float | None = None
+    resumed: bool | None = None
+    paused: float | None = None
+
+    @property
+    def resumption(self) -> str | None:
+        """`resumed after 2 h 5 min` for the first step of a stored run's resumption (the
+        pause as the times show it), else None."""
+        if not self.resumed:
+            return None
+        return "resumed" if self.paused is None else f"resumed after {duration_text(self.paused)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +62,7 @@ class ModelCall:
     usage: Usage
     finish_reason: str
     streamed: bool = False
+    took: float | None = None
     kind: Literal["model_call"] = "model_call"
 
 
@@ -163,6 +181,7 @@ class EffectView:
     arguments: str
     output: str
     pretty: str | None = None
+    took: float | None = None
     kind: Literal["effect"] = "effect"
 
 
@@ -201,6 +220,17 @@ class Turn:
     @property
     def label(self) -> str:
         return "start" if self.number is None else f"turn {self.number}"
+
+    @property
+    def at(self) -> str | None:
+        """When the turn's first step was applied, when the trace says."""
+        return self.steps[0].at if self.steps else None
+
+    @property
+    def took(self) -> float | None:
+        """How long the turn's effects ran (model calls, tools, effects), when timed."""
+        timed = [step.took for step in self.steps if step.took is not None]
+        return sum(timed) if timed else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,11 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
         self.listed_tools: tuple[ListedTool, ...] = ()  # from its sources, as recorded
         # its trace, its spans (helikon.otel; None without) and, later, its other listeners
         self._listened(trace, observer_for(self))
+        # Its times (helikon.trace.times), set here so the instance's attributes are
+        # all made at once: the last step's (wall, took), the effect in flight's start.
+        self.times: tuple[float, float | None] = (0.0, None)
+        self._began: float | None = None
+        self._took: float | None = None
 
     async def prepare(self) -> None:
         """Prepare the run before its first transition (`advance()` and `apply()` await

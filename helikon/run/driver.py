@@ -61,6 +61,7 @@ from helikon.run.lifecycle import Applied, Lifecycle
 from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
 from helikon.run.observing import Ending
 from helikon.trace import TransitionRecord
+from helikon.trace.times import clock
 
 __all__ = ["Applied", "Run", "RunToolContext"]
 
@@ -77,6 +78,13 @@ class Run(Built):
     in-process listeners added with `listen()`. With `store`, every step is committed to the store
     before its effect starts (see `helikon.run.journal`).
     """
+
+    times: tuple[float, float | None]
+    """The last step's times as the clock gave them (`helikon.trace.times`): when it was
+    applied (wall), and how long the effect whose result it applied ran (monotonic; None
+    when no effect of this run produced it)."""
+    _began: float | None  # when the effect in flight started (monotonic)
+    _took: float | None  # how long the effect that produced `next_input` ran
 
     # ------------------------------------------------------------ stepping
 
@@ -178,6 +186,7 @@ class Run(Built):
         approval."""
         action = self.next_action or next_action_of(self.state, self.ctx)
         self.next_action = None
+        self._began = clock().monotonic()
         observed = self.observer.action(action) if self.observer is not None else None
         if observed is None:  # no span of its own: no extra generator in the way either
             return perform(self, action)
@@ -194,6 +203,9 @@ class Run(Built):
     def take_input(self, inp: Any) -> None:
         """The input the action produced (the loop's rules applied): the next to apply."""
         self.next_input = inp
+        began, self._began = self._began, None
+        if began is not None:
+            self._took = clock().monotonic() - began
 
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
@@ -213,9 +225,11 @@ class Run(Built):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
+        self.times = (clock().wall(), self._took)
+        self._took = None
         if self.listeners is None:
             return None
-        record = TransitionRecord(self.seq, before, inp, outcome, match)
+        record = TransitionRecord(self.seq, before, inp, outcome, match, *self.times)
         return self.listeners.transition(self, record)
 
     def emit(self, event: AgentEvent) -> AgentEvent:

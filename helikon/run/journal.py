@@ -67,6 +67,7 @@ from helikon.durable.records import (
     step_record,
 )
 from helikon.durable.store import RunStore
+from helikon.trace.times import StepTime, clock, iso
 
 LEASE_SECONDS = 30.0
 """How long a lease lasts without renewal; a run renews it every third of that."""
@@ -188,6 +189,7 @@ class Journal:
         self._on_lost: Callable[[Exception], None] | None = None
         self.lost: Exception | None = None
         self.released = False
+        self.resuming = False  # the next record is the first of a resumption (`resumed`)
 
     @classmethod
     def new(
@@ -214,7 +216,7 @@ class Journal:
         *,
         ttl: float,
     ) -> Journal:
-        return cls(
+        journal = cls(
             store,
             stored.header.run_id,
             lease,
@@ -222,6 +224,8 @@ class Journal:
             calls={(c.seq, c.call_id): c for c in stored.calls},
             ttl=ttl,
         )
+        journal.resuming = True
+        return journal
 
     # ------------------------------------------------------------ the lease
 
@@ -271,7 +275,8 @@ class Journal:
         """Keep an effect's event, as the listeners' port gives it (redacted when the run
         redacts), to write with the next record (deltas are not kept)."""
         if not isinstance(event, DELTAS):
-            self._effects.append(EffectRecord(after_seq, event))
+            at = iso(clock().wall())
+            self._effects.append(EffectRecord(after_seq, event, at))
 
     async def flush(self) -> None:
         """Write what waits for the next record: a held result, and effects' events."""
@@ -292,13 +297,18 @@ class Journal:
         outcome: TransitionOutcome,
         suspended: bool,
         starts: Sequence[ToolCall] = (),
+        times: tuple[float, float | None] | None = None,
     ) -> None:
         """Commit one transition, as the listeners' port gives it (redacted when the run
         redacts), and the effects before it, a held result, and the rows of the calls in
-        `starts`, which its effect starts at once, before its effect starts."""
+        `starts`, which its effect starts at once, before its effect starts. `times` are
+        (when it was applied, how long the effect before it took), as the run read them
+        (`helikon.trace.times`); the first record after a resumption says so."""
         if isinstance(self.lost, StoreError):  # the store failed: nothing more is written
             raise self.lost
-        record = step_record(seq, inp, match, outcome)
+        time = None if times is None else StepTime.of(*times, self.resuming)
+        self.resuming = False
+        record = step_record(seq, inp, match, outcome, time)
         effects, self._effects = self._effects, []
         if self.lease is None:
             assert self._create is not None

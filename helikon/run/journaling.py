@@ -66,6 +66,7 @@ class Journaled:
     session_items: int
     listed_tools: tuple[ListedTool, ...]
     listeners: Listeners | None
+    times: tuple[float, float | None]  # the last step's (`Run.times`)
     _lifecycle: Lifecycle
     _claim: Claim | None
 
@@ -169,7 +170,7 @@ class Journaled:
         starts = first_calls(outcome.next_action, self.config.parallel_tool_call_limit)
         try:
             await self.journal.step(
-                kept.seq, kept.input, match, kept.outcome, self.suspended, starts
+                kept.seq, kept.input, match, kept.outcome, self.suspended, starts, self.times
             )
         except StoreError as exc:
             return self._store_stopped(exc)

@@ -26,6 +26,7 @@ from helikon.debug.debugger import Breakpoint, Debugger, Step, Stop
 from helikon.debug.view import event_types
 from helikon.export.console import turn_label, turn_phase
 from helikon.models.scripted import ScriptedModel
+from helikon.trace.times import duration_text, time_text
 
 TEXT_LIMIT = 240
 _FOLDED = frozenset({"token_delta", "reasoning_delta", "tool_call_delta"})
@@ -170,7 +171,18 @@ def step_summary(step: Step) -> dict[str, Any]:
         "events": event_entries(step.events, step.state_after.phase),
         "effect": effect_data(step.state_before, step.input),
         "divergence": step.divergence,
+        **time_data(step),
     }
+
+
+def time_data(step: Step) -> dict[str, Any]:
+    """When a step was applied (`at`, UTC, to the millisecond), how long the effect that
+    produced its input took (`took`), and whether a stored run was resumed at it."""
+    time = step.time
+    if time is None:
+        return {"at": None, "took": None, "resumed": False}
+    took = None if time.took is None else duration_text(time.took)
+    return {"at": time_text(time.at), "took": took, "resumed": time.resumed}
 
 
 def effect_data(state: Any, inp: Any) -> dict[str, Any] | None:

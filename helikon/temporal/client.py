@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
@@ -19,9 +19,9 @@ from temporalio.exceptions import CancelledError
 from helikon.core.approvals import ApprovalDecision
 from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated
 from helikon.core.items import Item
-from helikon.durable.records import RunNotFound, StoredRun
+from helikon.durable.records import RunNotFound, StepRecord, StoredRun
 from helikon.durable.store import RunStore
-from helikon.durable.views import events_of
+from helikon.durable.views import timeline_of
 from helikon.run.prepare import as_items
 from helikon.run.spec import AgentSpec
 from helikon.temporal import messages as m
@@ -103,7 +103,13 @@ async def current(handle: WorkflowHandle[Any, Any]) -> m.Status:
 
 
 async def events(
-    store: RunStore, run_id: str, after: int = 0, *, wait: float = 30.0, poll: float = 0.05
+    store: RunStore,
+    run_id: str,
+    after: int = 0,
+    *,
+    wait: float = 30.0,
+    poll: float = 0.05,
+    steps: Callable[[StepRecord], None] | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """The run's events from the store after the first `after`, following it until the next
     terminal event (a suspension too: decide it, then follow again after the events seen);
@@ -112,28 +118,28 @@ async def events(
 
     A handoff target's events follow the `AgentUpdated` that starts it, all but its
     terminal one, as a local run streams them (they are stored in the target's own run;
-    `after` counts the run's own events only).
+    `after` counts the run's own events only). `steps`, when given, is told each record
+    (the run's and its handoff targets') before its events, as a local run's trace sink is
+    told each transition: what names a custom phase and shows an effect's result.
 
     Raises:
         RunNotFound: the run, or a handoff target's, did not appear in time.
     """
     deadline = time.monotonic() + wait
+    told: set[int] = set()  # the records `steps` was told of
     while True:
-        try:  # the revision first: a write landing before the read is read again, not missed
-            mark = await store.arevision(run_id)
-            stored = await store.load(run_id)
-        except RunNotFound:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(poll)
-            continue
-        for event, target in _own_events(stored)[after:]:
+        mark, stored = await _read(store, run_id, deadline, poll)
+        for entry, target in _fresh(stored, after, told):
+            if isinstance(entry, StepRecord):
+                if steps is not None:
+                    steps(entry)
+                continue
             after += 1
-            yield event
-            if event.type in TERMINAL_EVENTS:
+            yield entry
+            if entry.type in TERMINAL_EVENTS:
                 return
             if target is not None:
-                async for nested in events(store, target, wait=wait, poll=poll):
+                async for nested in events(store, target, wait=wait, poll=poll, steps=steps):
                     if nested.type not in TERMINAL_EVENTS:
                         yield nested
         await asyncio.sleep(poll)
@@ -141,17 +147,54 @@ async def events(
             await asyncio.sleep(poll)
 
 
-def _own_events(stored: StoredRun) -> list[tuple[AgentEvent, str | None]]:
-    """A stored run's events in stream order (`events_of`), each `AgentUpdated` with the
-    id of the handoff target's run it starts (`{run_id}/{seq}`)."""
+async def _read(
+    store: RunStore, run_id: str, deadline: float, poll: float
+) -> tuple[Any, StoredRun]:
+    """The run's revision, then the run, once it is in the store (until `deadline`)."""
+    while True:
+        try:  # the revision first: a write landing before the read is read again, not missed
+            return await store.arevision(run_id), await store.load(run_id)
+        except RunNotFound:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(poll)
+
+
+def _fresh(
+    stored: StoredRun, after: int, told: set[int]
+) -> list[tuple[AgentEvent | StepRecord, str | None]]:
+    """The run's timeline (`_own_timeline`) after its first `after` events: the events,
+    and the records not `told` yet (which are added to it)."""
+    fresh: list[tuple[AgentEvent | StepRecord, str | None]] = []
+    seen = 0
+    for entry, target in _own_timeline(stored):
+        if isinstance(entry, StepRecord):
+            if seen >= after and entry.seq not in told:
+                told.add(entry.seq)
+                fresh.append((entry, None))
+            continue
+        seen += 1
+        if seen > after:
+            fresh.append((entry, target))
+    return fresh
+
+
+def _own_timeline(stored: StoredRun) -> list[tuple[AgentEvent | StepRecord, str | None]]:
+    """A stored run's records and events in stream order (`timeline_of`), each
+    `AgentUpdated` with the id of the handoff target's run it starts (`{run_id}/{seq}`)."""
     run_id = stored.header.run_id
     handoffs = [
         f"{run_id}/{effect.after_seq}"
         for effect in stored.effects
         if isinstance(effect.event, AgentUpdated)
     ]
-    ordered: list[tuple[AgentEvent, str | None]] = []
-    for event in events_of(stored):
+    ordered: list[tuple[AgentEvent | StepRecord, str | None]] = []
+    for entry in timeline_of(stored):
+        if isinstance(entry, StepRecord):
+            ordered.append((entry, None))
+            ordered += [(event, None) for event in entry.events]
+            continue
+        event = entry.event
         target = handoffs.pop(0) if isinstance(event, AgentUpdated) and handoffs else None
         ordered.append((event, target))
     return ordered

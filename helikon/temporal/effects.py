@@ -71,6 +71,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.run.subagent import suspended_result
     from helikon.temporal import messages as m
     from helikon.temporal.registry import registry_for
+    from helikon.trace.times import iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import (
@@ -105,7 +106,7 @@ class WorkflowEffects(WorkflowCalls):
 
     def emit(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced, kept to be written with the run's next write."""
-        self.effects.append(EffectRecord(self.seq, event))
+        self.effects.append(EffectRecord(self.seq, event, iso(workflow.now().timestamp())))
         return event
 
     # ------------------------------------------------------------ a chart's effects

@@ -28,6 +28,7 @@ from helikon.core.state import EffectResult, LoopState, ModelRequest, Transition
 from helikon.core.tool_spec import ListedTool
 from helikon.core.values import value
 from helikon.durable.records import EffectRecord, StepRecord
+from helikon.trace.times import StepTime
 
 WORKFLOW = "HelikonWorkflow"
 """The workflow type's name, as clients start it."""
@@ -104,12 +105,15 @@ class Step:
     full record (guards checked, state after, action, events, appends) and checks it took
     the same row, so the payload carries the input once rather than four times. `record`
     is the full record when the outcome is not `transition`'s own (an output guardrail
-    tripped)."""
+    tripped). `time` is when the workflow applied it (`workflow.now()`); the workflow
+    times no effect (`took` is None), and a history recorded before steps had times
+    replays with None."""
 
     seq: int
     input: TransitionInput
     row: int
     record: StepRecord | None = None
+    time: StepTime | None = None
 
 
 @value

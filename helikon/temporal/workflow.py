@@ -85,6 +85,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.run.spec import AgentSpec, HandoffTo
     from helikon.temporal import messages as m
     from helikon.temporal.registry import AgentFacts, UnknownAgent, registry_for
+    from helikon.trace.times import StepTime, iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import CANCELED, cause_of, refused
@@ -210,7 +211,8 @@ class HelikonWorkflow(WorkflowEffects):
             )
             items = conversation.items
         else:
-            self.effects.append(EffectRecord(0, RunStarted(facts.agent.name, request.run_id)))
+            started = RunStarted(facts.agent.name, request.run_id)
+            self.effects.append(EffectRecord(0, started, iso(workflow.now().timestamp())))
         if facts.agent.mcp_servers:
             unlisted = await self._list_tools()
             if unlisted is not None:
@@ -291,10 +293,11 @@ class HelikonWorkflow(WorkflowEffects):
             inp, match, outcome, tripped = await checked(self, inp, match, outcome)
         assert match is not None
         self.seq += 1
+        time = StepTime.of(workflow.now().timestamp(), None)  # the workflow's clock only
         record = None
         if tripped:  # not what `transition` gives: the writer cannot rebuild it
-            record = step_record(self.seq, inp, match, outcome)
-        self.steps.append(m.Step(self.seq, inp, match.row.index, record))
+            record = step_record(self.seq, inp, match, outcome, time)
+        self.steps.append(m.Step(self.seq, inp, match.row.index, record, time))
         self.state = outcome.next_state
         return outcome.next_action
 

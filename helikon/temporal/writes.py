@@ -154,7 +154,7 @@ def rebuilt(run_id: str, state: Any, step: Step, ctx: TransitionCtx) -> StepReco
             f"run {run_id!r}: step {step.seq} took row {step.row} in the workflow but row "
             f"{match.row.index} here: the workflow and this worker run different charts"
         )
-    return step_record(step.seq, step.input, match, outcome)
+    return step_record(step.seq, step.input, match, outcome, step.time)
 
 
 def _check_ours(stored: StoredRun, facts: AgentFacts) -> None:

@@ -2,7 +2,8 @@
 
 `lines` holds the values a trace file is made of, `writing` the sink a run reports to and
 `TraceWriter`, `guarded` the guard a run keeps its sink behind (and `Sinks`, several as one),
-`reading` `read_trace`. Everything is re-exported here.
+`reading` `read_trace`, `times` the clock runs read and how their times are written.
+Everything is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from helikon.trace.lines import (
     TransitionTrace,
 )
 from helikon.trace.reading import Line, Trace, read_trace
+from helikon.trace.times import Clock, StepTime, SystemClock, TickingClock, clock, using_clock
 from helikon.trace.writing import (
     RunLines,
     TracedRun,
@@ -31,6 +33,7 @@ from helikon.trace.writing import (
 
 __all__ = [
     "TRACE_VERSION",
+    "Clock",
     "EffectTrace",
     "GuardedSink",
     "Line",
@@ -38,6 +41,9 @@ __all__ = [
     "RunLines",
     "RunTrace",
     "Sinks",
+    "StepTime",
+    "SystemClock",
+    "TickingClock",
     "Trace",
     "TraceError",
     "TraceHeader",
@@ -47,7 +53,9 @@ __all__ = [
     "TracedRun",
     "TransitionRecord",
     "TransitionTrace",
+    "clock",
     "header_of",
     "read_trace",
     "transition_trace",
+    "using_clock",
 ]

@@ -7,6 +7,12 @@ the appended items. Events that came from effects rather than transitions (token
 `AgentUpdated`, `RunSuspended`, ...) are kept as `EffectTrace` lines, so the full stream can
 be rebuilt. Runs nested in a run (handoff targets, agents as tools) write to the same file,
 each line naming its `run_id`; a `RunTrace` line opens each nested run with its chart.
+
+Every line carries its time (`helikon.trace.times`): the header and a `RunTrace` when the run
+began (`at`), an `EffectTrace` when its event was emitted (`at`), a `TransitionTrace` when it
+was applied and how long the effect before it took (`time`, a `StepTime`). The fields are
+additive: a trace written before them reads with None there, and a reader that does not know
+them ignores them, so the version stays 2.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from helikon.core.state import LoopState, NextAction, TransitionInput
 from helikon.core.table import ChartData
 from helikon.core.tool_spec import ListedTool
 from helikon.core.values import value
+from helikon.trace.times import StepTime
 
 TRACE_VERSION = 2
 """Version 2 (this release): the header records the chart (`table`), nested runs have a `run`
@@ -50,6 +57,7 @@ class TraceHeader:
     version: int = TRACE_VERSION
     source: str | None = None
     tools: tuple[ListedTool, ...] = ()
+    at: str | None = None
     kind: Literal["header"] = field(default="header", init=False)
 
 
@@ -65,6 +73,7 @@ class RunTrace:
     chart_digest: str
     table: ChartData | None = None
     tools: tuple[ListedTool, ...] = ()
+    at: str | None = None
     kind: Literal["run"] = field(default="run", init=False)
 
 
@@ -91,6 +100,7 @@ class TransitionTrace:
     events: tuple[AgentEvent, ...]
     next_action: NextAction
     appends: tuple[Item, ...]
+    time: StepTime | None = None
     kind: Literal["transition"] = field(default="transition", init=False)
 
 
@@ -101,6 +111,7 @@ class EffectTrace:
     run_id: str
     after_seq: int
     event: AgentEvent
+    at: str | None = None
     kind: Literal["effect"] = field(default="effect", init=False)
 
 

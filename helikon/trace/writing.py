@@ -3,7 +3,10 @@
 A run calls its sink at three moments: when it starts (`started`), after each transition
 (`transition`, with the `TransitionRecord`) and for each event an effect produced (`effect`).
 The sink sees the run through `TracedRun`, the few things a trace line names, so this layer
-sits below the driver that implements it.
+sits below the driver that implements it. A transition's record carries its times as the run
+read them (floats); the writer writes them as text (`helikon.trace.times.iso`), and stamps
+the lines it writes on its own (the header, a nested run's opening, an effect's event) with
+the clock's time as it writes them: the moment the run reported them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from helikon.trace.lines import (
     TraceLine,
     TransitionTrace,
 )
+from helikon.trace.times import StepTime, clock, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,8 @@ class TransitionRecord:
     input: Any
     outcome: TransitionOutcome
     match: Match | None = None  # the row taken, when the run computed it already
+    at: float | None = None  # when it was applied: seconds since the epoch (UTC)
+    took: float | None = None  # seconds the effect whose result it applied ran
 
 
 class TracedRun(Protocol):
@@ -78,6 +84,7 @@ def header_of(run: TracedRun, source: str | None = None) -> TraceHeader:
         table.data(),
         source=source,
         tools=run.listed_tools,
+        at=iso(clock().wall()),
     )
 
 
@@ -102,7 +109,13 @@ class RunLines:
         recorded = None if table.digest in self.charts else table.data()
         self.charts.add(table.digest)
         return RunTrace(
-            run.run_id, run.agent_name, table.name, table.digest, recorded, run.listed_tools
+            run.run_id,
+            run.agent_name,
+            table.name,
+            table.digest,
+            recorded,
+            run.listed_tools,
+            iso(clock().wall()),
         )
 
 
@@ -120,6 +133,7 @@ def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrac
         outcome.events,
         outcome.next_action,
         outcome.conversation_appends,
+        None if record.at is None else StepTime.of(record.at, record.took),
     )
 
 
@@ -161,7 +175,8 @@ class TraceWriter:
 
     def effect(self, run: TracedRun, event: Any) -> None:
         self._announce(run)
-        self._write(EffectTrace(run.run_id, self._last_seq.get(run.run_id, run.seq), event))
+        after = self._last_seq.get(run.run_id, run.seq)
+        self._write(EffectTrace(run.run_id, after, event, iso(clock().wall())))
 
     def _announce(self, run: TracedRun) -> None:
         line = self._runs.announce(run)

@@ -21,7 +21,8 @@ from helikon.cli.usage import encoded, write_output
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.state import NeedsApproval
 from helikon.durable import RunInfo, StoredRun, export_trace
-from helikon.durable.views import events_of, pending_of, spent_of
+from helikon.durable.records import StepRecord
+from helikon.durable.views import pending_of, spent_of, timeline_of
 from helikon.export.console import EventPrinter, safe_text
 
 TEMPORAL_OWNER = "temporal:"
@@ -99,13 +100,41 @@ def command_show(args: argparse.Namespace) -> int:
         print(line)
     show_pending(pending_of(stored), args, info.lease_owner)
     _show_spent(stored, args)
-    events = events_of(stored)
-    shown = events[-args.events :] if args.events > 0 else []
-    print(f"last events ({len(shown)} of {len(events)}):")
-    printer = EventPrinter()
-    for event in shown:
-        printer(event)
+    show_timeline(stored, args.events)
     return 0
+
+
+def show_timeline(stored: StoredRun, last: int) -> None:
+    """Print a stored run's `last` events as a live run prints them, told each step that
+    led to them: the phase it entered, an effect's result, how long the effect before it
+    took, and where the run was resumed."""
+    timeline = timeline_of(stored)
+    entries: list[tuple[StepRecord | None, Any]] = []
+    for entry in timeline:
+        if isinstance(entry, StepRecord):
+            entries.append((entry, None))
+            entries += [(None, event) for event in entry.events]
+        else:
+            entries.append((None, entry.event))
+    events = sum(1 for record, _ in entries if record is None)
+    count = min(last, events) if last > 0 else 0
+    start = len(entries)
+    while count and start:  # back to the `last`th event from the end, and its steps
+        start -= 1
+        count -= entries[start][0] is None
+    while start and entries[start - 1][0] is not None:
+        start -= 1
+    shown = entries[start:] if last > 0 else []
+    print(f"last events ({sum(r is None for r, _ in shown)} of {events}):")
+    printer = EventPrinter()
+    for record, _ in entries[:start]:  # a pause before a resumption counts from the last
+        if record is not None and record.time is not None:  # step, shown or not
+            printer.at = record.time.at
+    for record, event in shown:
+        if record is not None:
+            printer.step(record.state_after, record.input, record.time)
+        else:
+            printer(event)
 
 
 def _relations(parent: str | None, info: RunInfo, nested: Sequence[RunInfo]) -> Iterator[str]:

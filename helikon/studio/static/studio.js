@@ -270,7 +270,9 @@
       head.append(h("span", "seq", "#" + step.seq));
       head.append(h("b", null, step.from + " → " + step.to));
       head.append(rewindButton(index + 1, data), forkButton(index + 1, data));
-      const detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
+      let detail = "on " + step.input_kind + " · row " + step.row + " / " + step.action;
+      if (step.at) detail += " · at " + step.at + (step.took ? ", after " + step.took : "");
+      if (step.resumed) item.append(h("p", "resumed", "⏵ resumed here"));
       item.append(head, h("div", "moment-detail muted", detail));
       if (step.divergence) item.append(h("p", "divergence", step.divergence));
       if (step.effect) item.append(renderEffect(step.effect));
