@@ -10,7 +10,6 @@ the items and events, the compiled table and its rows, and `transition` itself.
 
 from __future__ import annotations
 
-from helikon._moved import moved as _moved
 from helikon.core.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -265,4 +264,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    return _moved(name, __name__)  # a renamed name (helikon._moved.RENAMED), with a warning
+    # a renamed name (helikon._moved.RENAMED), with a warning; imported here, so the pure
+    # core loads no module outside it (tests/test_pure_core.py)
+    if name.startswith("__"):  # the import system's probes (__path__, ...): not a name
+        raise AttributeError(name)
+    from helikon._moved import moved
+
+    return moved(name, __name__)

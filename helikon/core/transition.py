@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from helikon._moved import moved
 from helikon.core.chart.actions import model_phase
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import GuardrailFailed, GuardrailTripped, NotInChart
@@ -175,4 +174,10 @@ def trip_output_guardrail(
 
 
 def __getattr__(name: str) -> object:
-    return moved(name, __name__)  # a renamed name (helikon._moved.RENAMED), with a warning
+    # a renamed name (helikon._moved.RENAMED), with a warning; imported here, so the pure
+    # core loads no module outside it (tests/test_pure_core.py)
+    if name.startswith("__"):  # the import system's probes (__path__, ...): not a name
+        raise AttributeError(name)
+    from helikon._moved import moved
+
+    return moved(name, __name__)

@@ -49,6 +49,7 @@ from helikon.debug.recording import (
     outcome_of,
     recorded_effects,
     started_at,
+    step_time,
 )
 from helikon.debug.steps import DebuggerError, Frame, Started, Step
 from helikon.models.scripted import ScriptedModel
@@ -70,7 +71,6 @@ from helikon.trace import (
     header_of,
     transition_trace,
 )
-from helikon.trace.times import StepTime
 
 # Where each name a debugger's user meets lives; importable from here as before.
 __all__ = ["BreakKind", "Breakpoint", "Debugger", "DebuggerError", "Frame", "Step", "Stop"]
@@ -336,9 +336,7 @@ class Debugger(NestedRuns):
         """The step `started` began, its effect done: kept in the history, with its frame."""
         outcome = started.outcome
         divergence = self._diverges(outcome)
-        line = self.expected.get(self.position + 1)  # a step replayed: when it was recorded
-        replayed = line is not None and divergence is None and self.run.seq == line.seq
-        time = line.time if line is not None and replayed else StepTime.of(*self.run.times)
+        time = step_time(self.expected.get(self.position + 1), divergence, self.run)
         step = Step(
             self.run.seq,
             started.before,

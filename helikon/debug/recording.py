@@ -6,7 +6,7 @@ into effects again (`recorded_effects`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helikon.core.events import TERMINAL_EVENTS
 from helikon.core.state import TransitionOutcome
@@ -21,6 +21,10 @@ from helikon.trace import (
     TransitionTrace,
     transition_trace,
 )
+from helikon.trace.times import StepTime
+
+if TYPE_CHECKING:
+    from helikon.run.driver import Run
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,11 @@ def recorded_effects(trace: Trace, root: str) -> dict[int, Effect]:
             found = [event for event in found if event.type not in TERMINAL_EVENTS]
         events.setdefault(seq, []).extend(found)
     return {key: Effect(tuple(events.get(key, ())), tuple(lines[key]), root) for key in lines}
+
+
+def step_time(line: TransitionTrace | None, divergence: Any, run: Run) -> StepTime | None:
+    """A step's time: the recorded line's when it replays that line unchanged (replays
+    ignore times, so a saved replay equals its recording), else when the run just took it."""
+    if line is not None and divergence is None and run.seq == line.seq:
+        return line.time
+    return StepTime.of(*run.times)
