@@ -7,10 +7,10 @@ operation); in the real run the hop costs several times that. Each engine here r
 same store code, the runs interleaved, best CPU per turn of each:
 
 - `inline`: each operation on the loop's thread, at once (the store before issue 20);
-- `suspend`: the same, then the driver's task suspends on a future answered with
-  `call_soon_threadsafe` from the loop's own thread: the way back to the loop a thread's
-  answer takes (the self-pipe, two passes of the loop, the driver's stack of coroutines
-  resumed), with no thread;
+- `suspend`: the same, then the driver's task suspends on an `Answer` answered with
+  `call_soon_threadsafe` from the loop's own thread: the way back to the loop the writer
+  thread's answer takes (the self-pipe, a pass of the loop, the driver's stack of
+  coroutines resumed), with no thread;
 - `blocking`: the operation on the writer thread, the loop's thread blocked until it is
   done (`WriterThread.wait`): the thread's switches without the way back through the loop.
   It breaks the rule (the loop waits on the store); it is here to weigh that part;
@@ -41,19 +41,20 @@ from durable_runs import KEY, SCENARIOS, Helikon, label
 from thread_hop import InlineEngine
 
 from helikon.durable import SqliteRunStore, sql_engine
-from helikon.durable.sql_engine import WriterThread
+from helikon.durable.sql_engine import Answer, WriterThread
 
 Work = Coroutine[Any, Any, Any]
 
 
 class SuspendEngine(InlineEngine):
-    """The operation inline, then one suspension answered through the loop's self-pipe."""
+    """The operation inline, then one suspension answered through the loop's self-pipe, as
+    the writer thread answers (`sql_engine.Answer`)."""
 
     async def call(self, work: Work) -> Any:
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        loop.call_soon_threadsafe(future.set_result, self.wait(work))
-        return await future
+        answer: Answer[Any] = Answer(loop=loop)
+        loop.call_soon_threadsafe(answer.answer, self.wait(work), None)
+        return await answer
 
 
 class BlockingEngine(InlineEngine):
@@ -280,9 +281,9 @@ async def _inline() -> None:
 
 async def _self_pipe() -> None:
     loop = asyncio.get_running_loop()
-    future = loop.create_future()
-    loop.call_soon_threadsafe(future.set_result, None)
-    await future
+    answer: Answer[None] = Answer(loop=loop)
+    loop.call_soon_threadsafe(answer.answer, None, None)
+    await answer
 
 
 def bare_suspension(ops: int = 20_000, repeat: int = 5, depth: int = 11) -> dict[str, float]:
