@@ -131,8 +131,8 @@ class Answer(asyncio.Future[T]):
     """The future an async caller of `WriterThread` awaits. Its answer, set on the caller's
     loop by the writer thread's `call_soon_threadsafe`, resumes the waiting task in that
     same pass of the loop: a plain future schedules its waiters for the next pass, one more
-    pass (and one more `select`) a store operation, about a fifth of the hop in a run
-    (bench/durable_hop.py). Only the answer runs its waiters at once, from the handle the
+    pass (and one more `select`) a store operation (bench/README.md weighs it: up to a tenth
+    of the hop in a run). Only the answer runs its waiters at once, from the handle the
     writer thread scheduled, never from inside another callback; a cancelled `Answer`
     schedules them as any future does, and its answer is then dropped."""
 
