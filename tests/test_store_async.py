@@ -16,6 +16,7 @@ from helikon import Agent, ScriptedModel, UserMessage
 from helikon.core.errors import RunError, StoreFailed
 from helikon.core.items import Item
 from helikon.durable import Session, SqliteRunStore, StoreError
+from helikon.durable.sql_engine import Answer
 
 
 async def test_a_waiting_aprune_lets_the_event_loop_run_on(tmp_path: Path) -> None:
@@ -144,3 +145,67 @@ async def test_a_session_that_cannot_be_read_fails_the_run_before_any_model_call
         await Agent("greeter", model).run("hi", session=session).collect()
     assert failed.value.error == StoreFailed("StoreError", "the disk is gone")
     assert model.requests == []
+
+
+async def test_an_answer_resumes_its_caller_in_the_pass_it_comes_in() -> None:
+    """The writer thread's answer resumes the waiting task at once (a plain future would
+    leave it for the next pass of the loop, after the handle scheduled behind it)."""
+    loop = asyncio.get_running_loop()
+    answer: Answer[str] = Answer(loop=loop)
+    order: list[str] = []
+
+    async def caller() -> None:
+        order.append(await answer)
+
+    waiting = asyncio.ensure_future(caller())
+    await asyncio.sleep(0)  # the caller waits on its answer
+    loop.call_soon(answer.answer, "answered", None)  # as the writer thread schedules it
+    loop.call_soon(order.append, "the next handle")
+    await waiting
+    assert order == ["answered", "the next handle"]
+
+
+async def test_an_answers_error_is_raised_where_its_caller_waits() -> None:
+    loop = asyncio.get_running_loop()
+    answer: Answer[str] = Answer(loop=loop)
+    waiting = asyncio.ensure_future(_awaited(answer))
+    await asyncio.sleep(0)
+    loop.call_soon(answer.answer, None, LookupError("no such run"))
+    with pytest.raises(LookupError, match="no such run"):
+        await waiting
+
+
+async def test_a_cancelled_caller_stops_waiting_and_its_answer_is_dropped() -> None:
+    loop = asyncio.get_running_loop()
+    answer: Answer[str] = Answer(loop=loop)
+    waiting = asyncio.ensure_future(_awaited(answer))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    answer.answer("too late", None)  # the writer thread's answer, after the cancel
+    assert answer.cancelled()
+
+
+async def test_a_caller_cancelled_while_its_write_waits_on_sqlite_leaves_the_store_working(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    with SqliteRunStore(path, key=b"k" * 32, busy_timeout=3.0) as store:
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+            waiting = asyncio.ensure_future(store.aprune(older_than=0.0))
+            await asyncio.sleep(0.05)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        await store.create(header(), CHART, "a", TTL, started())  # the next write is answered
+        assert [info.run_id for info in await store.aruns()] == [header().run_id]
+
+
+async def _awaited(answer: Answer[str]) -> str:
+    return await answer

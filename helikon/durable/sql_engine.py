@@ -24,6 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from contextlib import suppress
+from contextvars import Context
 from queue import SimpleQueue
 from typing import Any, Protocol, TypeVar
 
@@ -48,9 +49,10 @@ class Engine(Protocol):
 class WriterThread:
     """One thread that runs a store's operations in turn (`stop` ends it, then `closed`
     runs on it: the connection is closed on the thread that used it). An async caller's
-    answer comes back straight to its loop, with one `call_soon_threadsafe` (no future
-    between, whose callbacks would cost the loop a second wake-up, and no closures made
-    per operation: bench/thread_hop.py measures the hop against its floor)."""
+    answer comes back straight to its loop, with one `call_soon_threadsafe` that resumes
+    the caller in that same pass of the loop (`Answer`; no `concurrent.futures` future
+    between, and no closures made per operation: bench/thread_hop.py measures the hop
+    against its floor, bench/durable_hop.py in a run)."""
 
     def __init__(self, name: str, where: str, closed: Callable[[], None]) -> None:
         self._where, self._closed = where, closed
@@ -68,9 +70,9 @@ class WriterThread:
     async def call(self, work: Coroutine[Any, Any, T]) -> T:
         _check(self._open, self._thread, work, self._where)
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((work, loop, future))
-        return await future
+        answer: Answer[T] = Answer(loop=loop)
+        self._jobs.put((work, loop, answer))
+        return await answer
 
     def stop(self) -> None:
         """Let the operations submitted finish, then close and end the thread."""
@@ -88,9 +90,9 @@ class WriterThread:
             self._closed()
 
 
-_Job = tuple[Work, "asyncio.AbstractEventLoop | None", "asyncio.Future[Any] | Future[Any]"]
-"""An operation, and where its answer goes: an async caller's future on its loop, or (no
-loop) a sync caller's."""
+_Job = tuple[Work, "asyncio.AbstractEventLoop | None", "Answer[Any] | Future[Any]"]
+"""An operation, and where its answer goes: an async caller's `Answer` on its loop, or (no
+loop) a sync caller's future."""
 
 
 def _run(work: Work, loop: asyncio.AbstractEventLoop | None, future: Any) -> None:
@@ -111,17 +113,80 @@ def _run(work: Work, loop: asyncio.AbstractEventLoop | None, future: Any) -> Non
         _settle(future, value, error)
     else:
         with suppress(RuntimeError):  # the caller's loop closed meanwhile
-            loop.call_soon_threadsafe(_settle, future, value, error)
+            loop.call_soon_threadsafe(future.answer, value, error)
 
 
-def _settle(future: Any, value: Any, error: BaseException | None) -> None:
-    """Answer `future` (nothing, if its caller has stopped waiting)."""
+def _settle(future: Any, value: Any, error: BaseException | None) -> bool:
+    """Answer `future`; False if its caller has stopped waiting (it was cancelled)."""
     if future.cancelled():
-        return
+        return False
     if error is None:
         future.set_result(value)
     else:
         future.set_exception(error)
+    return True
+
+
+class Answer(asyncio.Future[T]):
+    """The future an async caller of `WriterThread` awaits. Its answer, set on the caller's
+    loop by the writer thread's `call_soon_threadsafe`, resumes the waiting task in that
+    same pass of the loop: a plain future schedules its waiters for the next pass, one more
+    pass (and one more `select`) a store operation (bench/README.md weighs it: up to a tenth
+    of the hop in a run). Only the answer runs its waiters at once, from the handle the
+    writer thread scheduled, never from inside another callback; a cancelled `Answer`
+    schedules them as any future does, and its answer is then dropped."""
+
+    def __init__(self, *, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self._waiting: list[tuple[Callable[[Any], object], Context | None]] = []
+
+    def add_done_callback(
+        self, fn: Callable[[Any], object], *, context: Context | None = None
+    ) -> None:
+        if self.done():
+            super().add_done_callback(fn, context=context)
+        else:
+            self._waiting.append((fn, context))
+
+    def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
+        kept = [waiter for waiter in self._waiting if waiter[0] != fn]
+        removed = len(self._waiting) - len(kept)
+        self._waiting = kept
+        return removed + super().remove_done_callback(fn)
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        self._release(self.get_loop().call_soon)
+        return True
+
+    def answer(self, value: Any, error: BaseException | None) -> None:
+        """Set the answer and resume its waiters now (on the loop, from the writer
+        thread's `call_soon_threadsafe`); nothing if the caller stopped waiting."""
+        if _settle(self, value, error):
+            self._release(_now)
+
+    def _release(self, run: Callable[..., object]) -> None:
+        waiting, self._waiting = self._waiting, []
+        for fn, context in waiting:
+            run(fn, self, context=context)
+
+
+def _now(fn: Callable[[Any], object], future: Any, *, context: Context | None) -> None:
+    """Run a waiter at once, in its context, its error reported as the loop reports a
+    callback's (as the loop would have run it, a pass later)."""
+    try:
+        if context is None:
+            fn(future)
+        else:
+            context.run(fn, future)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        message = f"Exception in callback {fn!r} of a store's answer"
+        future.get_loop().call_exception_handler(
+            {"message": message, "exception": exc, "future": future}
+        )
 
 
 class LoopThread:
