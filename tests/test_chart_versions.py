@@ -328,3 +328,34 @@ async def test_a_run_on_todays_chart_checks_its_answer_in_a_phase(tmp_path: Path
     steps = read_trace(trace).transitions()
     assert [step.state_after.phase for step in steps][-2:] == ["CheckingOutput", "Failed"]
     assert steps[-1].input.kind == "guardrail_verdict"
+
+
+@pytest.mark.parametrize("trips", [False, True])
+async def test_the_debugger_replays_a_guardrail_check_of_a15a890f_by_the_old_rule(
+    trips: bool, tmp_path: Path
+) -> None:
+    """A trace of a15a890f… has no CheckingOutput step: its replay, by today's helikon, takes
+    the completing step's verdict from the recording (helikon.run.legacy) and runs no
+    guardrail again."""
+    checks: list[str] = []
+
+    def check(output: Any, context: Any) -> bool:
+        checks.append(output.text)
+        return trips
+
+    def agent(**options: Any) -> Agent:
+        guard = OutputGuardrail("polite", check)
+        return Agent("guarded", ScriptedModel(["Fine."]), output_guardrails=[guard], **options)
+
+    trace = tmp_path / "run.jsonl"
+    before = versions.DEFAULT_VERSIONS.table(BEFORE_ROWS)
+    _ = [event async for event in agent(chart=before).run("hi", trace=trace)]
+    assert checks == ["Fine."]
+    debugger = Debugger.replay(read_trace(trace), agent())
+    assert debugger.run.ctx.table.digest == BEFORE_ROWS
+    while await debugger.step() is not None:
+        pass
+    steps = list(debugger.history)
+    assert [step.divergence for step in steps] == [None, None]
+    assert steps[-1].state_after.phase == ("Failed" if trips else "Done")
+    assert checks == ["Fine."]
