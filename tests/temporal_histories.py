@@ -20,6 +20,7 @@ from pathlib import Path
 
 from temporal_agents import (
     bulky_agent,
+    guarded_agent,
     manager_agent,
     payments_agent,
     station_agent,
@@ -39,6 +40,8 @@ CASES: dict[str, tuple[Callable[[], Agent], str]] = {
     "agent_tool": (manager_agent, "where is Paris?"),
     "mcp": (station_agent, "2+3?"),  # its worker runs tests/mcp_server.py; a replay, none
     "claim": (lambda: bulky_agent(size=300 * 1024), "go"),  # its payloads by reference
+    # The default chart 7e19d021…: the answer checked in CheckingOutput (GUARDRAIL_ROWS).
+    "output_guardrail": (lambda: guarded_agent("a secret"), "hello"),
 }
 """Each case: the agent, and what the user says. Its run id and task queue are its name."""
 

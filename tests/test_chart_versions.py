@@ -3,8 +3,10 @@ keeps the default chart at every digest runs were recorded on, as data; a stored
 snapshot or a Temporal run recorded on an older default chart resumes on its own version,
 and a run recorded on any other chart is refused as before, naming both digests.
 
-There is one version today, so an older default chart is made here: the default chart
-without its duplicate-call check, kept in a directory of the test's own.
+The package keeps two versions: a15a890f… (before the output guardrails' check became the
+CheckingOutput phase) and today's. A synthetic older default chart is also made here (the
+default chart without its duplicate-call check, kept in a directory of the test's own), to
+test versions the package does not ship.
 """
 
 from __future__ import annotations
@@ -12,13 +14,22 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_drivers import TRANSFER, teller
 
-from helikon import DEFAULT_TABLE, Agent, ScriptedModel, compile_chart, extend, to
+from helikon import (
+    DEFAULT_TABLE,
+    Agent,
+    OutputGuardrail,
+    ScriptedModel,
+    compile_chart,
+    extend,
+    to,
+)
 from helikon.core.approvals import ApprovalRequest
 from helikon.core.chart.compile import read_chart
 from helikon.core.chart.document import spec_data, spec_from_data
@@ -28,6 +39,7 @@ from helikon.core.errors import ChartDefinitionError
 from helikon.debug import Debugger, DebuggerError
 from helikon.durable import open_store
 from helikon.run import chart_versions as versions
+from helikon.run import legacy
 from helikon.run.chart_versions import KEPT, ChartVersions, kept_document, on_recorded_chart
 from helikon.run.snapshot import SnapshotMismatch
 from helikon.temporal import AgentRegistry
@@ -36,7 +48,9 @@ from helikon.temporal.messages import Step, Writes
 from helikon.temporal.registry import UnknownAgent
 from helikon.trace import read_trace
 
-DEFAULT_DIGEST = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb53"
+DEFAULT_DIGEST = "7e19d021c917228d124629ece46f5002ce4fe975faf780591aaf93901c17e289"
+BEFORE_ROWS = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb53"
+"""The default chart before the output guardrails' check was a phase of it."""
 
 
 def older_default() -> ChartSpec:
@@ -65,7 +79,7 @@ def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ChartVersions:
 
 def test_the_package_keeps_every_default_chart_version_by_digest() -> None:
     """A change to the default chart's rows adds its new version here (kept_document)."""
-    assert versions.DEFAULT_VERSIONS.digests() == (DEFAULT_DIGEST,)
+    assert versions.DEFAULT_VERSIONS.digests() == tuple(sorted((BEFORE_ROWS, DEFAULT_DIGEST)))
     assert DEFAULT_TABLE.digest in versions.DEFAULT_VERSIONS.digests()
     for digest in versions.DEFAULT_VERSIONS.digests():
         table = versions.DEFAULT_VERSIONS.table(digest)
@@ -265,3 +279,83 @@ async def test_the_temporal_writer_extends_a_stored_run_on_its_kept_version(
         assert written is not None and written.header.chart_digest == OLDER.digest
         assert [r.seq for r in store.get("r1").records] == [s.seq for s in steps]
         assert store.get("r1").info.status == "completed"
+
+
+# ---------------------------------------------------------------- the output guardrails' versions
+
+
+def refusing_teller(log: Path, **options: Any) -> Agent:
+    """`teller` with an output guardrail that refuses its answer ("Sent.")."""
+    guard = OutputGuardrail("no_sent", lambda output, _: output.text == "Sent.")
+    return replace(teller(log, **options), output_guardrails=(guard,))
+
+
+def test_the_version_before_guardrail_rows_has_no_checking_phase() -> None:
+    before = versions.DEFAULT_VERSIONS.table(BEFORE_ROWS)
+    assert before is not None and "CheckingOutput" not in before.dispatch
+    assert "CheckingOutput" in DEFAULT_TABLE.dispatch
+    assert legacy.rewrites(before) and not legacy.rewrites(DEFAULT_TABLE)
+
+
+async def test_a_stored_run_before_guardrail_rows_resumes_with_the_old_rewrite(
+    tmp_path: Path,
+) -> None:
+    """Suspended on a15a890f…, resumed by today's helikon: the answer is checked by the old
+    rule (the completing step rewritten), with the events a run on it always had."""
+    log = tmp_path / "transfers.log"
+    before = versions.DEFAULT_VERSIONS.table(BEFORE_ROWS)
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        started = refusing_teller(log, chart=before).run("pay ann 10", store=store, run_id="r1")
+        assert (await started.collect()).suspended
+        decision = ApprovalRequest.for_call(TRANSFER).bound("r1", 2).approve()
+        stream = refusing_teller(log).resume("r1", [decision], store=store)
+        events = [event async for event in stream]
+        stored = store.get("r1")
+    assert [e.type for e in events[-3:]] == ["message_output", "guardrail_triggered", "run_failed"]
+    assert stored.header.chart_digest == BEFORE_ROWS
+    phases = [record.state_after.phase for record in stored.records]
+    assert phases[-1] == "Failed" and "CheckingOutput" not in phases
+    assert stored.records[-1].input.kind == "model_response"  # the completing step, rewritten
+
+
+async def test_a_run_on_todays_chart_checks_its_answer_in_a_phase(tmp_path: Path) -> None:
+    """The same run on today's chart: the same events, the check a step of its own."""
+    log = tmp_path / "transfers.log"
+    trace = tmp_path / "run.jsonl"
+    agent = replace(refusing_teller(log), model=ScriptedModel(["Sent."]))
+    events = [event async for event in agent.run("pay ann 10", trace=trace)]
+    assert [e.type for e in events[-3:]] == ["message_output", "guardrail_triggered", "run_failed"]
+    steps = read_trace(trace).transitions()
+    assert [step.state_after.phase for step in steps][-2:] == ["CheckingOutput", "Failed"]
+    assert steps[-1].input.kind == "guardrail_verdict"
+
+
+@pytest.mark.parametrize("trips", [False, True])
+async def test_the_debugger_replays_a_guardrail_check_of_a15a890f_by_the_old_rule(
+    trips: bool, tmp_path: Path
+) -> None:
+    """A trace of a15a890f… has no CheckingOutput step: its replay, by today's helikon, takes
+    the completing step's verdict from the recording (helikon.run.legacy) and runs no
+    guardrail again."""
+    checks: list[str] = []
+
+    def check(output: Any, context: Any) -> bool:
+        checks.append(output.text)
+        return trips
+
+    def agent(**options: Any) -> Agent:
+        guard = OutputGuardrail("polite", check)
+        return Agent("guarded", ScriptedModel(["Fine."]), output_guardrails=[guard], **options)
+
+    trace = tmp_path / "run.jsonl"
+    before = versions.DEFAULT_VERSIONS.table(BEFORE_ROWS)
+    _ = [event async for event in agent(chart=before).run("hi", trace=trace)]
+    assert checks == ["Fine."]
+    debugger = Debugger.replay(read_trace(trace), agent())
+    assert debugger.run.ctx.table.digest == BEFORE_ROWS
+    while await debugger.step() is not None:
+        pass
+    steps = list(debugger.history)
+    assert [step.divergence for step in steps] == [None, None]
+    assert steps[-1].state_after.phase == ("Failed" if trips else "Done")
+    assert checks == ["Fine."]

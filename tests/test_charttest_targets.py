@@ -62,7 +62,7 @@ def test_every_declared_row_of_the_default_chart_has_exactly_one_target() -> Non
         (0, (("truncated", T),)),
         (2, (("truncated", F), ("empty", F), ("duplicate_call_ids", T))),
         (
-            7,
+            8,
             (
                 ("truncated", F),
                 ("empty", F),
@@ -71,6 +71,7 @@ def test_every_declared_row_of_the_default_chart_has_exactly_one_target() -> Non
                 ("needs_approval", F),
                 ("has_tool_calls", F),
                 ("has_output_type", F),
+                ("output_guarded", F),
             ),
         ),
     ],

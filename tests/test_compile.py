@@ -176,7 +176,7 @@ def test_an_event_that_is_not_an_input_kind_is_refused() -> None:
     assert str(error) == (
         "state CallingModel, input model_responded: unknown input kind 'model_responded'; "
         "events must be one of start, model_response, tool_results, approval_decisions, "
-        "handoff_result, cancel, fail, effect_result"
+        "handoff_result, cancel, fail, effect_result, guardrail_verdict"
     )
     assert (error.state, error.input_kind) == ("CallingModel", "model_responded")
 
@@ -642,6 +642,7 @@ NON_TERMINAL = (
     "Finalizing",
     "RepairingOutput",
     "Compacting",
+    "CheckingOutput",
 )
 SEMANTICS_ROWS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("CallingModel", "start", ("budget_exhausted",), "Failed"),
@@ -654,6 +655,7 @@ SEMANTICS_ROWS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("CallingModel", "model_response", ("needs_approval",), "NeedsApproval"),
     ("CallingModel", "model_response", ("has_tool_calls",), "ExecutingTools"),
     ("CallingModel", "model_response", ("has_output_type",), "Finalizing"),
+    ("CallingModel", "model_response", ("output_guarded",), "CheckingOutput"),
     ("CallingModel", "model_response", (), "Done"),
     ("NeedsApproval", "approval_decisions", ("all_decided",), "ExecutingTools"),
     ("NeedsApproval", "approval_decisions", (), "NeedsApproval"),
@@ -662,12 +664,17 @@ SEMANTICS_ROWS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("ExecutingTools", "tool_results", ("budget_exhausted",), "Failed"),
     ("ExecutingTools", "tool_results", (), "CallingModel"),
     ("Compacting", "model_response", (), "CallingModel"),
-    ("Finalizing", "model_response", ("output_valid",), "Done"),
-    ("Finalizing", "model_response", (), "RepairingOutput"),
-    ("RepairingOutput", "model_response", ("output_valid",), "Done"),
-    ("RepairingOutput", "model_response", (), "Failed"),
-    ("ApplyingHandoff", "handoff_result", ("succeeded",), "Done"),
-    ("ApplyingHandoff", "handoff_result", (), "Failed"),
+    ("Finalizing", "model_response", ("not output_valid",), "RepairingOutput"),
+    ("Finalizing", "model_response", ("output_guarded",), "CheckingOutput"),
+    ("Finalizing", "model_response", (), "Done"),
+    ("RepairingOutput", "model_response", ("not output_valid",), "Failed"),
+    ("RepairingOutput", "model_response", ("output_guarded",), "CheckingOutput"),
+    ("RepairingOutput", "model_response", (), "Done"),
+    ("ApplyingHandoff", "handoff_result", ("not succeeded",), "Failed"),
+    ("ApplyingHandoff", "handoff_result", ("output_guarded",), "CheckingOutput"),
+    ("ApplyingHandoff", "handoff_result", (), "Done"),
+    ("CheckingOutput", "guardrail_verdict", ("passed",), "Done"),
+    ("CheckingOutput", "guardrail_verdict", (), "Failed"),
     *((phase, "cancel", (), "Failed") for phase in NON_TERMINAL),
     *((phase, "fail", (), "Failed") for phase in NON_TERMINAL),
 )

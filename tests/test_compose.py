@@ -62,7 +62,7 @@ def test_building_gives_a_spec_that_states_the_shared_rows_once() -> None:
         .rows("Extra", "model_response", "complete")
         .build()
     )
-    assert [len(rows) for rows in table.everywhere] == [8, 8]
+    assert [len(rows) for rows in table.everywhere] == [9, 9]
     assert {table.rows[i].source for i in table.everywhere[0]} >= {"Extra", "CallingModel"}
 
 
@@ -129,10 +129,11 @@ def test_insert_goes_before_the_fallback_or_the_named_row() -> None:
     )
     table = compile_chart(chart)
     assert [r[3] for r in own_rows(table, "Compacting")][:2] == ["fail_empty", "apply_summary"]
-    assert [r[3] for r in own_rows(table, "Finalizing")][:3] == [
+    assert [r[3] for r in own_rows(table, "Finalizing")][:4] == [
+        "repair",
+        "check_structured",
         "fail_truncated",
         "complete_structured",
-        "repair",
     ]
 
 
@@ -278,7 +279,7 @@ def test_a_row_must_go_where_its_action_builds_the_next_state() -> None:
     with pytest.raises(ChartDefinitionError) as refused:
         compile_chart(wrong)
     assert (
-        "state CallingModel, input model_response: row #10 goes to Finalizing, but its action "
+        "state CallingModel, input model_response: row #11 goes to Finalizing, but its action "
         "complete builds the state of phase Done"
     ) in str(refused.value)
 

@@ -111,7 +111,7 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     assert row.splitlines()[0].startswith("#2 took row 8: CallingModel --model_response")
     assert "  has_tool_calls      true" in row
     assert "  needs_approval      false" in row
-    assert "next (peek) row 16: ExecutingTools --tool_results--> CallingModel" in row
+    assert "next (peek) row 17: ExecutingTools --tool_results--> CallingModel" in row
     assert conv.splitlines() == [
         "0  user: How am I doing on coffee this month?",
         '1  call call_spent: spending({"category": "coffee"})',
@@ -122,7 +122,7 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     assert again == "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools"
     assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}, after \d+ ms", at), at
     assert "#3 ExecutingTools → CallingModel  on tool_results" in cont2
-    assert "#4 CallingModel → Done  on model_response · row 10 complete" in cont2
+    assert "#4 CallingModel → Done  on model_response · row 11 complete" in cont2
     assert "✓ completed  2 model calls, 604 tokens" in cont2
     assert f"✓ the run completed: {FINAL}" in cont2
 
@@ -214,7 +214,8 @@ def test_a_mistaken_command_is_one_error_line_and_the_session_goes_on() -> None:
     _, unknown, listing, step = blocks(done.stdout)
     assert unknown[1].splitlines() == [
         "error: no phase 'Nowhere' in this chart; phases: CallingModel, ExecutingTools, "
-        "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, Compacting, Done, Failed"
+        "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, CheckingOutput, "
+        "Compacting, Done, Failed"
     ]
     assert listing[1] == "no breakpoints"
     assert step[1].startswith("#1 CallingModel → CallingModel")

@@ -739,7 +739,7 @@ async def test_a_steps_match_holds_every_guard_checked_with_its_value() -> None:
         (("budget_exhausted", False), ("output_only", False)),
         tuple((guard, guard == "has_tool_calls") for guard in model_guards),
         tuple((guard, False) for guard in tool_guards),
-        tuple((guard, False) for guard in (*model_guards, "has_output_type")),
+        tuple((guard, False) for guard in (*model_guards, "has_output_type", "output_guarded")),
     ]
     assert [step.match.row.target for step in debugger.history] == [
         "CallingModel",

@@ -182,13 +182,16 @@ def check_grid(chart: Chart) -> tuple[Grid, set[int]]:
     all_guards = {ref.name for row in table.rows for ref in row.guards}
     actions = {row.action for row in table.rows if not row.implicit}
     grid, taken = Grid(), set()
+    # Every input kind the table has rows for: the common ones, and effect results and
+    # guardrail verdicts where the chart has rows on them.
+    kinds = tuple(dict.fromkeys((*INPUT_KINDS, *(row.input_kind for row in table.rows))))
     for state in chart.chart.states:
         phase = state.name
         names = sorted(
             {ref.name for row in table.rows if row.source == phase for ref in row.guards}
         )
         for values, kind in itertools.product(
-            itertools.product((False, True), repeat=len(names)), INPUT_KINDS
+            itertools.product((False, True), repeat=len(names)), kinds
         ):
             valuation = dict(zip(names, values, strict=True))
             row = table_answer(table, phase, kind, valuation)
@@ -231,14 +234,16 @@ def test_the_table_and_the_engine_agree_on_every_cell(name: str) -> None:
 def test_the_default_grid_is_the_size_its_guards_say() -> None:
     """2**(guards named in a state's rows) valuations x every input kind, per state."""
     grid, _ = default_grid()
+    kinds = len({row.input_kind for row in DEFAULT_TABLE.rows})
+    assert kinds == len(INPUT_KINDS) + 1  # and guardrail_verdict
     expected = 0
     for phase in DEFAULT_TABLE.phases:
         rows = [row for row in DEFAULT_TABLE.rows if row.source == phase.name]
         names = {ref.name for row in rows for ref in row.guards}
-        expected += 2 ** len(names) * len(INPUT_KINDS)
+        expected += 2 ** len(names) * kinds
     assert grid.cells == expected
-    # CallingModel alone names 8 guards (start and model_response): 256 x 7 cells.
-    assert grid.cells > 256 * len(INPUT_KINDS)
+    # CallingModel alone names 9 guards (start and model_response): 512 x 8 cells.
+    assert grid.cells > 512 * kinds
 
 
 class OneRowOff:

@@ -45,7 +45,7 @@ from helikon import (
     UserMessage,
     tool,
 )
-from helikon.core import CompactionSummary, MaxAgentDepthExceeded
+from helikon.core import CompactionSummary, Failed, MaxAgentDepthExceeded
 from helikon.core.codec import dumps
 
 
@@ -642,6 +642,31 @@ async def test_a_cancel_during_the_output_guardrail_keeps_the_last_calls_usage()
 
     assert ends_once(events, RunFailed).error == Cancelled("cancelled")
     assert streaming.run is not None and streaming.run.usage == usage(30)
+
+
+async def test_a_cancel_during_the_output_guardrail_lands_in_the_checking_phase() -> None:
+    """The check is the CheckingOutput phase's action: a stop during it is that phase's
+    input (as during any action), after the answer was kept and streamed."""
+    checking = asyncio.Event()
+
+    async def slow_check(output: FinalOutput, context: RunContext[Any]) -> bool:
+        checking.set()
+        await asyncio.Event().wait()  # until cancelled
+        return False
+
+    model = ScriptedModel([ScriptedTurn([AssistantMessage("hello")], usage(30))])
+    agent = Agent("guarded", model, output_guardrails=[OutputGuardrail("slow", slow_check)])
+    streaming = agent.run("hi")
+    events_task = asyncio.create_task(drain(streaming))
+    await checking.wait()
+    run = streaming.run
+    assert run is not None and run.state.phase == "CheckingOutput"
+    streaming.cancel()
+    events = await events_task
+
+    assert types(events)[-2:] == ["message_output", "run_failed"]
+    assert run.state == Failed(Cancelled("cancelled"), usage(30))
+    assert [item.content for item in run.conversation.items()][-1] == "hello"
 
 
 async def test_a_failed_runs_error_carries_what_it_spent() -> None:

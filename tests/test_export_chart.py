@@ -182,10 +182,10 @@ def test_dot_marks_the_initial_phase_and_styles_custom_phases() -> None:
 def test_dot_edge_labels_carry_row_id_input_guards_and_action() -> None:
     dot = chart_to_dot(DEFAULT_TABLE)
     assert "#6 model_response [has_handoff] / apply_handoff\\l" in dot
-    assert "#16 tool_results / next_turn\\l" in dot
-    assert "#35 model_response / apply_summary\\l" in dot
+    assert "#17 tool_results / next_turn\\l" in dot
+    assert "#43 model_response / apply_summary\\l" in dot
     # A row every phase shares names the row of each phase.
-    assert "#11,17,21,25,29,33,36 cancel / cancel_run\\l" in dot
+    assert "#12,18,22,27,32,37,41,44 cancel / cancel_run\\l" in dot
 
 
 def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
@@ -199,7 +199,7 @@ def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
         "class Done done",
         "class Failed failed",
         "CallingModel --> ApplyingHandoff : #6 model_response [has_handoff] / apply_handoff",
-        "Running --> Failed : #11,17,21,25,29,33,36 cancel / cancel_run",
+        "Running --> Failed : #12,18,22,27,32,37,41,44 cancel / cancel_run",
     ):
         assert expected in lines
     for name in ("done", "failed", "custom", "visited", "current"):
@@ -212,8 +212,8 @@ def test_markdown_lists_rows_by_id_and_documents_guards_and_actions() -> None:
     guards, actions = guards.split("## Actions")
     lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
     rows = [" | ".join(cells) for cells in lines if cells[1] == "`CallingModel`"]
-    assert [row.split(" | ")[0] for row in rows] == [f"| {i}" for i in range(11)]
-    assert [row.split(" | ")[4] for row in rows[3:11]] == [
+    assert [row.split(" | ")[0] for row in rows] == [f"| {i}" for i in range(12)]
+    assert [row.split(" | ")[4] for row in rows[3:12]] == [
         "`Failed`",
         "`Failed`",
         "`Failed`",
@@ -221,11 +221,12 @@ def test_markdown_lists_rows_by_id_and_documents_guards_and_actions() -> None:
         "`NeedsApproval`",
         "`ExecutingTools`",
         "`Finalizing`",
+        "`CheckingOutput`",
         "`Done`",
     ]
-    assert "| 10 | `CallingModel` | `model_response` | otherwise | `Done` | `complete` |" in table
+    assert "| 11 | `CallingModel` | `model_response` | otherwise | `Done` | `complete` |" in table
     assert (
-        "| 11, 17, 21, 25, 29, 33, 36 | any non-terminal phase | `cancel` | — | `Failed` | "
+        "| 12, 18, 22, 27, 32, 37, 41, 44 | any non-terminal phase | `cancel` | — | `Failed` | "
         "`cancel_run` |"
     ) in table
     for name, doc in DEFAULT_TABLE.guard_docs.items():
@@ -282,9 +283,9 @@ def test_overview_labels_hold_no_guard_or_action() -> None:
     assert '"CallingModel" -> "Failed" [label="0, 3-5"' in dot
     mermaid = chart_to_mermaid(DEFAULT_TABLE, layout="overview")
     assert "    CallingModel --> Failed : 0, 3-5\n" in mermaid
-    assert "    Running --> Failed : 11, 12, 17, 18, 21, 22, 25, 26, 29, 30, 33, 34, 36, 37\n" in (
-        mermaid
-    )
+    assert (
+        "    Running --> Failed : 12, 13, 18, 19, 22, 23, 27, 28, 32, 33, 37, 38, 41, 42, 44, 45\n"
+    ) in (mermaid)
 
 
 def test_overview_overlay_counts_each_edges_visits() -> None:
@@ -310,10 +311,10 @@ def test_extract_labels_rows_by_id_and_ranks_them_among_alternatives() -> None:
     graph = extract(DEFAULT_TABLE)
     by_action = {t.action: t for t in graph.transitions if t.source == "CallingModel"}
     handoff = by_action["apply_handoff"]
-    assert (handoff.priority, handoff.alternatives) == (4, 8)
+    assert (handoff.priority, handoff.alternatives) == (4, 9)
     assert handoff.guards == ("has_handoff",)
     assert handoff.label == "#6 model_response [has_handoff] / apply_handoff"
-    assert (by_action["complete"].priority, by_action["complete"].guards) == (8, ())
+    assert (by_action["complete"].priority, by_action["complete"].guards) == (9, ())
 
 
 def test_extract_draws_rows_every_phase_shares_once_from_the_group() -> None:
@@ -463,11 +464,11 @@ def test_overlay_marks_visited_states_with_counts_and_the_current_state() -> Non
     assert "        ExecutingTools : ExecutingTools x2" in mermaid
     assert "    class CallingModel current" in mermaid
     assert "    class ExecutingTools visited" in mermaid
-    assert ": #16 tool_results / next_turn  x2" in mermaid
+    assert ": #17 tool_results / next_turn  x2" in mermaid
 
     markdown = to_markdown(graph)
     assert "| row | from | input | guards | to | action | fired |" in markdown
-    assert "| 16 | `ExecutingTools` | `tool_results` | otherwise | `CallingModel` | " in markdown
+    assert "| 17 | `ExecutingTools` | `tool_results` | otherwise | `CallingModel` | " in markdown
     assert "`next_turn` | 2 |" in markdown
     assert "- Current phase (trace overlay): `CallingModel`" in markdown
 

@@ -18,7 +18,7 @@ from helikon.export import (
     to_mermaid,
 )
 
-START, TOOLS, ANSWER, NEXT_TURN, CANCEL_CALLING = 2, 8, 10, 16, 11
+START, TOOLS, ANSWER, NEXT_TURN, CANCEL_CALLING = 2, 8, 11, 17, 12
 
 
 def rows_of(graph: ChartGraph, *indices: int) -> ChartTransition:
@@ -40,8 +40,8 @@ def test_extract_counts_the_rows_no_run_took() -> None:
     assert rows_of(graph, TOOLS).uncovered == 1
     assert rows_of(graph, TOOLS).coverage_note == "  (uncovered)"
     cancel = rows_of(graph, CANCEL_CALLING)  # one row for every non-terminal phase
-    assert (len(cancel.rows), cancel.uncovered) == (7, 6)
-    assert cancel.coverage_note == "  (6 of 7 uncovered)"
+    assert (len(cancel.rows), cancel.uncovered) == (8, 7)
+    assert cancel.coverage_note == "  (7 of 8 uncovered)"
 
 
 def test_a_trace_overlay_marks_nothing_uncovered() -> None:

@@ -32,11 +32,13 @@ FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 SEMANTICS_NAMES = (
     # phases (LoopState)
     "LoopState", "CallingModel", "ExecutingTools", "NeedsApproval", "ApplyingHandoff",
-    "Finalizing", "RepairingOutput", "Compacting", "Done", "Failed", "FinalOutput",
+    "Finalizing", "RepairingOutput", "CheckingOutput", "Compacting", "Done", "Failed",
+    "FinalOutput",
     # inputs (TransitionInput) and actions (NextAction)
     "TransitionInput", "Start", "ModelResponse", "ToolResults", "ApprovalDecisions",
-    "HandoffResult", "Cancel",
-    "NextAction", "CallModel", "ExecuteTools", "AwaitApproval", "Handoff", "Terminate",
+    "HandoffResult", "GuardrailVerdict", "Cancel",
+    "NextAction", "CallModel", "ExecuteTools", "AwaitApproval", "Handoff", "CheckGuardrails",
+    "Terminate",
     # errors
     "AgentError", "BudgetExceeded", "ModelOutputTruncated", "EmptyModelResponse",
     "MaxTurnsExceeded", "InvalidStructuredOutput", "Cancelled", "FatalToolError",

@@ -86,6 +86,8 @@ from helikon.core import (
     next_action_of,
 )
 from helikon.core.codec import dumps, loads
+from helikon.core.errors import GuardrailFailed
+from helikon.core.state import CheckGuardrails, GuardrailVerdict
 from helikon.core.table import GuardRef
 
 RUNS = settings(
@@ -107,7 +109,12 @@ MAX_STEPS = 120  # far above what a run can take when the driver answers every a
 INTERRUPTIONS = st.sampled_from(["go"] * 9 + ["cancel", "fail", "stray"] + ["go"] * 9)
 INTERRUPTIBLE = (
     *("CallingModel", "ExecutingTools", "NeedsApproval", "ApplyingHandoff"),
-    *("Finalizing", "RepairingOutput", "Compacting"),
+    *("Finalizing", "RepairingOutput", "Compacting", "CheckingOutput"),
+)
+VERDICTS = (
+    GuardrailVerdict(),
+    GuardrailVerdict(GuardrailTripped("pii", "output", "names a person")),
+    GuardrailVerdict(GuardrailFailed("pii", "output", "RuntimeError: down")),
 )
 SHAPES = st.sampled_from(
     [
@@ -195,6 +202,7 @@ def contexts(draw: Any, compaction: bool | None = None) -> TransitionCtx:
         handoffs=handoffs,
         call_policy=draw(st.sampled_from([None, danger_policy])),
         output=draw(st.sampled_from([None, VERDICT])),
+        output_guardrails=draw(st.sampled_from([(), ("pii",)])),
     )
 
 
@@ -283,6 +291,8 @@ class Driver:
             return self.tool_results(action.calls, getattr(state, "calls", ()))
         if isinstance(action, AwaitApproval):
             return self.decisions(action.pending)
+        if isinstance(action, CheckGuardrails):
+            return self.draw(st.sampled_from(VERDICTS))
         assert isinstance(action, Handoff), action
         return self.handoff_result()
 

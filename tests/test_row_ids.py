@@ -25,15 +25,20 @@ CHARTS = Path(__file__).resolve().parents[1] / "charts"
 
 # Today's digests. A change here changes what every stored run and recorded history of
 # these charts is keyed by: it needs a migration, not a new pin.
-DEFAULT_DIGEST = "a15a890f46b8db54dcc30c6ee1ef999b0043416dd10967089e9a5b426babbb53"
+# Moved once, on purpose: the output guardrails' check became a phase of the chart
+# (CheckingOutput, issue 20 point 4); runs stored and histories recorded on a15a890f… resume
+# on that version, which the package keeps (helikon.run.chart_versions).
+DEFAULT_DIGEST = "7e19d021c917228d124629ece46f5002ce4fe975faf780591aaf93901c17e289"
 PINNED = {
     "approval_gated": DEFAULT_DIGEST,
     "budget_assistant": DEFAULT_DIGEST,
     # Moved once, on purpose: its plan became a turn, so Planning's reply is checked
     # against max_turns by an implicit row (issue 19, point 10); a run stored before counts
-    # turns otherwise, and must not resume on this table.
-    "plan_act": "3c61d7755e03921c059e00abd10b386d26bc24ff4d4e7247c6d355f0ec2a64fd",
-    "retrieve_answer": "22e60df0827a5f3006fdfcb918d4f22b3bcd51e26c1112acfe727db1eae68a64",
+    # turns otherwise, and must not resume on this table. Moved again with the default
+    # chart's rows it is built on (the output guardrails' phase).
+    "plan_act": "10316bbd24dfd8fab3210d565b0e5c6c9d075e177cefbdde6c78420ec69ac818",
+    # Built on the default chart's rows: moved with them (the output guardrails' phase).
+    "retrieve_answer": "be0069bf9f4fdfec4fa72ba2287567a7c0a685bf0fdacc2334b03244d726ece5",
     "triage": DEFAULT_DIGEST,
 }
 

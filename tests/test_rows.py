@@ -41,6 +41,8 @@ from helikon.core.errors import (
     BudgetExceeded,
     Cancelled,
     EmptyModelResponse,
+    GuardrailFailed,
+    GuardrailTripped,
     InvalidStructuredOutput,
     MaxTurnsExceeded,
     ModelCallFailed,
@@ -49,6 +51,7 @@ from helikon.core.errors import (
 )
 from helikon.core.events import (
     ApprovalRequested,
+    GuardrailTriggered,
     HandoffItem,
     MessageOutput,
     PermissionDenied,
@@ -66,6 +69,8 @@ from helikon.core.state import (
     AwaitApproval,
     CallingModel,
     CallModel,
+    CheckGuardrails,
+    CheckingOutput,
     Compacting,
     Done,
     ExecuteTools,
@@ -73,6 +78,7 @@ from helikon.core.state import (
     Fail,
     Failed,
     Finalizing,
+    GuardrailVerdict,
     Handoff,
     ModelRequest,
     NeedsApproval,
@@ -155,6 +161,15 @@ HANDOFFS = TransitionCtx(
     agent="triage",
     tools={"lookup": "allow"},
     handoffs={"transfer_to_billing": "billing"},
+)
+GUARDED = TransitionCtx(table=DEFAULT_TABLE, tools={"lookup": "allow"}, output_guardrails=("pii",))
+TYPED_GUARDED = TransitionCtx(table=DEFAULT_TABLE, output=OUT, output_guardrails=("pii",))
+HANDOFFS_GUARDED = TransitionCtx(
+    table=DEFAULT_TABLE,
+    agent="triage",
+    tools={"lookup": "allow"},
+    handoffs={"transfer_to_billing": "billing"},
+    output_guardrails=("pii",),
 )
 
 DUPLICATE = ModelCallFailed("bad_response", "the response holds two tool calls with call id 'c2'")
@@ -787,7 +802,7 @@ MODEL_PHASE_CASES = [
         (),
     ),
     Case(
-        "Finalizing+model_response:output_valid",
+        "Finalizing+model_response:default",
         Finalizing(2, U1),
         ModelResponse((said(VALID),), U2),
         TYPED,
@@ -797,7 +812,7 @@ MODEL_PHASE_CASES = [
         (said(VALID),),
     ),
     Case(
-        "Finalizing+model_response:default",
+        "Finalizing+model_response:not output_valid",
         Finalizing(2, U1),
         ModelResponse((said(INVALID),), U2),
         TYPED,
@@ -807,7 +822,7 @@ MODEL_PHASE_CASES = [
         (said(INVALID),),
     ),
     Case(
-        "RepairingOutput+model_response:output_valid",
+        "RepairingOutput+model_response:default",
         REPAIRING,
         ModelResponse((said(VALID),), U2),
         TYPED,
@@ -818,7 +833,7 @@ MODEL_PHASE_CASES = [
     ),
     Case(
         # the failure quotes the repair's own errors, not the first attempt's
-        "RepairingOutput+model_response:default",
+        "RepairingOutput+model_response:not output_valid",
         REPAIRING,
         ModelResponse((said(STILL_INVALID),), U2),
         TYPED,
@@ -840,7 +855,7 @@ HANDED_OFF = ApplyingHandoff("billing", "h1", 1, U1)
 HANDOFF_CASES = [
     Case(
         # usage is this run's plus the target's
-        "ApplyingHandoff+handoff_result:succeeded",
+        "ApplyingHandoff+handoff_result:default",
         HANDED_OFF,
         HandoffResult(output=FinalOutput("Refunded.", None, U2), usage=U2),
         HANDOFFS,
@@ -849,12 +864,102 @@ HANDOFF_CASES = [
         TERMINATE,
     ),
     Case(
-        "ApplyingHandoff+handoff_result:default",
+        "ApplyingHandoff+handoff_result:not succeeded",
         HANDED_OFF,
         HandoffResult(error=MaxTurnsExceeded(5), usage=U2),
         HANDOFFS,
         Failed(MaxTurnsExceeded(5), U12),
         (RunFailed(MaxTurnsExceeded(5)),),
+        TERMINATE,
+    ),
+]
+
+# ---------------------------------------------------------------- the output guardrails' check
+
+SUNNY = FinalOutput("It is sunny.", None, U12)
+HELD = CheckingOutput(SUNNY)
+TYPED_ANSWER = FinalOutput(VALID, VALID_VALUE, U12)
+TRIPPED = GuardrailTripped("pii", "output", "names a person")
+RAISED = GuardrailFailed("pii", "output", "RuntimeError: down")
+
+GUARDRAIL_CASES = [
+    Case(
+        # the answer is held: its events stand, RunCompleted waits for the verdict
+        "CallingModel+model_response:output_guarded",
+        CallingModel(1, U1),
+        ModelResponse((said("It is sunny."),), U2),
+        GUARDED,
+        HELD,
+        (MessageOutput(said("It is sunny.")),),
+        CheckGuardrails(SUNNY),
+        (said("It is sunny."),),
+    ),
+    Case(
+        "Finalizing+model_response:output_guarded",
+        Finalizing(2, U1),
+        ModelResponse((said(VALID),), U2),
+        TYPED_GUARDED,
+        CheckingOutput(TYPED_ANSWER),
+        (MessageOutput(said(VALID)),),
+        CheckGuardrails(TYPED_ANSWER),
+        (said(VALID),),
+    ),
+    Case(
+        # an invalid answer is repaired first; the guardrails see only a valid one
+        "Finalizing+model_response:not output_valid/guarded",
+        Finalizing(2, U1),
+        ModelResponse((said(INVALID),), U2),
+        TYPED_GUARDED,
+        RepairingOutput(2, U12, 1, INVALID_ERRORS),
+        (MessageOutput(said(INVALID)), RepairStarted(1, INVALID_ERRORS)),
+        REPAIR,
+        (said(INVALID),),
+    ),
+    Case(
+        "RepairingOutput+model_response:output_guarded",
+        REPAIRING,
+        ModelResponse((said(VALID),), U2),
+        TYPED_GUARDED,
+        CheckingOutput(TYPED_ANSWER),
+        (MessageOutput(said(VALID)),),
+        CheckGuardrails(TYPED_ANSWER),
+        (said(VALID),),
+    ),
+    Case(
+        "ApplyingHandoff+handoff_result:output_guarded",
+        HANDED_OFF,
+        HandoffResult(output=FinalOutput("Refunded.", None, U2), usage=U2),
+        HANDOFFS_GUARDED,
+        CheckingOutput(FinalOutput("Refunded.", None, U12)),
+        (),
+        CheckGuardrails(FinalOutput("Refunded.", None, U12)),
+    ),
+    Case(
+        "CheckingOutput+guardrail_verdict:passed",
+        HELD,
+        GuardrailVerdict(),
+        GUARDED,
+        Done(SUNNY),
+        (RunCompleted.of(SUNNY),),
+        TERMINATE,
+    ),
+    Case(
+        "CheckingOutput+guardrail_verdict:default",
+        HELD,
+        GuardrailVerdict(TRIPPED),
+        GUARDED,
+        Failed(TRIPPED, U12),
+        (GuardrailTriggered("pii", "output", "names a person"), RunFailed(TRIPPED)),
+        TERMINATE,
+    ),
+    Case(
+        # a check that raised did not trigger: RunFailed only
+        "CheckingOutput+guardrail_verdict:default/raised",
+        HELD,
+        GuardrailVerdict(RAISED),
+        GUARDED,
+        Failed(RAISED, U12),
+        (RunFailed(RAISED),),
         TERMINATE,
     ),
 ]
@@ -870,6 +975,7 @@ NON_TERMINAL: dict[str, Any] = {
     "Finalizing": Finalizing(2, U1),
     "RepairingOutput": REPAIRING,
     "Compacting": Compacting(1, U1),
+    "CheckingOutput": CheckingOutput(FinalOutput("It is sunny.", None, U1)),
 }
 
 
@@ -963,6 +1069,7 @@ INPUTS: dict[str, Any] = {
     "tool_results": ToolResults((WEATHER,), U2),
     "approval_decisions": decisions(ASK_WRITE.approve()),
     "handoff_result": HandoffResult(output=FinalOutput("late", None, U2), usage=U2),
+    "guardrail_verdict": GuardrailVerdict(),
     "cancel": Cancel("too late"),
     "fail": Fail(OUTAGE),
 }
@@ -985,6 +1092,7 @@ AWAITED = {
     "Finalizing": {"model_response"},
     "RepairingOutput": {"model_response"},
     "Compacting": {"model_response"},
+    "CheckingOutput": {"guardrail_verdict"},
 }
 
 UNEXPECTED_CASES = [
@@ -1010,6 +1118,7 @@ CASES = [
     *TOOL_CASES,
     *MODEL_PHASE_CASES,
     *HANDOFF_CASES,
+    *GUARDRAIL_CASES,
     *ANY_PHASE_CASES,
     *ABSORBING_CASES,
     *UNEXPECTED_CASES,

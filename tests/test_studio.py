@@ -247,8 +247,8 @@ def test_time_travel_requests_are_checked(client: Client) -> None:
         (
             {"kind": "phase", "value": "Thinking"},
             "no phase 'Thinking' in this chart; phases: CallingModel, ExecutingTools, "
-            "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, Compacting, Done, "
-            "Failed",
+            "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, CheckingOutput, "
+            "Compacting, Done, Failed",
         ),
         ({"kind": "guard", "value": "is_raining"}, "no guard 'is_raining' in this chart"),
         ({"kind": "event", "value": "tool_called"}, "no event type 'tool_called'; event types:"),

@@ -19,6 +19,7 @@ from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.worker import Replayer, WorkflowReplayResult
 
 from helikon.durable import SqliteRunStore
+from helikon.temporal.calls import GUARDRAIL_ROWS
 from helikon.temporal.payloads import CLAIM_THRESHOLD, RunStorePayloads
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.worker import sandbox_runner, workflows
@@ -134,3 +135,30 @@ async def test_a_cancelled_run_recorded_before_the_canceled_patch_replays(case: 
     assert history.events[-1].event_type == last
     result = await replayed(history, case, registry)
     assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_run_checking_its_answer_in_a_phase_records_the_patch_and_replays() -> None:
+    """On today's default chart the output guardrails' check is a row (CheckingOutput): the
+    history records the `helikon-guardrails-as-rows` patch before its `CheckGuardrails`
+    activity, and replays; histories of a15a890f… (the other cases) replay without it."""
+    make, _ = CASES["output_guardrail"]
+    text = (HISTORIES / "output_guardrail.json").read_text()
+    history = WorkflowHistory.from_json("output_guardrail", text)
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert any(GUARDRAIL_ROWS.encode() in e.SerializeToString() for e in markers)
+    activities = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert activities == [
+        "helikon_guardrail",
+        "helikon_model",
+        "helikon_guardrail",
+        "helikon_write",
+    ]
+    result = await replayed(history, "output_guardrail", AgentRegistry([make()]))
+    assert result.replay_failure is None, result.replay_failure
+    for case in ("tools", "approval", "handoff"):
+        old = (HISTORIES / f"{case}.json").read_text()
+        assert GUARDRAIL_ROWS not in old

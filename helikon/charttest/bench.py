@@ -1,10 +1,12 @@
 """`Bench`: a subject's agent under a setup, with its probe tools, and the context it runs in.
 
-The probe tools and the synthetic handoff target do what the path being run asks of them
-(`Effects`): a probe returns the result the path planned for its call, or fails the run; the
-target's blocking tool arms the root run's deadline and waits for it. While planning, nothing
-runs (`NO_EFFECTS`). The context of a setup is the one the driver itself derives, read off a
-`Run` that is built and never started, so the planner and the driver cannot disagree on it.
+The probe tools, the probe guardrail and the synthetic handoff target do what the path
+being run asks of them (`Effects`): a probe returns the result the path planned for its
+call, or fails the run; the guardrail gives the verdict planned (or arms the root run's
+deadline and waits for it); the target's blocking tool arms the deadline and waits for it.
+While planning, nothing runs (`NO_EFFECTS`). The context of a setup is the one the driver
+itself derives, read off a `Run` that is built and never started, so the planner and the
+driver cannot disagree on it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from helikon.charttest.setup import (
     PROBE_ASK_TOOL,
     PROBE_BLOCK_TOOL,
     PROBE_EFFECT_OUTPUT,
+    PROBE_GUARDRAIL,
     PROBE_OUTPUT,
     PROBE_TARGET,
     PROBE_TOOL,
@@ -34,6 +37,7 @@ from helikon.run.agent import Agent
 from helikon.run.chart_effects import Effect, EffectContext
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
+from helikon.run.guardrails import GuardrailResult, OutputGuardrail
 from helikon.tools import Tool, ToolContext, tool
 
 
@@ -56,6 +60,10 @@ class Effects(Protocol):
         """The planned result of the chart's effect `effect`; raises to fail the run."""
         ...
 
+    async def verdict(self) -> GuardrailResult:
+        """The planned verdict of the probe guardrail; raises for a check that fails."""
+        ...
+
 
 class _Planning:
     def tool_output(self, call_id: str) -> str:
@@ -69,6 +77,9 @@ class _Planning:
 
     def effect_output(self, effect: str) -> JsonValue:
         return PROBE_EFFECT_OUTPUT
+
+    async def verdict(self) -> GuardrailResult:
+        return GuardrailResult(False)
 
 
 NO_EFFECTS: Effects = _Planning()
@@ -140,6 +151,7 @@ def variant(
         compaction_threshold=setup.compaction_threshold,
     )
     handler = effects.approve if approvals else None
+    guardrails = (probe_guardrail(effects),) if setup.guarded else ()
     return replace(
         agent,
         tools=tuple(tools),
@@ -148,7 +160,17 @@ def variant(
         config=config,
         on_approval=handler,
         effects=probe_effects(agent, effects),
+        output_guardrails=guardrails,
     )
+
+
+def probe_guardrail(effects: Effects) -> OutputGuardrail:
+    """The output guardrail a guarded setup gives: its verdict is the one the path planned."""
+
+    async def check(output: Any, context: RunContext[Any]) -> GuardrailResult:
+        return await effects.verdict()
+
+    return OutputGuardrail(PROBE_GUARDRAIL, check)
 
 
 class SetupRefused(Exception):

@@ -9,9 +9,10 @@ applies (the match the run computed with the outcome: each guard runs once a ste
 between a transition and the effect that follows it, it stops the run where the path says:
 `run.cancel()` for a `Cancel`. A `Fail` is the effect's own failure: the model call raises
 `ModelError`, a probe raises `FatalToolError`, the approval handler raises, a chart's effect
-(a probe too) raises, or, during a handoff, the synthetic target arms the root run's
-deadline and waits for it. After its last step a path's run is cancelled unless it ended;
-those transitions count toward coverage, and only the planned ones are checked.
+(a probe too) raises, or, during a handoff or an output guardrail's check, the synthetic
+target or the probe guardrail arms the root run's deadline and waits for it. After its last
+step a path's run is cancelled unless it ended; those transitions count toward coverage, and
+only the planned ones are checked.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from helikon.models.base import ModelInput
 from helikon.models.scripted import ScriptedModel, ScriptedTurn, Turn
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
+from helikon.run.guardrails import GuardrailResult
 from helikon.run.results import RunResultStreaming
 from helikon.trace import TracedRun, TransitionRecord
 
@@ -142,6 +144,16 @@ class Controller:
             output: JsonValue = inp.output
             return output
         return PROBE_EFFECT_OUTPUT
+
+    async def verdict(self) -> GuardrailResult:
+        inp = self.next_input()
+        if inp is not None and inp.kind == "fail":  # the check outlasts the run's deadline
+            self.block()
+            await asyncio.Event().wait()
+        error = getattr(inp, "error", None)
+        if error is not None:
+            return GuardrailResult(True, error.message)
+        return GuardrailResult(False)
 
     def approve(self, request: ApprovalRequest, context: RunContext[Any]) -> bool:
         inp = self.next_input()

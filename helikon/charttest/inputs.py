@@ -19,8 +19,10 @@ from typing import Any
 from helikon.charttest.setup import (
     CHILD_TEXT,
     CHILD_USAGE,
+    GUARDRAIL_MESSAGE,
     PROBE_ASK_TOOL,
     PROBE_EFFECT_OUTPUT,
+    PROBE_GUARDRAIL,
     PROBE_OUTPUT,
     PROBE_TARGET,
     PROBE_TOOL,
@@ -30,6 +32,7 @@ from helikon.core.errors import (
     ApprovalHandlerFailed,
     Cancelled,
     EffectFailed,
+    GuardrailTripped,
     ModelCallFailed,
     TimedOut,
     ToolFailed,
@@ -51,6 +54,8 @@ from helikon.core.state import (
     CallingModel,
     CallModel,
     Cancel,
+    CheckGuardrails,
+    CheckingOutput,
     Compacting,
     CustomPhase,
     Done,
@@ -60,6 +65,7 @@ from helikon.core.state import (
     Fail,
     Failed,
     Finalizing,
+    GuardrailVerdict,
     Handoff,
     HandoffResult,
     ModelResponse,
@@ -89,6 +95,7 @@ AWAITED: dict[type, str] = {
     AwaitApproval: "approval_decisions",
     Handoff: "handoff_result",
     RunEffect: "effect_result",
+    CheckGuardrails: "guardrail_verdict",
 }
 
 
@@ -108,6 +115,8 @@ def first_input(kind: str, state: Any, ctx: TransitionCtx, text: str) -> Any:
         return HandoffResult(FinalOutput(CHILD_TEXT, None, CHILD_USAGE), None, CHILD_USAGE)
     if kind == "effect_result":
         return EffectResult(getattr(state, "effect", ""), PROBE_EFFECT_OUTPUT)
+    if kind == "guardrail_verdict":
+        return GuardrailVerdict()
     if kind == "cancel":
         return Cancel(CANCEL_REASON)
     return stop_failure(state, ctx)
@@ -133,6 +142,8 @@ def stop_failure(state: Any, ctx: TransitionCtx) -> Fail:
         return Fail(ApprovalHandlerFailed(call.call_id, call.name, message))
     if isinstance(action, Handoff):
         return Fail(TimedOut(0.0), (), CHILD_USAGE)
+    if isinstance(action, CheckGuardrails):  # the probe guardrail waits for the deadline
+        return Fail(TimedOut(0.0))
     if isinstance(action, RunEffect):
         return Fail(EffectFailed(action.effect, f"raised RuntimeError: {EFFECT_FAILURE}"))
     return Fail(MODEL_FAILURE, (), ONE_REQUEST)
@@ -222,6 +233,8 @@ def _unreturned(inp: EffectResult, action: RunEffect) -> str | None:
 
 
 def _unscripted(state: Any, inp: Any) -> str | None:
+    if isinstance(inp, GuardrailVerdict):
+        return _unjudged(inp)
     if not isinstance(inp, HandoffResult):
         return f"the test does not script {inp.kind} inputs"
     if state.target != PROBE_TARGET:
@@ -244,6 +257,7 @@ def stray_input(kind: str) -> Any:
         "approval_decisions": ApprovalDecisions(()),
         "handoff_result": HandoffResult(FinalOutput("late"), None),
         "effect_result": EffectResult("late", None),
+        "guardrail_verdict": GuardrailVerdict(),
         "cancel": Cancel("late"),
         "fail": Fail(MODEL_FAILURE),
     }
@@ -261,7 +275,18 @@ def phase_state(phase: str) -> Any:
         "Finalizing": Finalizing(0),
         "RepairingOutput": RepairingOutput(0),
         "Compacting": Compacting(0),
+        "CheckingOutput": CheckingOutput(FinalOutput("")),
         "Done": Done(FinalOutput("")),
         "Failed": Failed(Cancelled("")),
     }
     return built.get(phase) or CustomPhase(phase, 0)
+
+
+TRIPPED = GuardrailTripped(PROBE_GUARDRAIL, "output", GUARDRAIL_MESSAGE)
+"""The verdict of the probe guardrail when a path has it trip."""
+
+
+def _unjudged(inp: GuardrailVerdict) -> str | None:
+    if inp.error is None or inp.error == TRIPPED:
+        return None
+    return "the test's guardrail passes, or trips with its own message"

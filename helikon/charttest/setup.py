@@ -3,8 +3,9 @@
 A setup is plain data: the agent's own limits (max turns, token budget, compaction
 threshold), which output type it has (its own, none, or the probe type `ProbeAnswer`),
 whether its own tools and handoffs are kept, which probe tools are added (one that is
-allowed, one that asks for approval), whether the synthetic handoff target is added, and how
-many tokens the run has spent when it starts. `Setup.of(agent)` is the agent as written;
+allowed, one that asks for approval), whether the synthetic handoff target is added, whether
+it has an output guardrail (the probe guardrail, in place of its own), and how many tokens
+the run has spent when it starts. `Setup.of(agent)` is the agent as written;
 witnesses change a copy (`Draft.with_setup`), and every step of a path runs under the one
 setup the path chose.
 """
@@ -31,6 +32,9 @@ PROBE_BLOCK_TOOL = "helikon_probe_block"
 PROBE_TARGET = "helikon-probe-target"
 """The synthetic handoff target's agent name; its handoff tool is `PROBE_HANDOFF`."""
 PROBE_HANDOFF = "transfer_to_helikon_probe_target"
+PROBE_GUARDRAIL = "helikon_probe_guardrail"
+"""The output guardrail a setup gives an agent: it returns the verdict the path planned."""
+GUARDRAIL_MESSAGE = "helikon test: the guardrail trips here"
 PROBE_OUTPUT = "probe: ok"
 """What a probe tool returns unless a witness planned another result."""
 PROBE_EFFECT_OUTPUT: JsonValue = {"probe": "ok"}
@@ -68,6 +72,7 @@ class Setup:
     bare: bool = False
     probes: tuple[Probe, ...] = ()
     handoff: bool = False
+    guarded: bool = False
     spent: int = 0
 
     @classmethod
@@ -79,6 +84,7 @@ class Setup:
             token_budget=config.token_budget,
             compaction_threshold=config.compaction_threshold,
             output="own" if agent.output_type is not None else "none",
+            guarded=bool(agent.output_guardrails),
         )
 
     def with_probe(self, probe: Probe) -> Setup:
@@ -98,6 +104,8 @@ class Setup:
         said += [f"+{PROBE_TOOLS[probe]}" for probe in self.probes]
         if self.handoff:
             said.append(f"+{PROBE_HANDOFF}")
+        if self.guarded != base.guarded:
+            said.append(f"+{PROBE_GUARDRAIL}" if self.guarded else "no output guardrails")
         if self.spent:
             said.append(f"spent={self.spent}")
         return tuple(said)

@@ -1,8 +1,9 @@
 """Witnesses for helikon's own guards (`helikon.core.chart.guards`), one per guard.
 
 Each builder makes the smallest change that gives its guard the wanted value: a model
-response's finish reason, text or calls; the approvals decided; how a handoff ended; or the
-setup (an output type, a limit, a probe tool, the synthetic handoff target). Calls go to the
+response's finish reason, text or calls; the approvals decided; how a handoff ended; the
+guardrail's verdict; or the setup (an output type, a limit, a probe tool, the synthetic
+handoff target, the probe guardrail). Calls go to the
 probe tools only, so every result a path plans is one the driver can produce; a handoff goes
 to the synthetic target, whose run the path scripts.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from helikon.charttest.draft import Draft, Witness
+from helikon.charttest.inputs import TRIPPED
 from helikon.charttest.setup import (
     CHILD_ERROR,
     CHILD_TEXT,
@@ -24,7 +26,7 @@ from helikon.charttest.setup import (
 )
 from helikon.core.chart.guards import is_complete_json, opening_turn
 from helikon.core.items import ZERO_USAGE, FinalOutput, ToolCall
-from helikon.core.state import ApprovalDecisions, HandoffResult
+from helikon.core.state import ApprovalDecisions, GuardrailVerdict, HandoffResult
 
 
 def _spent(draft: Draft) -> int:
@@ -200,6 +202,22 @@ def _invalid_output(draft: Draft) -> Draft | None:
     return None if typed is None else typed.with_text(INVALID_ANSWER)
 
 
+def _guarded(draft: Draft) -> Draft | None:
+    return draft.with_setup(guarded=True)
+
+
+def _unguarded(draft: Draft) -> Draft | None:
+    return draft.with_setup(guarded=False)
+
+
+def _passed(draft: Draft) -> Draft | None:
+    return draft.with_input(GuardrailVerdict())
+
+
+def _tripped(draft: Draft) -> Draft | None:
+    return draft.with_input(GuardrailVerdict(TRIPPED))
+
+
 def _target_done(draft: Draft) -> Draft | None:
     output = FinalOutput(CHILD_TEXT, None, CHILD_USAGE)
     return draft.with_input(HandoffResult(output, None, CHILD_USAGE))
@@ -224,5 +242,7 @@ BUILTIN_WITNESSES: Mapping[str, Witness] = {
     "over_context_budget": Witness(_over_context, _under_context),
     "output_valid": Witness(_valid_output, _invalid_output),
     "succeeded": Witness(_target_done, _target_failed),
+    "output_guarded": Witness(_guarded, _unguarded),
+    "passed": Witness(_passed, _tripped),
 }
 """A witness for every guard of `helikon.core.chart.guards.GUARDS`, by the guard's name."""

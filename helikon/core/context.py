@@ -95,6 +95,8 @@ class TransitionCtx:
             its answer is combined with `tools` by `strictest`.
         output: the output type's spec, or None for a plain-text run.
         prompts: extra instructions for model-calling phases, by phase name.
+        output_guardrails: names of the agent's output guardrails: with any, the answer
+            waits in CheckingOutput for their verdict before the run completes.
         table: the compiled chart (keyword only): `DEFAULT_TABLE` for helikon's default
             loop. The run layer picks it from the agent (`Agent.chart`).
     """
@@ -108,6 +110,7 @@ class TransitionCtx:
     call_policy: Callable[[ToolCall], Permission | None] | None = None
     output: OutputSpec | None = None
     prompts: Mapping[str, str] = field(default_factory=dict)
+    output_guardrails: tuple[str, ...] = ()
     table: TransitionTable = field(kw_only=True)
     requests: Mapping[str, ModelRequest] = field(init=False, repr=False, compare=False)
     calls: Mapping[str, CallModel] = field(init=False, repr=False, compare=False)

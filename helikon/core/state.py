@@ -106,6 +106,20 @@ class Compacting:
 
 
 @value
+class CheckingOutput:
+    """The run's answer `output` waits for the output guardrails' verdict: passed, the run
+    completes with it; tripped (or a check that raised), it fails. Entered only when the
+    agent has output guardrails (docs/semantics.md, Guardrails)."""
+
+    output: FinalOutput
+    phase: Literal["CheckingOutput"] = field(default="CheckingOutput", init=False)
+
+    @property
+    def usage(self) -> Usage:
+        return self.output.usage
+
+
+@value
 class Done:
     """Terminal success: `output` holds the final text, typed value and usage."""
 
@@ -154,6 +168,7 @@ BUILTIN_PHASES = (
     "ApplyingHandoff",
     "Finalizing",
     "RepairingOutput",
+    "CheckingOutput",
     "Compacting",
     "Done",
     "Failed",
@@ -178,6 +193,7 @@ LoopState = Annotated[
     | Annotated[Finalizing, Tag("Finalizing")]
     | Annotated[RepairingOutput, Tag("RepairingOutput")]
     | Annotated[Compacting, Tag("Compacting")]
+    | Annotated[CheckingOutput, Tag("CheckingOutput")]
     | Annotated[Done, Tag("Done")]
     | Annotated[Failed, Tag("Failed")]
     | Annotated[CustomPhase, Tag("custom")]
@@ -247,6 +263,16 @@ class EffectResult:
 
 
 @value
+class GuardrailVerdict:
+    """The guardrails' verdict a `CheckGuardrails` action asked for: `error` is the first
+    guardrail that tripped (`GuardrailTripped`) or whose check raised (`GuardrailFailed`),
+    None when every guardrail passed."""
+
+    error: AgentError | None = None
+    kind: Literal["guardrail_verdict"] = field(default="guardrail_verdict", init=False)
+
+
+@value
 class Cancel:
     """Stop the run: from any non-terminal phase it fails with `Cancelled(reason)`;
     `results` and `usage` are what finished before it stopped (see `Fail`)."""
@@ -281,6 +307,7 @@ TransitionInput = Annotated[
     | ApprovalDecisions
     | HandoffResult
     | EffectResult
+    | GuardrailVerdict
     | Cancel
     | Fail,
     Field(discriminator="kind"),
@@ -298,6 +325,9 @@ INPUT_KINDS = (
 EFFECT_RESULT = "effect_result"
 """The input kind of an effect phase: only a chart with effect phases has rows for it, so
 adding it left every other chart's table, and digest, as it was."""
+GUARDRAIL_VERDICT = "guardrail_verdict"
+"""The input kind of a guardrail check's phase (`CheckingOutput`): likewise, only a chart
+with rows on it has rows for it."""
 
 # ---------------------------------------------------------------- actions
 
@@ -361,6 +391,15 @@ class RunEffect:
 
 
 @value
+class CheckGuardrails:
+    """Check `output`, the run's answer, with the agent's output guardrails and report
+    their `GuardrailVerdict`."""
+
+    output: FinalOutput
+    kind: Literal["check_guardrails"] = field(default="check_guardrails", init=False)
+
+
+@value
 class Terminate:
     """Nothing more to do: the run is over."""
 
@@ -368,7 +407,7 @@ class Terminate:
 
 
 NextAction = Annotated[
-    CallModel | ExecuteTools | AwaitApproval | Handoff | RunEffect | Terminate,
+    CallModel | ExecuteTools | AwaitApproval | Handoff | RunEffect | CheckGuardrails | Terminate,
     Field(discriminator="kind"),
 ]
 TERMINATE = Terminate()

@@ -23,6 +23,8 @@ from helikon.core.state import (
     ApplyingHandoff,
     AwaitApproval,
     CallModel,
+    CheckGuardrails,
+    CheckingOutput,
     EffectPhase,
     ExecuteTools,
     ExecutingTools,
@@ -150,13 +152,16 @@ def next_action_of(state: Any, ctx: TransitionCtx) -> NextAction:
         return CallModel(ctx.repair_request(state.errors))
     if isinstance(state, EffectPhase):
         return RunEffect(state.effect, state.args)
+    if isinstance(state, CheckingOutput):
+        return CheckGuardrails(state.output)
     return CallModel(ctx.request_for(phase))
 
 
 def trip_output_guardrail(
     outcome: TransitionOutcome, error: GuardrailTripped | GuardrailFailed
 ) -> TransitionOutcome:
-    """The outcome of a completing step whose output an output guardrail refused.
+    """The outcome of a completing step whose output an output guardrail refused, on a
+    chart without a CheckingOutput phase (the old rule: helikon.run.legacy applies it).
 
     The step's own events and appends stand, except that `RunCompleted` gives way to
     `GuardrailTriggered`, `RunFailed` (SEMANTICS.md, Guardrails); the run ends in Failed. A

@@ -59,7 +59,7 @@ class Look:
 
 LOOKS: dict[Layout, Look] = {
     "detailed": Look("12", "9", "10", "0.5", "0.7"),
-    "overview": Look("14", "14", "12", "0.3", "0.45"),
+    "overview": Look("14", "14", "14", "0.3", "0.45"),
 }
 # An overview label holds at most this many ids a line, so a shared edge stays narrow.
 IDS_PER_LINE = 5

@@ -47,18 +47,12 @@ from typing import Any
 
 from helikon.core.events import AgentEvent, RunStarted
 from helikon.core.state import NextAction, TransitionOutcome
-from helikon.core.transition import (
-    Match,
-    matched_transition,
-    next_action_of,
-    transition,
-    trip_output_guardrail,
-)
+from helikon.core.transition import Match, matched_transition, next_action_of, transition
 from helikon.run.building import Built
 from helikon.run.effects import RunToolContext
-from helikon.run.guardrails import recorded_verdict
+from helikon.run.legacy import checked, replayed, rewrites, to_check
 from helikon.run.lifecycle import Applied, Lifecycle
-from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
+from helikon.run.loop import Stopped, perform, stop_wins
 from helikon.run.observing import Ending
 from helikon.trace import TransitionRecord
 from helikon.trace.times import clock
@@ -139,9 +133,10 @@ class Run(Built):
         """Apply the input already observed (`next_input`): one transition, as `Applied`
         (the row it took, its outcome, the events the step streams).
 
-        `recorded` is this step's outcome as a recording holds it (a debugger's replay): a
-        completing step takes the output guardrails' verdict from it instead of running them
-        again, since they are effects (a guardrail may call a model).
+        `recorded` is this step's outcome as a recording holds it (a debugger's replay): on a
+        chart that checks outputs by the old rewrite (helikon.run.legacy), a completing step
+        takes the output guardrails' verdict from it instead of running them again, since
+        they are effects (a guardrail may call a model).
 
         Raises:
             RuntimeError: there is no input to apply (`perform()` the next action first).
@@ -154,16 +149,26 @@ class Run(Built):
             await self._held()
         before, inp, self.next_input = self.state, self.next_input, None
         match, outcome = self.transition(inp)
-        if recorded is not None and outcome.next_state.phase == "Done":
-            error = recorded_verdict(recorded)
-            if error is not None:
-                outcome = trip_output_guardrail(outcome, error)
-        elif to_check(self, outcome):  # the output guardrails' check (helikon.run.loop)
-            inp, match, outcome, _ = await checked(self, inp, match, outcome)
+        if (recorded is not None or self.agent.output_guardrails) and rewrites(self.ctx.table):
+            inp, match, outcome = await self._rewritten(inp, match, outcome, recorded)
         kept = self._apply(inp, outcome, match)
         self.next_action = None if self.finished else outcome.next_action
         events = await self._keep(kept, outcome)
         return Applied(self.seq, before, inp, match, outcome, events)
+
+    async def _rewritten(
+        self,
+        inp: Any,
+        match: Match | None,
+        outcome: TransitionOutcome,
+        recorded: TransitionOutcome | None,
+    ) -> tuple[Any, Match | None, TransitionOutcome]:
+        """The step as the old output-guardrail rule leaves it (helikon.run.legacy)."""
+        if recorded is not None and outcome.next_state.phase == "Done":
+            return inp, match, replayed(outcome, recorded)
+        if to_check(self, outcome, True):
+            inp, match, outcome, _ = await checked(self, inp, match, outcome)
+        return inp, match, outcome
 
     async def _held(self) -> None:
         """Wait while a debugger holds this run before its transition (`StepGate`); a

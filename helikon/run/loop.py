@@ -12,9 +12,10 @@ each implements. Everything else is a rule of the loop, and lives here:
   is the next input (returned, or yielded last as `Next`), handed to the runtime.
 - Input guardrails run once, before the run's first model call; one that trips emits
   `GuardrailTriggered` and fails the run without a model call.
-- A completing step's outcome is checked by the output guardrails (`to_check`, `checked`):
-  a tripped one rewrites it (`trip_output_guardrail`); a stop during the check re-applies the
-  step with the stop as its input (`landed`: the answer was paid for).
+- The output guardrails check a run's answer when its chart asks (`CheckGuardrails`, from
+  the CheckingOutput phase): their verdict is the next input. A chart without that phase
+  (the default chart's older version, some custom charts) keeps the old rule, the outcome
+  rewritten after `transition`: helikon.run.legacy, and only there.
 - A handoff deeper than `max_agent_depth` is refused (`MaxAgentDepthExceeded`) before any
   child runs, as is an agent run as a tool (`too_deep`); a nested run gets only the token
   budget its parent has left (`child_budget`); a handoff's result is its target's end
@@ -48,9 +49,11 @@ from helikon.core.state import (
     AwaitApproval,
     CallModel,
     Cancel,
+    CheckGuardrails,
     EffectResult,
     ExecuteTools,
     Fail,
+    GuardrailVerdict,
     Handoff,
     HandoffResult,
     NextAction,
@@ -58,7 +61,7 @@ from helikon.core.state import (
     ToolResults,
     TransitionOutcome,
 )
-from helikon.core.transition import Match, trip_output_guardrail
+from helikon.core.transition import Match
 from helikon.run.config import RunConfig
 from helikon.run.spec import AgentSpec, HandoffTo
 
@@ -67,14 +70,12 @@ __all__ = [
     "RunPort",
     "Stopped",
     "awaits_decisions",
-    "checked",
     "child_budget",
     "first_calls",
     "handoff_result",
     "landed",
     "perform",
     "stop_wins",
-    "to_check",
     "too_deep",
 ]
 
@@ -225,7 +226,14 @@ def _returning(port: RunPort, action: NextAction) -> Awaitable[Any] | None:
         return port.run_tools(action)
     if isinstance(action, RunEffect):
         return port.run_effect(action)
+    if isinstance(action, CheckGuardrails):
+        return _verdict(port, action)
     return None
+
+
+async def _verdict(port: RunPort, action: CheckGuardrails) -> GuardrailVerdict:
+    """The output guardrails' verdict on the answer the chart holds, as an input."""
+    return GuardrailVerdict(await port.check_output(action.output))
 
 
 async def _first_call(port: RunPort, action: CallModel) -> AsyncIterator[AgentEvent | Next]:
@@ -244,32 +252,6 @@ async def _first_call(port: RunPort, action: CallModel) -> AsyncIterator[AgentEv
 
 async def _given(inp: Any) -> AsyncIterator[AgentEvent | Next]:
     yield Next(inp)
-
-
-def to_check(port: RunPort, outcome: TransitionOutcome) -> bool:
-    """Whether the output guardrails check this step (`checked`): a completing one, when the
-    agent has any. (A test apart from `checked`, so most steps await no coroutine for it.)"""
-    return bool(port.agent.output_guardrails) and outcome.next_state.phase == "Done"
-
-
-async def checked(
-    port: RunPort, inp: Any, match: Match | None, outcome: TransitionOutcome
-) -> tuple[Any, Match | None, TransitionOutcome, bool]:
-    """A step the output guardrails check (`to_check`), as they leave it: (input, row,
-    outcome, tripped). An output that trips a guardrail fails the step instead; a stop
-    during the check makes the stop the step's input, landed on the answer checked."""
-    output: FinalOutput = outcome.next_state.output  # type: ignore[union-attr]  # Done
-    try:
-        error = await port.check_output(output)
-    except Stopped:  # the run does not complete, but the answer it checked was paid for
-        stop = port.stopping
-        assert stop is not None
-        inp = landed(stop, inp)
-        match, outcome = port.transition(inp)
-        return inp, match, outcome, False
-    if error is None:
-        return inp, match, outcome, False
-    return inp, match, trip_output_guardrail(outcome, error), True
 
 
 def stop_wins(stop: Cancel | Fail | None, inp: Any) -> Any:

@@ -77,6 +77,7 @@ def transition_ctx(
         handoffs={name: h.agent_name for name, h in handoffs.items()},
         call_policy=policy.call_policy(tools.values()),
         output=OutputSpec.of(agent.output_type) if agent.output_type is not None else None,
+        output_guardrails=tuple(guardrail.name for guardrail in agent.output_guardrails),
         table=agent.chart or DEFAULT_TABLE,
     )
 

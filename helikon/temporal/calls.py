@@ -74,6 +74,14 @@ reason and is the run's `Cancel`, as in process (histories recorded before it ca
 child without a reason at either, took its end for the run's input, and still replay so)."""
 
 
+GUARDRAIL_ROWS = "helikon-guardrails-as-rows"
+"""The patch under which a run checks its answer in the chart's CheckingOutput phase: the
+`CheckGuardrails` action performed as any other (the `helikon_guardrail` activity), its
+verdict the next input (histories recorded before it ran on the default chart a15a890f…,
+which has no such phase: they replay on it by the old rewrite, helikon.run.legacy, and never
+reach this action)."""
+
+
 AGENT_TOOL_ARGUMENTS = "helikon-agent-tool-checks-its-schema"
 """The patch under which an agent as a tool called with arguments its schema refuses gets
 the tool's own schema check as its error result (`Tool.invalid_arguments`, as in process),

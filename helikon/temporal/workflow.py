@@ -8,10 +8,11 @@ specs, tool-set digest) are derived from the agent's own tools and the listed on
 ride to the store with the run's first write, so a replay or a continued workflow never
 lists again. Then the workflow loops as the local driver does, by the same rules
 (helikon.run.loop, which alone dispatches on the action): apply one `transition` to
-(state, input) over the agent's compiled table, checked by the output guardrails, keep the
-record, perform the action the outcome asks for through the loop's port, whose effects are
-activities (helikon.temporal.effects, calling out through helikon.temporal.calls), whose
-answer is the next input. The workflow holds the state, never the conversation: the steps
+(state, input) over the agent's compiled table (on a chart without a CheckingOutput phase,
+checked by the output guardrails: helikon.run.legacy), keep the record, perform the action
+the outcome asks for through the loop's port, whose effects are activities
+(helikon.temporal.effects, calling out through helikon.temporal.calls), whose answer is the
+next input. The workflow holds the state, never the conversation: the steps
 ride on the next activity's input and are written to the run store, where the model
 activity reads the conversation, so a model call's payload is the appends since the last
 call and the history grows linearly (bench/temporal.py).
@@ -80,7 +81,8 @@ with workflow.unsafe.imports_passed_through():
     from helikon.core.transition import Match, initial_state, matched_transition, next_action_of
     from helikon.durable.records import EffectRecord, step_record
     from helikon.run.config import RunConfig
-    from helikon.run.loop import Stopped, awaits_decisions, checked, perform, to_check
+    from helikon.run.legacy import checked, rewrites, to_check
+    from helikon.run.loop import Stopped, awaits_decisions, perform
     from helikon.run.snapshot import ApprovalMismatch, RunSnapshot
     from helikon.run.spec import AgentSpec, HandoffTo
     from helikon.temporal import messages as m
@@ -88,7 +90,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.trace.times import StepTime, iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
-from helikon.temporal.calls import CANCELED, cause_of, refused
+from helikon.temporal.calls import CANCELED, GUARDRAIL_ROWS, cause_of, refused
 from helikon.temporal.effects import WorkflowEffects
 
 
@@ -285,11 +287,11 @@ class HelikonWorkflow(WorkflowEffects):
     # ------------------------------------------------------------ transitions
 
     async def _apply(self, inp: Any) -> NextAction:
-        """One transition, checked by the output guardrails (helikon.run.loop), kept to be
-        written with the run's next write."""
+        """One transition (on a chart without a CheckingOutput phase, checked by the output
+        guardrails: helikon.run.legacy), kept to be written with the run's next write."""
         match, outcome = self.transition(inp)
         tripped = False
-        if to_check(self, outcome):
+        if to_check(self, outcome, rewrites(self._facts.ctx.table)):
             inp, match, outcome, tripped = await checked(self, inp, match, outcome)
         assert match is not None
         self.seq += 1
@@ -304,6 +306,8 @@ class HelikonWorkflow(WorkflowEffects):
     async def _perform(self, action: NextAction) -> Any:
         """The input `action` produces, by the loop's rules (its events are written as the
         effects emit them); None when a nested run suspended, which ends it."""
+        if action.kind == "check_guardrails" and not workflow.patched(GUARDRAIL_ROWS):
+            raise refused("a history recorded before guardrails were rows checks no answer here")
         self.produced = None
         async for _ in perform(self, action):
             pass

@@ -27,7 +27,7 @@ from helikon.core.chart.spec import ChartSpec, EverywhereRow
 from helikon.core.chart.turns import checked_phases, numbered, turn_phases, with_limit
 from helikon.core.chart.validate import check_chart
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
+from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, GUARDRAIL_VERDICT, INPUT_KINDS
 from helikon.core.table import CompiledRow, GuardRef, Phase, Row, TransitionTable
 
 
@@ -195,10 +195,10 @@ def _phase(state: Any) -> Phase:
 
 def _row(index: int, state: Any, transition: Any, event: str) -> Row:
     where = f"state {state.name}, input {event}"
-    if event not in INPUT_KINDS and event != EFFECT_RESULT:
+    if event not in INPUT_KINDS and event not in (EFFECT_RESULT, GUARDRAIL_VERDICT):
         raise ChartDefinitionError(
             f"{where}: unknown input kind {event!r}; "
-            f"events must be one of {', '.join((*INPUT_KINDS, EFFECT_RESULT))}",
+            f"events must be one of {', '.join((*INPUT_KINDS, EFFECT_RESULT, GUARDRAIL_VERDICT))}",
             state=state.name,
             input_kind=event,
         )
@@ -249,9 +249,12 @@ def build_table(
     turns = turn_phases(spec.phases, declared, spec.effects)
     checked = checked_phases(spec.phases, declared, turns)
     dispatch: dict[str, dict[str, tuple[CompiledRow, ...]]] = {}
-    # A chart without effect phases has no effect_result rows at all: its table, and its
-    # digest, are what they were before effect phases existed.
+    # A chart without effect phases has no effect_result rows at all, nor one without a
+    # guardrail check guardrail_verdict rows: its table, and its digest, are what they were
+    # before effect phases and guardrail phases existed.
     kinds = (*INPUT_KINDS, EFFECT_RESULT) if spec.effects else INPUT_KINDS
+    if any(row.input_kind == GUARDRAIL_VERDICT for row in declared):
+        kinds = (*kinds, GUARDRAIL_VERDICT)
     for phase in spec.phases:
         by_kind: dict[str, tuple[CompiledRow, ...]] = {}
         for kind in kinds:

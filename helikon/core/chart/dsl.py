@@ -31,7 +31,8 @@ class LoopChart(StateChart[Any]):
 
 class AgentLoopChart(LoopChart):
     """helikon's default agent loop: model, tools, approvals, handoffs, structured output
-    with one repair, compaction, and cancellation from any phase."""
+    with one repair, compaction, the output guardrails' check before the run completes, and
+    cancellation from any phase."""
 
     calling_model = State("CallingModel", initial=True)
     executing_tools = State("ExecutingTools")
@@ -39,6 +40,7 @@ class AgentLoopChart(LoopChart):
     applying_handoff = State("ApplyingHandoff")
     finalizing = State("Finalizing")
     repairing_output = State("RepairingOutput")
+    checking_output = State("CheckingOutput")
     compacting = State("Compacting")
     done = State("Done", final=True)
     failed = State("Failed", final=True)
@@ -56,12 +58,15 @@ class AgentLoopChart(LoopChart):
         | calling_model.to(approval, cond="needs_approval", on="request_approval")
         | calling_model.to(executing_tools, cond="has_tool_calls", on="execute_tools")
         | calling_model.to(finalizing, cond="has_output_type", on="finalize")
+        | calling_model.to(checking_output, cond="output_guarded", on="check_output")
         | calling_model.to(done, on="complete")
         | compacting.to(calling_model, on="apply_summary")
-        | finalizing.to(done, cond="output_valid", on="complete_structured")
-        | finalizing.to(repairing_output, on="repair")
-        | repairing_output.to(done, cond="output_valid", on="complete_structured")
-        | repairing_output.to(failed, on="fail_structured")
+        | finalizing.to(repairing_output, unless="output_valid", on="repair")
+        | finalizing.to(checking_output, cond="output_guarded", on="check_structured")
+        | finalizing.to(done, on="complete_structured")
+        | repairing_output.to(failed, unless="output_valid", on="fail_structured")
+        | repairing_output.to(checking_output, cond="output_guarded", on="check_structured")
+        | repairing_output.to(done, on="complete_structured")
     )
     approval_decisions = approval.to(
         executing_tools, cond="all_decided", on="run_approved"
@@ -72,9 +77,14 @@ class AgentLoopChart(LoopChart):
         | executing_tools.to(failed, cond="budget_exhausted", on="fail_budget")
         | executing_tools.to(calling_model, on="next_turn")
     )
-    handoff_result = applying_handoff.to(
-        done, cond="succeeded", on="complete_handoff"
-    ) | applying_handoff.to(failed, on="fail_handoff")
+    handoff_result = (
+        applying_handoff.to(failed, unless="succeeded", on="fail_handoff")
+        | applying_handoff.to(checking_output, cond="output_guarded", on="check_handoff")
+        | applying_handoff.to(done, on="complete_handoff")
+    )
+    guardrail_verdict = checking_output.to(
+        done, cond="passed", on="complete_checked"
+    ) | checking_output.to(failed, on="fail_guardrail")
     cancel = failed.from_.any(on="cancel_run")
     fail = failed.from_.any(on="fail_run")
 

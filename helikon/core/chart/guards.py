@@ -141,6 +141,16 @@ def output_valid(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     return ctx.output is not None and not ctx.output.validate(text_of(inp.items))[1]
 
 
+def output_guarded(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
+    """The agent has output guardrails: its answer is checked before the run completes."""
+    return bool(ctx.output_guardrails)
+
+
+def passed(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
+    """Every guardrail passed (the verdict names no guardrail that tripped or failed)."""
+    return inp.error is None
+
+
 def succeeded(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """The handoff target's run completed."""
     return inp.error is None and inp.output is not None
@@ -162,6 +172,8 @@ GUARDS: Mapping[str, Guard] = {
         turn_limit_reached,
         over_context_budget,
         output_valid,
+        output_guarded,
+        passed,
         succeeded,
     )
 }

@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import EFFECT_RESULT
+from helikon.core.state import EFFECT_RESULT, GUARDRAIL_VERDICT
 from helikon.core.table import GuardRef, Phase, Row
 
 # What each built-in phase waits for; a custom phase waits for a model response (an effect
@@ -39,6 +39,7 @@ BUILTIN_AWAITS: Mapping[str, tuple[str, ...]] = {
     "Finalizing": ("model_response",),
     "RepairingOutput": ("model_response",),
     "Compacting": ("model_response",),
+    "CheckingOutput": (GUARDRAIL_VERDICT,),
 }
 ALWAYS_AWAITED = ("cancel", "fail")
 

@@ -15,7 +15,7 @@ from typing import Any
 from helikon.core.chart.builds import built
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
-from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, INPUT_KINDS
+from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, GUARDRAIL_VERDICT, INPUT_KINDS
 from helikon.core.table import GuardRef, Row
 
 MAX_GUARDS_PER_PAIR = 16  # 2**16 valuations: the dead-row check stays instant
@@ -81,7 +81,7 @@ def check_declarations(spec: ChartSpec) -> Iterator[Problem]:
     kinds; an effect phase is a custom, non-final phase without a prompt, and only effect
     phases have `effect_result` rows."""
     phases = {phase.name for phase in spec.phases}
-    kinds_known = (*INPUT_KINDS, EFFECT_RESULT)
+    kinds_known = (*INPUT_KINDS, EFFECT_RESULT, GUARDRAIL_VERDICT)
     for name, kinds in spec.awaits.items():
         if name not in phases:
             yield Problem(name, None, "named in awaits, but the chart has no such state")

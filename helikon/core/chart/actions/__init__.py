@@ -17,6 +17,7 @@ they consume:
 - results.py: approval decisions and tool results coming back, the turn limit, a summary
 - phases.py: custom phases (a model call with its prompt) and effect phases
 - stops.py: a handoff's end and the rows from any phase (cancel, fail, absorb, reject)
+- guardrails.py: the output guardrails' phase (the answer held, then completed or failed)
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from helikon.core.chart.actions.guardrails import (
+    check_handoff,
+    check_output,
+    check_structured,
+    complete_checked,
+    fail_guardrail,
+)
 from helikon.core.chart.actions.outcome import MODEL_PHASES, model_phase
 from helikon.core.chart.actions.phases import (
     enter_effect,
@@ -97,6 +105,11 @@ ACTIONS: Mapping[str, Action] = {
         keep_reply,
         enter_effect,
         keep_effect_result,
+        check_output,
+        check_structured,
+        check_handoff,
+        complete_checked,
+        fail_guardrail,
     )
 }
 IMPLICIT_ACTIONS: Mapping[str, Action] = {"absorb": absorb, "reject_input": reject_input}
@@ -110,8 +123,12 @@ __all__ = [
     "apply_handoff",
     "apply_summary",
     "cancel_run",
+    "check_handoff",
+    "check_output",
+    "check_structured",
     "compact",
     "complete",
+    "complete_checked",
     "complete_handoff",
     "complete_structured",
     "enter_effect",
@@ -120,6 +137,7 @@ __all__ = [
     "fail_budget",
     "fail_duplicate_calls",
     "fail_empty",
+    "fail_guardrail",
     "fail_handoff",
     "fail_max_turns",
     "fail_run",
