@@ -132,6 +132,7 @@ class WorkflowCalls:
     decisions: tuple[ApprovalDecision, ...] | None
     stopping: Cancel | Fail | None
     deadline: float
+    took: float | None  # how long the effect whose input is next ran, as its activity says
 
     @property
     def _queue(self) -> str:

@@ -111,6 +111,7 @@ class HelikonWorkflow(WorkflowEffects):
         self.stopping: Cancel | Fail | None = None
         self.produced: Any = None  # the input the action in flight produced
         self.deadline = 0.0
+        self.took: float | None = None
 
     # ------------------------------------------------------------ the run
 
@@ -293,7 +294,9 @@ class HelikonWorkflow(WorkflowEffects):
             inp, match, outcome, tripped = await checked(self, inp, match, outcome)
         assert match is not None
         self.seq += 1
-        time = StepTime.of(workflow.now().timestamp(), None)  # the workflow's clock only
+        # The workflow's clock only; how long the effect ran, its activity measured.
+        time = StepTime.of(workflow.now().timestamp(), self.took)
+        self.took = None
         record = None
         if tripped:  # not what `transition` gives: the writer cannot rebuild it
             record = step_record(self.seq, inp, match, outcome, time)
