@@ -90,6 +90,9 @@ async def test_model_calls_and_tool_calls_carry_the_duration_their_activity_meas
     single, pair = (seconds for kind, seconds in took if kind == "tool_results")
     assert single == 2.0  # one call: its activity's two reads
     assert pair is not None and pair >= 2.0  # two calls at once: the longer one's
+    batches = [r.time for r in store.get(run_id).records if r.input.kind == "tool_results"]
+    assert [call.call_id for time in batches if time for call in time.calls] == ["c1", "c2", "c3"]
+    assert batches[0] is not None and batches[0].call("c1") == 2.0  # each call its own
 
 
 async def test_a_charts_effect_carries_the_duration_its_activity_measured(

@@ -17,11 +17,13 @@ import pytest
 
 from helikon import Agent, ScriptedModel, ToolCall, tool
 from helikon.cli.loading import load_module
+from helikon.cli.runs.reading import show_timeline
 from helikon.debug import Debugger
 from helikon.debug.view import step_line
 from helikon.durable import SqliteRunStore
 from helikon.durable.as_trace import stored_trace
 from helikon.export import extract_trace, trace_to_html
+from helikon.export.trace_view import ToolCallView
 from helikon.studio.view import step_summary
 from helikon.trace import (
     StepTime,
@@ -32,7 +34,7 @@ from helikon.trace import (
     read_trace,
     using_clock,
 )
-from helikon.trace.times import duration_text, gap, iso, parse_iso, time_text
+from helikon.trace.times import CallTime, duration_text, gap, iso, parse_iso, time_text
 
 CHARTS = Path(__file__).resolve().parents[1] / "charts"
 PAYMENTS = load_module(str(CHARTS / "approval_gated.py"))
@@ -140,7 +142,8 @@ async def test_durations_come_from_the_monotonic_clock(tmp_path: Path) -> None:
     steps = read_trace(path).transitions()
 
     assert {step.time.at for step in steps if step.time} == {"2026-01-01T00:00:00.000Z"}
-    assert [step.time.took for step in steps if step.time][1:] == [2.0, 2.0, 2.0]
+    # a model call: its start and end; the tool batch: those, and its call's own two reads
+    assert [step.time.took for step in steps if step.time][1:] == [2.0, 6.0, 2.0]
 
 
 async def test_a_trace_written_before_times_reads_without_them(tmp_path: Path) -> None:
@@ -160,6 +163,44 @@ async def test_a_trace_written_before_times_reads_without_them(tmp_path: Path) -
 
 def _untimed(line: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in line.items() if key not in ("at", "time")}
+
+
+async def test_each_tool_call_carries_its_own_duration_beside_its_result(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(SplitClock()):  # 2 s a read: the call's two reads inside the batch's
+        await agent().run("go", trace=path).collect()
+    trace = read_trace(path)
+    steps = trace.transitions()
+    results = next(step for step in steps if step.input.kind == "tool_results")
+
+    assert results.time is not None
+    assert results.time.calls == (CallTime("c1", 2.0),)  # the call alone
+    assert results.time.took == 6.0  # the batch: its start, the call's two reads, its end
+    assert all(not step.time.calls for step in steps if step is not results and step.time)
+    assert '"calls"' not in path.read_text().splitlines()[2]  # no calls: written as before
+    call = next(
+        entry
+        for turn in extract_trace(trace).root.turns
+        for entry in turn.entries
+        if isinstance(entry, ToolCallView)
+    )
+    assert call.took == 2.0
+    html = trace_to_html(trace, svg=False)
+    assert (
+        '<span class="badge executed">executed</span><span class="muted">took 2.00 s</span>' in html
+    )
+
+
+async def test_runs_show_prints_each_calls_duration_beside_its_result(
+    store: SqliteRunStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with using_clock(SplitClock()):
+        await agent().run("go", store=store, run_id="r1").collect()
+    show_timeline(store.get("r1"), 100)
+
+    assert "  ↳ executed: found a  (took 2.00 s)" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- stores

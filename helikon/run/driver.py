@@ -61,7 +61,7 @@ from helikon.run.lifecycle import Applied, Lifecycle
 from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
 from helikon.run.observing import Ending
 from helikon.trace import TransitionRecord
-from helikon.trace.times import clock
+from helikon.trace.times import CallTimes, Times, clock
 
 __all__ = ["Applied", "Run", "RunToolContext"]
 
@@ -79,12 +79,15 @@ class Run(Built):
     before its effect starts (see `helikon.run.journal`).
     """
 
-    times: tuple[float, float | None]
-    """The last step's times as the clock gave them (`helikon.trace.times`): when it was
-    applied (wall), and how long the effect whose result it applied ran (monotonic; None
-    when no effect of this run produced it)."""
+    times: Times
+    """The last step's times as the clock gave them (`helikon.trace.times.Times`): when
+    it was applied (wall), how long the effect whose result it applied ran (monotonic; None
+    when no effect of this run produced it), each tool call's seconds when that was a
+    batch, and whether it was the first step of a resumption."""
     _began: float | None  # when the effect in flight started (monotonic)
     _took: float | None  # how long the effect that produced `next_input` ran
+    _timed: CallTimes  # how long each call of the batch that produced it ran
+    _resuming: bool  # the next step is the first of a resumption (`resumed`)
 
     # ------------------------------------------------------------ stepping
 
@@ -225,8 +228,8 @@ class Run(Built):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        self.times = (clock().wall(), self._took)
-        self._took = None
+        self.times = (clock().wall(), self._took, self._timed, self._resuming)
+        self._took, self._timed, self._resuming = None, (), False
         if self.listeners is None:
             return None
         record = TransitionRecord(self.seq, before, inp, outcome, match, *self.times)

@@ -14,8 +14,9 @@ they are, or change behind `workflow.patched`.
 
 How long an effect ran comes from its activity's answer (`took`, measured there: the
 workflow reads no clock) and is set on the step its input makes (`took`): a model call's,
-an effect's, and a tool batch's longest call (its calls run at once; a nested run's child
-workflow is not timed). An answer recorded before answers had it reads as None.
+an effect's, and a tool batch's longest call (its calls run at once), each call's own too
+(`timed`; a nested run's child workflow is not timed). An answer recorded before answers
+had it reads as None.
 """
 
 from __future__ import annotations
@@ -248,6 +249,7 @@ class WorkflowEffects(WorkflowCalls):
             return landed(self._halted, ToolResults(kept, sum(spent, ZERO_USAGE)))
         finally:
             self.took = max(timed.values()) if timed else None
+            self.timed = tuple([(c.call_id, timed[c.call_id]) for c in calls if c.call_id in timed])
         return ToolResults(tuple(finished[c.call_id] for c in calls), sum(spent, ZERO_USAGE))
 
     async def _tool(

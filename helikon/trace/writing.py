@@ -29,7 +29,7 @@ from helikon.trace.lines import (
     TraceLine,
     TransitionTrace,
 )
-from helikon.trace.times import StepTime, clock, iso
+from helikon.trace.times import CallTimes, StepTime, clock, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class TransitionRecord:
     match: Match | None = None  # the row taken, when the run computed it already
     at: float | None = None  # when it was applied: seconds since the epoch (UTC)
     took: float | None = None  # seconds the effect whose result it applied ran
+    calls: CallTimes = ()  # each tool call's seconds, when its input is a batch's results
+    resumed: bool = False  # the first step of a resumption (a stored run, a snapshot)
 
 
 class TracedRun(Protocol):
@@ -133,8 +135,13 @@ def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrac
         outcome.events,
         outcome.next_action,
         outcome.conversation_appends,
-        None if record.at is None else StepTime.of(record.at, record.took),
+        None if record.at is None else StepTime.of(*_times(record)),
     )
+
+
+def _times(record: TransitionRecord) -> tuple[float, float | None, CallTimes, bool]:
+    assert record.at is not None
+    return record.at, record.took, record.calls, record.resumed
 
 
 class TraceWriter:
