@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helikon import Agent, ScriptedModel, ToolCall, tool
+from helikon import Agent, RunResultStreaming, ScriptedModel, ToolCall, tool
 from helikon.cli.loading import load_module
 from helikon.cli.runs.reading import show_timeline
 from helikon.debug import Debugger
@@ -24,11 +24,13 @@ from helikon.durable import SqliteRunStore
 from helikon.durable.as_trace import stored_trace
 from helikon.export import extract_trace, trace_to_html
 from helikon.export.trace_view import ToolCallView
+from helikon.run.driver import Run
 from helikon.studio.view import step_summary
 from helikon.trace import (
     StepTime,
     SystemClock,
     TickingClock,
+    TraceWriter,
     TransitionTrace,
     clock,
     read_trace,
@@ -254,6 +256,51 @@ def first_records(times: list[StepTime | None]) -> list[StepTime]:
             break
         found.append(time)
     return found
+
+
+async def test_a_run_resumed_from_a_snapshot_marks_its_first_step_resumed(
+    tmp_path: Path,
+) -> None:
+    first = (
+        await PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())))
+        .run(PAYMENTS.EXAMPLE_INPUT)
+        .collect()
+    )
+    assert first.suspended and first.snapshot is not None
+    decisions = [request.approve() for request in first.pending]
+    path = tmp_path / "resumed.jsonl"
+    resumed = PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())[1:]))
+    with TraceWriter(path) as sink:
+        run = Run.from_snapshot(resumed, first.snapshot, decisions, trace=sink)
+        await RunResultStreaming(run).collect()
+    trace = read_trace(path)
+
+    marks = [step.time.resumed for step in trace.transitions() if step.time]
+    assert marks[0] is True and marks.count(True) == 1  # its first step, as a store marks it
+    assert "&#9208; resumed</span>" in trace_to_html(trace, svg=False)
+    debugger = Debugger.replay(trace, resumed)
+    while await debugger.step() is not None:
+        pass
+    lines = [step_line(step) for step in debugger.history]
+    assert lines[0].endswith("  ⏵ resumed") and sum(" ⏵ resumed" in line for line in lines) == 1
+
+
+async def test_a_stored_runs_resumption_is_marked_in_its_live_trace_too(
+    store: SqliteRunStore, tmp_path: Path
+) -> None:
+    first = (
+        await PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())))
+        .run(PAYMENTS.EXAMPLE_INPUT, store=store, run_id="r1")
+        .collect()
+    )
+    decisions = [request.approve() for request in store.pending("r1")]
+    path = tmp_path / "resumed.jsonl"
+    model = ScriptedModel(list(PAYMENTS.script()))
+    await PAYMENTS.agent(model).resume("r1", decisions, store=store, trace=path).collect()
+
+    assert first.suspended
+    marks = [step.time.resumed for step in read_trace(path).transitions() if step.time]
+    assert marks[0] is True and marks.count(True) == 1
 
 
 # ---------------------------------------------------------------- replays ignore times

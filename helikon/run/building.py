@@ -228,6 +228,7 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
             seq=snapshot.seq,
             next_input=ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input,
             lifecycle=Lifecycle.RUNNING,
+            resumed=True,
         )
         return run
 
@@ -296,6 +297,7 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
             model_calls=folded.model_calls,
             lifecycle=Lifecycle.RESUMING,
             claim=Claim(stored, force, tuple(decisions)),
+            resumed=True,
         )
         return run
 

@@ -186,6 +186,9 @@ class TraceWriter:
         self._write(EffectTrace(run.run_id, after, event, iso(clock().wall())))
 
     def _announce(self, run: TracedRun) -> None:
+        if not self._wrote_header:  # a resumed run is not `started`: its header comes first
+            self.write(header_of(run, self.source))
+            return
         line = self._runs.announce(run)
         if line is not None:
             self._write(line)
