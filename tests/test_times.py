@@ -18,6 +18,9 @@ import pytest
 from helikon import Agent, RunResultStreaming, ScriptedModel, ToolCall, tool
 from helikon.cli.loading import load_module
 from helikon.cli.runs.reading import show_timeline
+from helikon.core.codec import dumps, loads
+from helikon.core.events import AgentEvent, ToolOutputItem, stamp
+from helikon.core.items import ToolResult
 from helikon.debug import Debugger
 from helikon.debug.view import step_line
 from helikon.durable import SqliteRunStore
@@ -27,6 +30,7 @@ from helikon.export.trace_view import ToolCallView
 from helikon.run.driver import Run
 from helikon.studio.view import step_summary
 from helikon.trace import (
+    EffectTrace,
     StepTime,
     SystemClock,
     TickingClock,
@@ -205,6 +209,54 @@ async def test_runs_show_prints_each_calls_duration_beside_its_result(
     assert "  ↳ executed: found a  (took 2.00 s)" in capsys.readouterr().out
 
 
+async def test_every_streamed_event_carries_when_the_run_streamed_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(TickingClock(START)):
+        events = [event async for event in agent().run("go", trace=path)]
+    ats = [event.at for event in events]
+    assert None not in ats and ats == sorted(ats)  # type: ignore[type-var]
+
+    written: list[tuple[Any, str | None]] = []  # each event of the trace, its time there
+    for line in read_trace(path).lines:
+        if isinstance(line, EffectTrace):  # an effect's event: when the effect emitted it
+            written.append((line.event, line.at))
+        elif isinstance(line, TransitionTrace):  # a step's events: when it was applied
+            written += [(event, line.time.at if line.time else None) for event in line.events]
+    assert [event for event, _ in written] == events  # the stream, in its order
+    assert [at for _, at in written] == [iso(at) for at in ats if at is not None]
+
+
+def test_an_events_time_is_no_part_of_its_value_nor_of_its_json() -> None:
+    stamped = ToolOutputItem(ToolResult("c1", "found a"))
+    stamp(stamped, START)
+    plain = ToolOutputItem(ToolResult("c1", "found a"))
+
+    assert (stamped.at, plain.at) == (START, None)
+    assert stamped == plain and hash(stamped) == hash(plain) and repr(stamped) == repr(plain)
+    assert dumps(stamped, AgentEvent) == dumps(plain, AgentEvent)  # no "at": formats unchanged
+    assert loads(AgentEvent, dumps(stamped, AgentEvent)).at is None
+
+
+async def test_the_trace_and_the_store_write_the_time_each_event_was_stamped_with(
+    store: SqliteRunStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(TickingClock(START)):
+        result = await agent().run("go", trace=path, store=store, run_id="r1").collect()
+    streamed = {
+        iso(event.at)
+        for event in result.events
+        if event.at is not None and event.type not in ("token_delta", "tool_call_delta")
+    }
+    traced = {line.at for line in read_trace(path).lines if isinstance(line, EffectTrace)}
+    stored = {effect.at for effect in store.get("r1").effects}
+
+    assert stored and stored <= traced <= {iso(event.at or 0.0) for event in result.events}
+    assert stored <= streamed
+
+
 # ---------------------------------------------------------------- stores
 
 
@@ -343,7 +395,8 @@ async def test_the_debugger_and_the_studio_show_each_steps_time_and_duration(
 
     lines = [step_line(step) for step in debugger.history]
     assert lines[0].endswith("on start · row 2 start_turn · at 00:00:00.500")
-    assert lines[1].endswith(" · at 00:00:01.250, after 250 ms")  # the model call's
+    # the model call's: its start, its two deltas' stamps (`AgentEvent.at`), its end
+    assert lines[1].endswith(" · at 00:00:01.750, after 750 ms")
     assert [line.endswith("  ⏵ resumed") for line in lines].count(True) == 1
     shown = [step_summary(step) for step in debugger.history]
     assert shown[0] | {"events": None} == shown[0] | {
@@ -352,5 +405,5 @@ async def test_the_debugger_and_the_studio_show_each_steps_time_and_duration(
         "took": None,
         "resumed": False,
     }
-    assert shown[1]["took"] == "250 ms"
+    assert shown[1]["took"] == "750 ms"
     assert [entry["resumed"] for entry in shown].count(True) == 1

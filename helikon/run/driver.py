@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from helikon.core.events import AgentEvent, RunStarted
+from helikon.core.events import AgentEvent, RunStarted, stamp
 from helikon.core.state import NextAction, TransitionOutcome
 from helikon.core.transition import (
     Match,
@@ -132,11 +132,12 @@ class Run(Built):
         if self._lifecycle is Lifecycle.NEW:
             self._move(Lifecycle.STARTED)
             started = RunStarted(self.agent.name, self.run_id)
+            stamp(started, clock().wall())
             yield started  # at once; traced after the listing, which the trace's header records
             await self.prepare()
             if self.listeners is not None:
                 self.listeners.started(self)
-            self.emit(started)
+                self.listeners.effect(self, started)
 
     async def apply(self, recorded: TransitionOutcome | None = None) -> Applied:
         """Apply the input already observed (`next_input`): one transition, as `Applied`
@@ -166,6 +167,9 @@ class Run(Built):
         kept = self._apply(inp, outcome, match)
         self.next_action = None if self.finished else outcome.next_action
         events = await self._keep(kept, outcome)
+        at = self.times[0]
+        for event in events:  # streamed when the step was applied
+            stamp(event, at)
         return Applied(self.seq, before, inp, match, outcome, events)
 
     async def _held(self) -> None:
@@ -218,6 +222,9 @@ class Run(Built):
         before, self.next_input = self.state, None
         self._apply(inp, outcome, None)
         self.next_action = None if self.finished else outcome.next_action
+        at = self.times[0]
+        for event in outcome.events:
+            stamp(event, at)
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
     def _apply(
@@ -236,7 +243,9 @@ class Run(Built):
         return self.listeners.transition(self, record)
 
     def emit(self, event: AgentEvent) -> AgentEvent:
-        """An event an effect produced (not a transition): told the listeners, then streamed."""
+        """An event an effect produced (not a transition): stamped with the time (`at`),
+        told the listeners, then streamed."""
+        stamp(event, clock().wall())
         if self.listeners is not None:
             self.listeners.effect(self, event)
         return event

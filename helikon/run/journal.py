@@ -67,7 +67,7 @@ from helikon.durable.records import (
     step_record,
 )
 from helikon.durable.store import RunStore
-from helikon.trace.times import StepTime, Times, clock, iso
+from helikon.trace.times import StepTime, Times, emitted, iso
 
 LEASE_SECONDS = 30.0
 """How long a lease lasts without renewal; a run renews it every third of that."""
@@ -275,8 +275,7 @@ class Journal:
         """Keep an effect's event, as the listeners' port gives it (redacted when the run
         redacts), to write with the next record (deltas are not kept)."""
         if not isinstance(event, DELTAS):
-            at = iso(clock().wall())
-            self._effects.append(EffectRecord(after_seq, event, at))
+            self._effects.append(EffectRecord(after_seq, event, iso(emitted(event))))
 
     async def flush(self) -> None:
         """Write what waits for the next record: a held result, and effects' events."""

@@ -98,6 +98,13 @@ def using_clock(chosen: Clock) -> Iterator[Clock]:
         _current = before
 
 
+def emitted(event: object) -> float:
+    """When `event` was emitted: the time the run stamped it with as it streamed it
+    (`Stamped.at`, helikon.core.events), else the clock's now (an event no run streamed)."""
+    at: float | None = getattr(event, "at", None)
+    return _current.wall() if at is None else at
+
+
 def iso(at: float) -> str:
     """`at` (seconds since the epoch) as UTC ISO 8601, to the millisecond:
     `2026-01-01T00:00:00.250Z`."""

@@ -29,7 +29,7 @@ from helikon.trace.lines import (
     TraceLine,
     TransitionTrace,
 )
-from helikon.trace.times import CallTimes, StepTime, clock, iso
+from helikon.trace.times import CallTimes, StepTime, clock, emitted, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +183,7 @@ class TraceWriter:
     def effect(self, run: TracedRun, event: Any) -> None:
         self._announce(run)
         after = self._last_seq.get(run.run_id, run.seq)
-        self._write(EffectTrace(run.run_id, after, event, iso(clock().wall())))
+        self._write(EffectTrace(run.run_id, after, event, iso(emitted(event))))
 
     def _announce(self, run: TracedRun) -> None:
         if not self._wrote_header:  # a resumed run is not `started`: its header comes first
