@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from helikon.core.events import AgentEvent, RunStarted, stamp
+from helikon.core.events import AgentEvent, RunStarted
 from helikon.core.state import NextAction, TransitionOutcome
 from helikon.core.transition import (
     Match,
@@ -61,7 +61,10 @@ from helikon.run.lifecycle import Applied, Lifecycle
 from helikon.run.loop import Stopped, checked, perform, stop_wins, to_check
 from helikon.run.observing import Ending
 from helikon.trace import TransitionRecord
+from helikon.trace import times as _times
 from helikon.trace.times import CallTimes, Times, clock
+
+_stamp = object.__setattr__  # an event's `at`: one C call (`helikon.core.events.stamp`)
 
 __all__ = ["Applied", "Run", "RunToolContext"]
 
@@ -132,7 +135,7 @@ class Run(Built):
         if self._lifecycle is Lifecycle.NEW:
             self._move(Lifecycle.STARTED)
             started = RunStarted(self.agent.name, self.run_id)
-            stamp(started, clock().wall())
+            _stamp(started, "_at", clock().wall())
             yield started  # at once; traced after the listing, which the trace's header records
             await self.prepare()
             if self.listeners is not None:
@@ -169,7 +172,7 @@ class Run(Built):
         events = await self._keep(kept, outcome)
         at = self.times[0]
         for event in events:  # streamed when the step was applied
-            stamp(event, at)
+            _stamp(event, "_at", at)
         return Applied(self.seq, before, inp, match, outcome, events)
 
     async def _held(self) -> None:
@@ -224,7 +227,7 @@ class Run(Built):
         self.next_action = None if self.finished else outcome.next_action
         at = self.times[0]
         for event in outcome.events:
-            stamp(event, at)
+            _stamp(event, "_at", at)
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
     def _apply(
@@ -245,7 +248,7 @@ class Run(Built):
     def emit(self, event: AgentEvent) -> AgentEvent:
         """An event an effect produced (not a transition): stamped with the time (`at`),
         told the listeners, then streamed."""
-        stamp(event, clock().wall())
+        _stamp(event, "_at", _times._current.wall())  # `clock().wall()`, a call less
         if self.listeners is not None:
             self.listeners.effect(self, event)
         return event
