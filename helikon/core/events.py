@@ -3,7 +3,8 @@
 Raw deltas (`TokenDelta`, `ReasoningDelta`, `ToolCallDelta`) stream as the provider emits them;
 `MessageOutput`, `ToolCallItem` and `ToolOutputItem` carry the same content re-aggregated once
 the turn settles. A run's stream ends with exactly one of `RunCompleted`, `RunFailed` or
-`RunSuspended`.
+`RunSuspended`. Every event also has `at` (`Stamped`): when a run streamed it, stamped by
+the driver, never here, and no part of the event's value.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ class Stamped:
 
     @property
     def at(self) -> float | None:
-        """When a run streamed this event: seconds since the epoch (UTC; `helikon.trace.
-        times.iso` writes it as text). None for an event no run streamed (built, or read
-        back from a trace or a store)."""
+        """When a run streamed this event: seconds since the epoch (UTC; `iso` in
+        helikon.trace.times writes it as text). None for an event no run streamed (built,
+        or read back from a trace or a store)."""
         try:
             return self._at
         except AttributeError:
