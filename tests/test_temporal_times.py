@@ -19,12 +19,12 @@ pytest.importorskip("temporalio")
 from temporal_agents import weather_agent
 from temporalio.client import Client
 
-from helikon import Agent, ScriptedModel
+from helikon import Agent, ScriptedModel, ToolCall, tool
 from helikon.core.state import ModelResponse
 from helikon.durable import SqliteRunStore
-from helikon.temporal import helikon_worker, outcome, start_run
+from helikon.temporal import events, helikon_worker, outcome, start_run
 from helikon.temporal import messages as m
-from helikon.trace.times import using_clock
+from helikon.trace.times import TickingClock, iso, using_clock
 
 WAIT = 60.0
 
@@ -111,3 +111,27 @@ def test_an_answer_recorded_before_answers_had_their_duration_reads_as_none() ->
     assert m.from_payload(m.ModelAnswer, {"input": response}, "an answer").took is None
     assert m.from_payload(m.ToolAnswer, {}, "an answer").took is None
     assert m.from_payload(m.EffectAnswer, {}, "an answer").took is None
+
+
+async def test_the_events_a_temporal_run_is_followed_by_carry_their_rows_times(
+    store: SqliteRunStore,
+) -> None:
+    @tool(read_only=True)
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    calls = [ToolCall("c1", "lookup", '{"q": "a"}')]
+    agent = Agent("worker", ScriptedModel([calls, "all done"]), tools=[lookup])
+    with using_clock(TickingClock(tick=0.25)):  # the rows a workflow writes, written here
+        await agent.run("go", store=store, run_id="r1").collect()
+    stored = store.get("r1")
+    rows = [effect.at for effect in stored.effects]
+    for record in stored.records:
+        assert record.time is not None
+        rows += [record.time.at] * len(record.events)
+
+    followed = [event async for event in events(store, "r1", wait=5.0)]
+
+    assert followed and all(event.at is not None for event in followed)
+    assert sorted(iso(event.at) for event in followed if event.at) == sorted(rows)
