@@ -15,24 +15,32 @@ from typing import Any
 
 import pytest
 
-from helikon import Agent, ScriptedModel, ToolCall, tool
+from helikon import Agent, RunResultStreaming, ScriptedModel, ToolCall, tool
 from helikon.cli.loading import load_module
+from helikon.cli.runs.reading import show_timeline
+from helikon.core.codec import dumps, loads
+from helikon.core.events import AgentEvent, ToolOutputItem, stamp
+from helikon.core.items import ToolResult
 from helikon.debug import Debugger
 from helikon.debug.view import step_line
 from helikon.durable import SqliteRunStore
 from helikon.durable.as_trace import stored_trace
 from helikon.export import extract_trace, trace_to_html
+from helikon.export.trace_view import ToolCallView
+from helikon.run.driver import Run
 from helikon.studio.view import step_summary
 from helikon.trace import (
+    EffectTrace,
     StepTime,
     SystemClock,
     TickingClock,
+    TraceWriter,
     TransitionTrace,
     clock,
     read_trace,
     using_clock,
 )
-from helikon.trace.times import duration_text, gap, iso, parse_iso, time_text
+from helikon.trace.times import CallTime, duration_text, gap, iso, parse_iso, time_text
 
 CHARTS = Path(__file__).resolve().parents[1] / "charts"
 PAYMENTS = load_module(str(CHARTS / "approval_gated.py"))
@@ -140,7 +148,8 @@ async def test_durations_come_from_the_monotonic_clock(tmp_path: Path) -> None:
     steps = read_trace(path).transitions()
 
     assert {step.time.at for step in steps if step.time} == {"2026-01-01T00:00:00.000Z"}
-    assert [step.time.took for step in steps if step.time][1:] == [2.0, 2.0, 2.0]
+    # a model call: its start and end; the tool batch: those, and its call's own two reads
+    assert [step.time.took for step in steps if step.time][1:] == [2.0, 6.0, 2.0]
 
 
 async def test_a_trace_written_before_times_reads_without_them(tmp_path: Path) -> None:
@@ -160,6 +169,92 @@ async def test_a_trace_written_before_times_reads_without_them(tmp_path: Path) -
 
 def _untimed(line: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in line.items() if key not in ("at", "time")}
+
+
+async def test_each_tool_call_carries_its_own_duration_beside_its_result(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(SplitClock()):  # 2 s a read: the call's two reads inside the batch's
+        await agent().run("go", trace=path).collect()
+    trace = read_trace(path)
+    steps = trace.transitions()
+    results = next(step for step in steps if step.input.kind == "tool_results")
+
+    assert results.time is not None
+    assert results.time.calls == (CallTime("c1", 2.0),)  # the call alone
+    assert results.time.took == 6.0  # the batch: its start, the call's two reads, its end
+    assert all(not step.time.calls for step in steps if step is not results and step.time)
+    assert '"calls"' not in path.read_text().splitlines()[2]  # no calls: written as before
+    call = next(
+        entry
+        for turn in extract_trace(trace).root.turns
+        for entry in turn.entries
+        if isinstance(entry, ToolCallView)
+    )
+    assert call.took == 2.0
+    html = trace_to_html(trace, svg=False)
+    assert (
+        '<span class="badge executed">executed</span><span class="muted">took 2.00 s</span>' in html
+    )
+
+
+async def test_runs_show_prints_each_calls_duration_beside_its_result(
+    store: SqliteRunStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with using_clock(SplitClock()):
+        await agent().run("go", store=store, run_id="r1").collect()
+    show_timeline(store.get("r1"), 100)
+
+    assert "  ↳ executed: found a  (took 2.00 s)" in capsys.readouterr().out
+
+
+async def test_every_streamed_event_carries_when_the_run_streamed_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(TickingClock(START)):
+        events = [event async for event in agent().run("go", trace=path)]
+    ats = [event.at for event in events]
+    assert None not in ats and ats == sorted(ats)  # type: ignore[type-var]
+
+    written: list[tuple[Any, str | None]] = []  # each event of the trace, its time there
+    for line in read_trace(path).lines:
+        if isinstance(line, EffectTrace):  # an effect's event: when the effect emitted it
+            written.append((line.event, line.at))
+        elif isinstance(line, TransitionTrace):  # a step's events: when it was applied
+            written += [(event, line.time.at if line.time else None) for event in line.events]
+    assert [event for event, _ in written] == events  # the stream, in its order
+    assert [at for _, at in written] == [iso(at) for at in ats if at is not None]
+
+
+def test_an_events_time_is_no_part_of_its_value_nor_of_its_json() -> None:
+    stamped = ToolOutputItem(ToolResult("c1", "found a"))
+    stamp(stamped, START)
+    plain = ToolOutputItem(ToolResult("c1", "found a"))
+
+    assert (stamped.at, plain.at) == (START, None)
+    assert stamped == plain and hash(stamped) == hash(plain) and repr(stamped) == repr(plain)
+    assert dumps(stamped, AgentEvent) == dumps(plain, AgentEvent)  # no "at": formats unchanged
+    assert loads(AgentEvent, dumps(stamped, AgentEvent)).at is None
+
+
+async def test_the_trace_and_the_store_write_the_time_each_event_was_stamped_with(
+    store: SqliteRunStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.jsonl"
+    with using_clock(TickingClock(START)):
+        result = await agent().run("go", trace=path, store=store, run_id="r1").collect()
+    streamed = {
+        iso(event.at)
+        for event in result.events
+        if event.at is not None and event.type not in ("token_delta", "tool_call_delta")
+    }
+    traced = {line.at for line in read_trace(path).lines if isinstance(line, EffectTrace)}
+    stored = {effect.at for effect in store.get("r1").effects}
+
+    assert stored and stored <= traced <= {iso(event.at or 0.0) for event in result.events}
+    assert stored <= streamed
 
 
 # ---------------------------------------------------------------- stores
@@ -215,6 +310,51 @@ def first_records(times: list[StepTime | None]) -> list[StepTime]:
     return found
 
 
+async def test_a_run_resumed_from_a_snapshot_marks_its_first_step_resumed(
+    tmp_path: Path,
+) -> None:
+    first = (
+        await PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())))
+        .run(PAYMENTS.EXAMPLE_INPUT)
+        .collect()
+    )
+    assert first.suspended and first.snapshot is not None
+    decisions = [request.approve() for request in first.pending]
+    path = tmp_path / "resumed.jsonl"
+    resumed = PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())[1:]))
+    with TraceWriter(path) as sink:
+        run = Run.from_snapshot(resumed, first.snapshot, decisions, trace=sink)
+        await RunResultStreaming(run).collect()
+    trace = read_trace(path)
+
+    marks = [step.time.resumed for step in trace.transitions() if step.time]
+    assert marks[0] is True and marks.count(True) == 1  # its first step, as a store marks it
+    assert "&#9208; resumed</span>" in trace_to_html(trace, svg=False)
+    debugger = Debugger.replay(trace, resumed)
+    while await debugger.step() is not None:
+        pass
+    lines = [step_line(step) for step in debugger.history]
+    assert lines[0].endswith("  ⏵ resumed") and sum(" ⏵ resumed" in line for line in lines) == 1
+
+
+async def test_a_stored_runs_resumption_is_marked_in_its_live_trace_too(
+    store: SqliteRunStore, tmp_path: Path
+) -> None:
+    first = (
+        await PAYMENTS.agent(ScriptedModel(list(PAYMENTS.script())))
+        .run(PAYMENTS.EXAMPLE_INPUT, store=store, run_id="r1")
+        .collect()
+    )
+    decisions = [request.approve() for request in store.pending("r1")]
+    path = tmp_path / "resumed.jsonl"
+    model = ScriptedModel(list(PAYMENTS.script()))
+    await PAYMENTS.agent(model).resume("r1", decisions, store=store, trace=path).collect()
+
+    assert first.suspended
+    marks = [step.time.resumed for step in read_trace(path).transitions() if step.time]
+    assert marks[0] is True and marks.count(True) == 1
+
+
 # ---------------------------------------------------------------- replays ignore times
 
 
@@ -255,7 +395,8 @@ async def test_the_debugger_and_the_studio_show_each_steps_time_and_duration(
 
     lines = [step_line(step) for step in debugger.history]
     assert lines[0].endswith("on start · row 2 start_turn · at 00:00:00.500")
-    assert lines[1].endswith(" · at 00:00:01.250, after 250 ms")  # the model call's
+    # the model call's: its start, its two deltas' stamps (`AgentEvent.at`), its end
+    assert lines[1].endswith(" · at 00:00:01.750, after 750 ms")
     assert [line.endswith("  ⏵ resumed") for line in lines].count(True) == 1
     shown = [step_summary(step) for step in debugger.history]
     assert shown[0] | {"events": None} == shown[0] | {
@@ -264,5 +405,5 @@ async def test_the_debugger_and_the_studio_show_each_steps_time_and_duration(
         "took": None,
         "resumed": False,
     }
-    assert shown[1]["took"] == "250 ms"
+    assert shown[1]["took"] == "750 ms"
     assert [entry["resumed"] for entry in shown].count(True) == 1

@@ -3,13 +3,14 @@
 Raw deltas (`TokenDelta`, `ReasoningDelta`, `ToolCallDelta`) stream as the provider emits them;
 `MessageOutput`, `ToolCallItem` and `ToolOutputItem` carry the same content re-aggregated once
 the turn settles. A run's stream ends with exactly one of `RunCompleted`, `RunFailed` or
-`RunSuspended`.
+`RunSuspended`. Every event also has `at` (`Stamped`): when a run streamed it, stamped by
+the driver, never here, and no part of the event's value.
 """
 
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -19,8 +20,39 @@ from helikon.core.items import AssistantMessage, FinalOutput, ToolCall, ToolResu
 from helikon.core.values import value
 
 
+class Stamped:
+    """What every event has besides its fields: `at`, when a run streamed it.
+
+    The driver stamps each event it streams, where it streams it (`stamp`): a transition's
+    events with the time the step was applied, an effect's event as the effect emits it.
+    The pure core never does (it reads no clock), so `at` is no field: equality, hashing,
+    `repr` and the event's JSON leave it out, and a replay compares events as before. An
+    event's time where it is written is its line's or row's (`EffectTrace.at`,
+    `StepRecord.time`)."""
+
+    __slots__ = ("_at",)
+
+    _at: float
+
+    @property
+    def at(self) -> float | None:
+        """When a run streamed this event: seconds since the epoch (UTC; `iso` in
+        helikon.trace.times writes it as text). None for an event no run streamed (built,
+        or read back from a trace or a store)."""
+        try:
+            return self._at
+        except AttributeError:
+            return None
+
+
+def stamp(event: Any, at: float) -> None:
+    """Stamp `event` with `at` (`Stamped.at`), once, as a run streams it (its only write:
+    values are immutable otherwise, and `at` is not part of this one)."""
+    object.__setattr__(event, "_at", at)
+
+
 @value
-class RunStarted:
+class RunStarted(Stamped):
     """The run began: `agent` runs it, `run_id` names it."""
 
     agent: str
@@ -29,7 +61,7 @@ class RunStarted:
 
 
 @value
-class TurnStarted:
+class TurnStarted(Stamped):
     """Model call `turn` (0-based) of the tool loop is about to be made."""
 
     turn: int
@@ -37,7 +69,7 @@ class TurnStarted:
 
 
 @value
-class TokenDelta:
+class TokenDelta(Stamped):
     """A fragment of the model's text, as the provider streamed it."""
 
     text: str
@@ -45,7 +77,7 @@ class TokenDelta:
 
 
 @value
-class ReasoningDelta:
+class ReasoningDelta(Stamped):
     """A fragment of the model's reasoning, as the provider streamed it."""
 
     text: str
@@ -53,7 +85,7 @@ class ReasoningDelta:
 
 
 @value
-class ToolCallDelta:
+class ToolCallDelta(Stamped):
     """A fragment of a streamed tool call; `call_id` is on every fragment."""
 
     call_id: str
@@ -73,7 +105,7 @@ so a run store never keeps them (nor does a trace whose run redacts)."""
 
 
 @value
-class MessageOutput:
+class MessageOutput(Stamped):
     """The model's text of one turn, re-aggregated once the turn finished."""
 
     item: AssistantMessage
@@ -81,7 +113,7 @@ class MessageOutput:
 
 
 @value
-class ToolCallItem:
+class ToolCallItem(Stamped):
     """A complete tool call the model asked for (arguments assembled)."""
 
     item: ToolCall
@@ -89,7 +121,7 @@ class ToolCallItem:
 
 
 @value
-class ToolOutputItem:
+class ToolOutputItem(Stamped):
     """The one result a tool call got: executed, errored, denied, rejected, skipped or cancelled."""
 
     item: ToolResult
@@ -97,7 +129,7 @@ class ToolOutputItem:
 
 
 @value
-class HandoffItem:
+class HandoffItem(Stamped):
     """Control passed between agents; serialized as `from` / `to`."""
 
     from_agent: Annotated[str, Field(alias="from")]
@@ -106,7 +138,7 @@ class HandoffItem:
 
 
 @value
-class AgentUpdated:
+class AgentUpdated(Stamped):
     """Agent `agent` now runs (a handoff target started)."""
 
     agent: str
@@ -114,7 +146,7 @@ class AgentUpdated:
 
 
 @value
-class GuardrailTriggered:
+class GuardrailTriggered(Stamped):
     """Guardrail `guardrail` tripped on the run's `kind` ("input" or "output"); `info` is
     what it said."""
 
@@ -137,7 +169,7 @@ class GuardrailTriggered:
 
 
 @value
-class ApprovalRequested:
+class ApprovalRequested(Stamped):
     """Call `call_id` of `tool` with arguments `args` waits for a decision; a decision must
     quote `arguments_hash` (`request` rebuilds the `ApprovalRequest` to decide on)."""
 
@@ -161,7 +193,7 @@ class ApprovalRequested:
 
 
 @value
-class PermissionDenied:
+class PermissionDenied(Stamped):
     """Call `call_id` of `tool` will not run: denied by policy or rejected by a human."""
 
     call_id: str
@@ -171,7 +203,7 @@ class PermissionDenied:
 
 
 @value
-class RepairStarted:
+class RepairStarted(Stamped):
     """The output failed validation; repair turn `attempt` asks again with `errors`."""
 
     attempt: int
@@ -180,7 +212,7 @@ class RepairStarted:
 
 
 @value
-class StructuredOutputFailed:
+class StructuredOutputFailed(Stamped):
     """The repaired output failed validation too: the run fails. `schema_errors` are the
     validation errors, `final_text` the model's last answer."""
 
@@ -202,7 +234,7 @@ class StructuredOutputFailed:
 
 
 @value
-class RunCompleted:
+class RunCompleted(Stamped):
     """The run succeeded with `output` (text, typed value); `usage` is what it spent."""
 
     output: FinalOutput
@@ -215,7 +247,7 @@ class RunCompleted:
 
 
 @value
-class RunFailed:
+class RunFailed(Stamped):
     """The run failed with `error`, an `AgentError` value."""
 
     error: AgentError
@@ -223,7 +255,7 @@ class RunFailed:
 
 
 @value
-class RunSuspended:
+class RunSuspended(Stamped):
     """The run waits for approvals out of process; resume it with decisions for `pending`."""
 
     pending: tuple[ApprovalRequest, ...]

@@ -72,6 +72,7 @@ class EventPrinter:
     _phase: str | None = None  # the phase the last transition entered, when told (`step`)
     _shown: bool = False  # the text this step's message holds was streamed already
     at: str | None = None  # when the last step told with its time was applied
+    _time: Any = None  # the last step's `StepTime`, when told: its calls' seconds
 
     def __post_init__(self) -> None:
         if self.colour is None:
@@ -106,7 +107,7 @@ class EventPrinter:
         run shown). Note the phase; print when a stored run was resumed, how long the
         effect that produced `inp` took, the result an effect fed back, and an effect phase
         as it starts."""
-        self._phase, self._shown = state.phase, self._streaming
+        self._phase, self._shown, self._time = state.phase, self._streaming, time
         if time is not None:
             self._timed(inp, time)
         if inp.kind == "effect_result":
@@ -147,7 +148,9 @@ class EventPrinter:
 
     def _tool_output_item(self, e: Any) -> None:
         style = ("red",) if e.item.is_error else ("dim",)
-        self.line(self.paint(f"  ↳ {e.item.status}: {_short(e.item.content)}", *style))
+        took = None if self._time is None else self._time.call(e.item.call_id)
+        after = "" if took is None else f"  (took {duration_text(took)})"
+        self.line(self.paint(f"  ↳ {e.item.status}: {_short(e.item.content)}{after}", *style))
 
     def _handoff_item(self, e: Any) -> None:
         self.line(self.paint(f"  ⇢ handoff {e.from_agent} → {e.to_agent}", "yellow"))

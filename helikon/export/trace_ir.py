@@ -171,6 +171,7 @@ class _Index:
         self.table = table
         self.lines: dict[str, list[TransitionTrace | EffectTrace]] = {}
         self.results: dict[tuple[str, str], ToolResult] = {}
+        self.took: dict[tuple[str, str], float] = {}  # each timed call's seconds
         self.decisions: dict[tuple[str, str], ApprovalDecision] = {}
         self.denials: dict[tuple[str, str], str] = {}
         self.requested: set[tuple[str, str]] = set()
@@ -186,6 +187,9 @@ class _Index:
 
     def _learn(self, line: TransitionTrace) -> None:
         run = line.run_id
+        if line.time is not None:
+            for call in line.time.calls:
+                self.took.setdefault((run, call.call_id), call.took)
         if isinstance(line.input, ApprovalDecisions):
             for decision in line.input.decisions:
                 self.decisions.setdefault((run, decision.call_id), decision)
@@ -225,6 +229,7 @@ class _Index:
             self.denials.get((run_id, call.call_id)),
             self.approval(run_id, call) if (run_id, call.call_id) in self.requested else None,
             self.child(self.tool_run(run_id, call.call_id, seq), depth + 1, "tool", call.name),
+            self.took.get((run_id, call.call_id)),
         )
 
     def tool_run(self, run_id: str, call_id: str, seq: int) -> str:

@@ -8,8 +8,8 @@ it took (`Step`s) and its entries in stream order (`ModelCall`, `Message`, `Reas
 the entry that started them. Renderers can be tested from views built by hand.
 
 Times come from the trace as it recorded them: a step's `at` and `took` (the effect that
-produced its input), a model call's and an effect's `took`, and the pause before a stored
-run's resumption (`Step.resumption`); traces without times show none.
+produced its input), a model call's, a tool call's and an effect's `took`, and the pause
+before a resumption (`Step.resumption`); traces without times show none.
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ class ApprovalView:
 @dataclass(frozen=True, slots=True)
 class ToolCallView:
     """A tool call with its arguments (`pretty` when they are JSON), the approval it waited
-    for, its result (matched by `call_id`), the reason a policy or a human denied it, and the
-    run of an agent called as a tool."""
+    for, its result (matched by `call_id`) and how long it ran (`took`, seconds, when the
+    trace says), the reason a policy or a human denied it, and the run of an agent called
+    as a tool."""
 
     call_id: str
     name: str
@@ -122,6 +123,7 @@ class ToolCallView:
     denied: str | None = None
     approval: ApprovalView | None = None
     run: RunSection | None = None
+    took: float | None = None
     kind: Literal["tool_call"] = "tool_call"
 
     @property

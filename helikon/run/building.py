@@ -67,6 +67,7 @@ from helikon.run.stopping import Stoppable
 from helikon.run.stored import Claim, check_identity, fold
 from helikon.run.tooling import Tooled
 from helikon.trace import TraceSink
+from helikon.trace.times import CallTimes, Times
 
 __all__ = ["Built"]
 
@@ -129,10 +130,13 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
         # its trace, its spans (helikon.otel; None without) and, later, its other listeners
         self._listened(trace, observer_for(self))
         # Its times (helikon.trace.times), set here so the instance's attributes are
-        # all made at once: the last step's (wall, took), the effect in flight's start.
-        self.times: tuple[float, float | None] = (0.0, None)
+        # all made at once: the last step's (`Times`), the effect in flight's start, what
+        # the next step's record says of the effect before it and of a resumption.
+        self.times: Times = (0.0, None, (), False)
         self._began: float | None = None
         self._took: float | None = None
+        self._timed: CallTimes = ()
+        self._resuming = False
 
     async def prepare(self) -> None:
         """Prepare the run before its first transition (`advance()` and `apply()` await
@@ -224,6 +228,7 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
             seq=snapshot.seq,
             next_input=ApprovalDecisions(tuple(decisions)) if decisions else snapshot.next_input,
             lifecycle=Lifecycle.RUNNING,
+            resumed=True,
         )
         return run
 
@@ -292,6 +297,7 @@ class Built(Listened, Journaled, Tooled, Stoppable, Positioned, RunEffects):
             model_calls=folded.model_calls,
             lifecycle=Lifecycle.RESUMING,
             claim=Claim(stored, force, tuple(decisions)),
+            resumed=True,
         )
         return run
 

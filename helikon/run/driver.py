@@ -55,7 +55,10 @@ from helikon.run.lifecycle import Applied, Lifecycle
 from helikon.run.loop import Stopped, perform, stop_wins
 from helikon.run.observing import Ending
 from helikon.trace import TransitionRecord
-from helikon.trace.times import clock
+from helikon.trace import times as _times
+from helikon.trace.times import CallTimes, Times, clock
+
+_stamp = object.__setattr__  # an event's `at`: one C call (`helikon.core.events.stamp`)
 
 __all__ = ["Applied", "Run", "RunToolContext"]
 
@@ -73,12 +76,15 @@ class Run(Built):
     before its effect starts (see `helikon.run.journal`).
     """
 
-    times: tuple[float, float | None]
-    """The last step's times as the clock gave them (`helikon.trace.times`): when it was
-    applied (wall), and how long the effect whose result it applied ran (monotonic; None
-    when no effect of this run produced it)."""
+    times: Times
+    """The last step's times as the clock gave them (`helikon.trace.times.Times`): when
+    it was applied (wall), how long the effect whose result it applied ran (monotonic; None
+    when no effect of this run produced it), each tool call's seconds when that was a
+    batch, and whether it was the first step of a resumption."""
     _began: float | None  # when the effect in flight started (monotonic)
     _took: float | None  # how long the effect that produced `next_input` ran
+    _timed: CallTimes  # how long each call of the batch that produced it ran
+    _resuming: bool  # the next step is the first of a resumption (`resumed`)
 
     # ------------------------------------------------------------ stepping
 
@@ -123,11 +129,12 @@ class Run(Built):
         if self._lifecycle is Lifecycle.NEW:
             self._move(Lifecycle.STARTED)
             started = RunStarted(self.agent.name, self.run_id)
+            _stamp(started, "_at", clock().wall())
             yield started  # at once; traced after the listing, which the trace's header records
             await self.prepare()
             if self.listeners is not None:
                 self.listeners.started(self)
-            self.emit(started)
+                self.listeners.effect(self, started)
 
     async def apply(self, recorded: TransitionOutcome | None = None) -> Applied:
         """Apply the input already observed (`next_input`): one transition, as `Applied`
@@ -154,6 +161,9 @@ class Run(Built):
         kept = self._apply(inp, outcome, match)
         self.next_action = None if self.finished else outcome.next_action
         events = await self._keep(kept, outcome)
+        at = self.times[0]
+        for event in events:  # streamed when the step was applied
+            _stamp(event, "_at", at)
         return Applied(self.seq, before, inp, match, outcome, events)
 
     async def _rewritten(
@@ -220,6 +230,9 @@ class Run(Built):
         before, self.next_input = self.state, None
         self._apply(inp, outcome, None)
         self.next_action = None if self.finished else outcome.next_action
+        at = self.times[0]
+        for event in outcome.events:
+            _stamp(event, "_at", at)
         return Applied(self.seq, before, inp, match, outcome, outcome.events)
 
     def _apply(
@@ -230,15 +243,17 @@ class Run(Built):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        self.times = (clock().wall(), self._took)
-        self._took = None
+        self.times = (clock().wall(), self._took, self._timed, self._resuming)
+        self._took, self._timed, self._resuming = None, (), False
         if self.listeners is None:
             return None
         record = TransitionRecord(self.seq, before, inp, outcome, match, *self.times)
         return self.listeners.transition(self, record)
 
     def emit(self, event: AgentEvent) -> AgentEvent:
-        """An event an effect produced (not a transition): told the listeners, then streamed."""
+        """An event an effect produced (not a transition): stamped with the time (`at`),
+        told the listeners, then streamed."""
+        _stamp(event, "_at", _times._current.wall())  # `clock().wall()`, a call less
         if self.listeners is not None:
             self.listeners.effect(self, event)
         return event

@@ -74,6 +74,7 @@ from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
 from helikon.tools import Tool, ToolContext, execute_batch
+from helikon.trace.times import CallTimes, clock
 
 INTERRUPTED = (
     "error: interrupted: the run stopped while this call ran, so it may have run; it is not "
@@ -137,6 +138,7 @@ class RunEffects:
     _lifecycle: Lifecycle
     _specs: tuple[ToolSpec, ...] | None
     observer: RunObserver | None
+    _timed: CallTimes  # each call's seconds, of the batch whose results are the next input
 
     @property
     def usage(self) -> Usage:
@@ -298,12 +300,17 @@ class RunEffects:
             )
 
         finished: list[ToolResult] = list(known.values())
+        began: dict[str, float] = {}  # each call's start (monotonic)
+        timed: dict[str, float] = {}  # each finished call's seconds
+        now = clock().monotonic
 
         async def started(call: ToolCall) -> None:
             if journal is not None:
                 await journal.call_started(seq, call)
+            began[call.call_id] = now()
 
         async def keep(call: ToolCall, result: ToolResult) -> None:
+            timed[call.call_id] = now() - began[call.call_id]
             finished.append(result)
             if journal is not None:  # the batch's last result rides with the next record
                 last = len(finished) == len(action.calls)
@@ -331,6 +338,8 @@ class RunEffects:
             return Fail(self._refused(refused), tuple(finished), sum(spent, ZERO_USAGE))
         except Stopped:  # calls that finished keep their results and what they spent
             return landed(self._stop, ToolResults(tuple(finished), sum(spent, ZERO_USAGE)))
+        finally:  # each call that ran to its end, timed, for the step its results make
+            self._timed = in_order(to_run, timed)
         by_id = {**known, **{result.call_id: result for result in ran}}
         results = tuple(by_id[call.call_id] for call in action.calls)
         return ToolResults(results, sum(spent, ZERO_USAGE))
@@ -455,6 +464,11 @@ class RunEffects:
                 if event.type not in TERMINAL_EVENTS:
                     yield event
         yield Next(handoff_result(child.state, child.agent.name))
+
+
+def in_order(calls: Sequence[ToolCall], timed: dict[str, float]) -> CallTimes:
+    """The calls of `calls` that `timed` has, with their seconds, in the calls' order."""
+    return tuple([(call.call_id, timed[call.call_id]) for call in calls if call.call_id in timed])
 
 
 def store_failed(exc: StoreError) -> StoreFailed:

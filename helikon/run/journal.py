@@ -67,7 +67,7 @@ from helikon.durable.records import (
     step_record,
 )
 from helikon.durable.store import RunStore
-from helikon.trace.times import StepTime, clock, iso
+from helikon.trace.times import StepTime, Times, emitted, iso
 
 LEASE_SECONDS = 30.0
 """How long a lease lasts without renewal; a run renews it every third of that."""
@@ -275,8 +275,7 @@ class Journal:
         """Keep an effect's event, as the listeners' port gives it (redacted when the run
         redacts), to write with the next record (deltas are not kept)."""
         if not isinstance(event, DELTAS):
-            at = iso(clock().wall())
-            self._effects.append(EffectRecord(after_seq, event, at))
+            self._effects.append(EffectRecord(after_seq, event, iso(emitted(event))))
 
     async def flush(self) -> None:
         """Write what waits for the next record: a held result, and effects' events."""
@@ -297,16 +296,20 @@ class Journal:
         outcome: TransitionOutcome,
         suspended: bool,
         starts: Sequence[ToolCall] = (),
-        times: tuple[float, float | None] | None = None,
+        times: Times | None = None,
     ) -> None:
         """Commit one transition, as the listeners' port gives it (redacted when the run
         redacts), and the effects before it, a held result, and the rows of the calls in
         `starts`, which its effect starts at once, before its effect starts. `times` are
-        (when it was applied, how long the effect before it took), as the run read them
-        (`helikon.trace.times`); the first record after a resumption says so."""
+        (when it was applied, how long the effect before it took, each tool call's
+        seconds, whether it resumes the run), as the run read them (`helikon.trace.times`);
+        the first record after the journal's own resumption says so too."""
         if isinstance(self.lost, StoreError):  # the store failed: nothing more is written
             raise self.lost
-        time = None if times is None else StepTime.of(*times, self.resuming)
+        time = None
+        if times is not None:
+            at, took, timed, resumed = times
+            time = StepTime.of(at, took, timed, resumed or self.resuming)
         self.resuming = False
         record = step_record(seq, inp, match, outcome, time)
         effects, self._effects = self._effects, []

@@ -43,6 +43,7 @@ from helikon.run.snapshot import SnapshotMismatch
 from helikon.run.spec import AgentSpec
 from helikon.run.stored import Claim, moved_on
 from helikon.trace import TransitionRecord
+from helikon.trace.times import Times
 
 __all__ = ["Journaled"]
 
@@ -66,7 +67,7 @@ class Journaled:
     session_items: int
     listed_tools: tuple[ListedTool, ...]
     listeners: Listeners | None
-    times: tuple[float, float | None]  # the last step's (`Run.times`)
+    times: Times  # the last step's (`Run.times`)
     _lifecycle: Lifecycle
     _claim: Claim | None
 

@@ -136,6 +136,7 @@ class Positioned:
     model_calls: int
     _lifecycle: Lifecycle
     _claim: Claim | None
+    _resuming: bool
 
     def position(
         self,
@@ -148,6 +149,7 @@ class Positioned:
         model_calls: int | Keep = KEEP,
         lifecycle: Lifecycle | Keep = KEEP,
         claim: Claim | None = None,
+        resumed: bool | Keep = KEEP,
     ) -> None:
         """Place the run between two steps: the one way, besides stepping, that anything of
         where it is changes (a resume from a snapshot or a store, a nested run resumed, a
@@ -162,6 +164,8 @@ class Positioned:
             model_calls: the model calls it has made.
             lifecycle: where it is in its life (`helikon.run.lifecycle`), with `claim`
                 exactly when it is RESUMING a stored run.
+            resumed: its next step is the first of a resumption (a snapshot's, a stored
+                run's): that step's time says so (`StepTime.resumed`).
 
         Raises:
             ValueError: `claim` without RESUMING, or RESUMING without `claim`.
@@ -183,6 +187,8 @@ class Positioned:
             self.model_calls = model_calls
         if not isinstance(lifecycle, Keep):
             self._lifecycle, self._claim = lifecycle, claim
+        if not isinstance(resumed, Keep):
+            self._resuming = resumed
 
     @property
     def lifecycle(self) -> Lifecycle:

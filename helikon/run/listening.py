@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol
 
-from helikon.core.events import DELTAS
+from helikon.core.events import DELTAS, stamp
 from helikon.run.config import RunConfig
 from helikon.run.journal import Journal
 from helikon.run.observing import RunObserver
@@ -162,7 +162,10 @@ class Listeners:
         if self.redact is not None:
             if isinstance(event, DELTAS):  # redacted, only the message they build is kept
                 return
+            at = event.at
             event = redacted(event, self.redact)
+            if at is not None:  # the copy keeps when it was emitted
+                stamp(event, at)
         if self.journal is not None:
             self.journal.effect(run.seq, event)
         if self.trace is not None:

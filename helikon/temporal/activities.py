@@ -25,6 +25,10 @@ to the run store first (helikon.temporal.writes), then does its effect:
 - `helikon_conversation`, `helikon_head`: read a stored run (a handoff target starts from
   its parent's conversation; a continued workflow from its head).
 
+The model, tool and effect activities time what they run on the monotonic clock
+(`helikon.trace.times.clock`), the store's writes and reads left out, and answer it as
+`took`: the workflow reads no clock, and sets it on the step whose input the answer is.
+
 Payloads are JSON data checked on arrival (helikon.temporal.messages). A store failure
 raises, so Temporal retries the activity; a store that holds another run of the id raises a
 non-retryable error.
@@ -65,6 +69,7 @@ from helikon.temporal import messages as m
 from helikon.temporal.registry import AgentFacts, AgentRegistry, UnknownAgent
 from helikon.temporal.writes import RunDiverged, Written, write
 from helikon.tools import Tool, ToolContext, execute_batch
+from helikon.trace.times import clock, seconds
 
 HEARTBEAT_SECONDS = 1.0
 """How often a running tool's activity heartbeats (its heartbeat timeout is longer)."""
@@ -155,23 +160,26 @@ class HelikonActivities:
             calls_before=call.calls_before,
         )
         assembler = ResponseAssembler()
+        began = clock().monotonic()
         chunks = model_of(facts.agent).stream(request)
         try:
             async for chunk in chunks:
                 assembler.add(chunk)
         except ModelError as exc:  # a failed call still counts what it spent
             spent = exc.usage if exc.usage is not None else assembler.usage
-            return m.to_payload(m.ModelAnswer(Fail(exc.error, (), spent)))
+            return m.to_payload(m.ModelAnswer(Fail(exc.error, (), spent), _since(began)))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a model adapter's bug must not crash the run
             failure = ModelCallFailed("bad_response", f"{type(exc).__name__}: {exc}")
-            return m.to_payload(m.ModelAnswer(Fail(failure, (), assembler.usage)))
+            failed = Fail(failure, (), assembler.usage)
+            return m.to_payload(m.ModelAnswer(failed, _since(began)))
         finally:
             close = getattr(chunks, "aclose", None)
             if close is not None:
                 await close()
-        return m.to_payload(m.ModelAnswer(assembler.response(facts.agent.name)))
+        response = assembler.response(facts.agent.name)
+        return m.to_payload(m.ModelAnswer(response, _since(began)))
 
     @activity.defn
     async def helikon_tool(self, data: Any) -> Any:
@@ -193,12 +201,13 @@ class HelikonActivities:
         def context_for(call: ToolCall) -> ToolContext[Any]:
             return ToolContext(run.run_id, call.call_id, facts.agent.name, self.deps, run.seq)
 
+        began = clock().monotonic()
         try:
             (result,) = await _heartbeating(execute_batch((run.call,), tools, context_for))
         except FatalToolError as exc:
             error = exc.error or ToolFailed(exc.tool, exc.call_id, str(exc))
-            return m.to_payload(m.ToolAnswer(fatal=error))
-        return m.to_payload(m.ToolAnswer(result))
+            return m.to_payload(m.ToolAnswer(fatal=error, took=_since(began)))
+        return m.to_payload(m.ToolAnswer(result, took=_since(began)))
 
     async def _live(self, agent: AgentSpec, recorded: Sequence[ListedTool]) -> Mapping[str, Tool]:
         """The run's tools bound to this worker's sources (`AgentRegistry.live_tools`),
@@ -229,17 +238,19 @@ class HelikonActivities:
             error = EffectFailed(run.effect, "no effect of this name is registered on the agent")
             return m.to_payload(m.EffectAnswer(error=error))
         context = EffectContext.of(run.run_id, run.seq, run.effect, run.args)
+        began = clock().monotonic()
         try:
             output = await _heartbeating(registered(context))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the user's effect failed: the run fails, saying how
             error = EffectFailed(run.effect, f"raised {type(exc).__name__}: {exc}")
-            return m.to_payload(m.EffectAnswer(error=error))
+            return m.to_payload(m.EffectAnswer(error=error, took=_since(began)))
+        took = _since(began)
         checked = as_json(run.effect, output)
         if isinstance(checked, EffectFailed):
-            return m.to_payload(m.EffectAnswer(error=checked))
-        return m.to_payload(m.EffectAnswer(EffectResult(run.effect, checked[0])))
+            return m.to_payload(m.EffectAnswer(error=checked, took=took))
+        return m.to_payload(m.EffectAnswer(EffectResult(run.effect, checked[0]), took=took))
 
     @activity.defn
     async def helikon_guardrail(self, data: Any) -> Any:
@@ -282,6 +293,11 @@ class HelikonActivities:
         header = stored.header
         head_ = m.Head(head.state_after, head.seq, calls, header.chart_digest, header.tools)
         return m.to_payload(head_)
+
+
+def _since(began: float) -> float:
+    """The seconds since `began` (the monotonic clock), as a step's time writes them."""
+    return seconds(clock().monotonic() - began)
 
 
 async def _heartbeating(work: Awaitable[T]) -> T:

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.temporal import messages as m
     from helikon.temporal.options import TemporalOptions
     from helikon.temporal.registry import AgentFacts, registry_for
+    from helikon.trace.times import CallTimes
 
 
 CANCELED = "helikon-cancelled-run-ends-canceled"
@@ -140,6 +141,8 @@ class WorkflowCalls:
     decisions: tuple[ApprovalDecision, ...] | None
     stopping: Cancel | Fail | None
     deadline: float
+    took: float | None  # how long the effect whose input is next ran, as its activity says
+    timed: CallTimes  # how long each call of the batch whose results are next ran
 
     @property
     def _queue(self) -> str:

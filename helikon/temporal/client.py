@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
 from helikon.core.approvals import ApprovalDecision
-from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated
+from helikon.core.events import TERMINAL_EVENTS, AgentEvent, AgentUpdated, stamp
 from helikon.core.items import Item
 from helikon.durable.records import RunNotFound, StepRecord, StoredRun
 from helikon.durable.store import RunStore
@@ -26,6 +26,7 @@ from helikon.run.prepare import as_items
 from helikon.run.spec import AgentSpec
 from helikon.temporal import messages as m
 from helikon.temporal.registry import AgentRegistry
+from helikon.trace.times import parse_iso
 
 
 def chart_of(agent: AgentSpec) -> str:
@@ -116,6 +117,10 @@ async def events(
     waits up to `wait` seconds for the run to appear in the store. While it waits it reads
     the run's `store.revision` every `poll` seconds, and the whole run only once that changed.
 
+    Each event carries the time its row says it was emitted (`AgentEvent.at`: the
+    workflow's `workflow.now()`), as a local run's stream carries when it streamed it; a
+    row stored without a time gives None.
+
     A handoff target's events follow the `AgentUpdated` that starts it, all but its
     terminal one, as a local run streams them (they are stored in the target's own run;
     `after` counts the run's own events only). `steps`, when given, is told each record
@@ -191,10 +196,22 @@ def _own_timeline(stored: StoredRun) -> list[tuple[AgentEvent | StepRecord, str 
     ordered: list[tuple[AgentEvent | StepRecord, str | None]] = []
     for entry in timeline_of(stored):
         if isinstance(entry, StepRecord):
+            at = _seconds(entry.time.at if entry.time is not None else None)
             ordered.append((entry, None))
-            ordered += [(event, None) for event in entry.events]
+            ordered += [(_stamped(event, at), None) for event in entry.events]
             continue
-        event = entry.event
+        event = _stamped(entry.event, _seconds(entry.at))
         target = handoffs.pop(0) if isinstance(event, AgentUpdated) and handoffs else None
         ordered.append((event, target))
     return ordered
+
+
+def _seconds(at: str | None) -> float | None:
+    return None if at is None else parse_iso(at)
+
+
+def _stamped(event: AgentEvent, at: float | None) -> AgentEvent:
+    """`event` read from its row, stamped with the row's time (`AgentEvent.at`)."""
+    if at is not None:
+        stamp(event, at)
+    return event

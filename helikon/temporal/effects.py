@@ -11,6 +11,12 @@ limit), an agent as a tool (a child workflow `{run_id}/{seq}:{call_id}`), a char
 child workflow `{run_id}/{seq}` that reads this run's conversation). What a history records
 is fixed by the histories recorded before: activity names, ids, order and payloads stay as
 they are, or change behind `workflow.patched`.
+
+How long an effect ran comes from its activity's answer (`took`, measured there: the
+workflow reads no clock) and is set on the step its input makes (`took`): a model call's,
+an effect's, and a tool batch's longest call (its calls run at once), each call's own too
+(`timed`; a nested run's child workflow is not timed). An answer recorded before answers
+had it reads as None.
 """
 
 from __future__ import annotations
@@ -141,6 +147,7 @@ class WorkflowEffects(WorkflowCalls):
             return Fail(EffectFailed(name, f"failed: {cause_of(exc)}"))
         self._written(run.writes)
         answer: m.EffectAnswer = m.from_payload(m.EffectAnswer, data, "helikon_effect's answer")
+        self.took = answer.took
         if answer.error is not None:
             return Fail(answer.error)
         assert answer.result is not None
@@ -164,6 +171,7 @@ class WorkflowEffects(WorkflowCalls):
             cause = f"the model's answer cannot reach the workflow: {cause_of(exc)}"
             yield Next(Fail(ModelCallFailed("bad_response", cause)))
             return
+        self.took = answer.took
         yield Next(answer.input)
 
     async def check_input(self) -> GuardrailTripped | GuardrailFailed | None:
@@ -202,6 +210,7 @@ class WorkflowEffects(WorkflowCalls):
             await self._flush()  # a child reads nothing of ours, but its parent must exist
         finished: dict[str, ToolResult] = {}
         spent: list[Usage] = []
+        timed: dict[str, float] = {}  # each call's seconds, as its activity measured
         limit = facts.config.parallel_tool_call_limit
         gate = asyncio.Semaphore(limit) if limit is not None else None
         writes = self._take()
@@ -217,9 +226,11 @@ class WorkflowEffects(WorkflowCalls):
         async def run(call: ToolCall) -> None:
             mine = None if sent[0] else writes
             sent[0] = True
-            result, usage = await self._tool(call, seq, mine)
+            result, usage, took = await self._tool(call, seq, mine)
             if result is not None:  # None: cut short by the batch's stop, spent
                 finished[call.call_id] = result
+            if took is not None:
+                timed[call.call_id] = took
             spent.append(usage)
 
         tasks = [asyncio.ensure_future(one(call)) for call in calls]
@@ -236,15 +247,20 @@ class WorkflowEffects(WorkflowCalls):
             await settle(tasks)
             kept = tuple(finished[c.call_id] for c in calls if c.call_id in finished)
             return landed(self._halted, ToolResults(kept, sum(spent, ZERO_USAGE)))
+        finally:
+            self.took = max(timed.values()) if timed else None
+            self.timed = tuple([(c.call_id, timed[c.call_id]) for c in calls if c.call_id in timed])
         return ToolResults(tuple(finished[c.call_id] for c in calls), sum(spent, ZERO_USAGE))
 
     async def _tool(
         self, call: ToolCall, seq: int, writes: m.Writes | None
-    ) -> tuple[ToolResult | None, Usage]:
+    ) -> tuple[ToolResult | None, Usage, float | None]:
+        """A call's result (None: cut short), what it spent, and the seconds it ran as its
+        activity measured (None when not answered by one)."""
         facts = self._facts
         nested = facts.nested(call.name)
         if nested is not None:
-            return await self._agent_tool(call, nested, seq)
+            return (*await self._agent_tool(call, nested, seq), None)
         tool = facts.tools.get(call.name)
         options = self._options
         attempts = options.rerun_attempts if tool is not None and tool.rerunnable else 1
@@ -271,14 +287,14 @@ class WorkflowEffects(WorkflowCalls):
             content = f"error: the call failed: {cause_of(exc)}"
             if attempts == 1 and interrupted(exc):
                 content = INTERRUPTED
-            return ToolResult(call.call_id, content, True, "errored"), ZERO_USAGE
+            return ToolResult(call.call_id, content, True, "errored"), ZERO_USAGE, None
         if writes is not None:
             self._written(writes)
         answer: m.ToolAnswer = m.from_payload(m.ToolAnswer, data, "helikon_tool's answer")
         if answer.fatal is not None:
             raise _Fatal(answer)
         assert answer.result is not None
-        return answer.result, answer.usage
+        return answer.result, answer.usage, answer.took
 
     async def _agent_tool(
         self, call: ToolCall, agent: AgentSpec, seq: int

@@ -171,9 +171,12 @@ class ModelCall:
 
 @value
 class ModelAnswer:
-    """A model call's outcome: the next input (a `ModelResponse`, or a `Fail`)."""
+    """A model call's outcome: the next input (a `ModelResponse`, or a `Fail`), and the
+    seconds the call ran (`took`, the activity's monotonic clock; None in histories
+    recorded before answers had it)."""
 
     input: TransitionInput
+    took: float | None = None
 
 
 @value
@@ -189,11 +192,13 @@ class ToolRun:
 
 @value
 class ToolAnswer:
-    """A tool call's result, or the error that fails the run (a `FatalToolError`)."""
+    """A tool call's result, or the error that fails the run (a `FatalToolError`), and the
+    seconds the call ran (`took`, as `ModelAnswer.took`)."""
 
     result: ToolResult | None = None
     fatal: AgentError | None = None
     usage: Usage = ZERO_USAGE
+    took: float | None = None
 
 
 @value
@@ -210,10 +215,12 @@ class EffectRun:
 
 @value
 class EffectAnswer:
-    """What the effect returned, or why the run fails (`EffectFailed`)."""
+    """What the effect returned, or why the run fails (`EffectFailed`), and the seconds
+    it ran (`took`, as `ModelAnswer.took`)."""
 
     result: EffectResult | None = None
     error: EffectFailed | None = None
+    took: float | None = None
 
 
 @value

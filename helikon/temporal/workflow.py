@@ -87,7 +87,7 @@ with workflow.unsafe.imports_passed_through():
     from helikon.run.spec import AgentSpec, HandoffTo
     from helikon.temporal import messages as m
     from helikon.temporal.registry import AgentFacts, UnknownAgent, registry_for
-    from helikon.trace.times import StepTime, iso
+    from helikon.trace.times import CallTimes, StepTime, iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
 from helikon.temporal.calls import CANCELED, GUARDRAIL_ROWS, cause_of, refused
@@ -113,6 +113,8 @@ class HelikonWorkflow(WorkflowEffects):
         self.stopping: Cancel | Fail | None = None
         self.produced: Any = None  # the input the action in flight produced
         self.deadline = 0.0
+        self.took: float | None = None
+        self.timed: CallTimes = ()
 
     # ------------------------------------------------------------ the run
 
@@ -295,7 +297,9 @@ class HelikonWorkflow(WorkflowEffects):
             inp, match, outcome, tripped = await checked(self, inp, match, outcome)
         assert match is not None
         self.seq += 1
-        time = StepTime.of(workflow.now().timestamp(), None)  # the workflow's clock only
+        # The workflow's clock only; how long the effect ran, its activity measured.
+        time = StepTime.of(workflow.now().timestamp(), self.took, self.timed)
+        self.took, self.timed = None, ()
         record = None
         if tripped:  # not what `transition` gives: the writer cannot rebuild it
             record = step_record(self.seq, inp, match, outcome, time)

@@ -13,8 +13,10 @@ same on every run. Replay comparisons (the debugger's replay, a stored run's res
 Temporal's replay, the runtimes' parity) never compare times: they are not part of a step.
 
 `StepTime` is a step's time as traces and stores write it: when it was applied, how long the
-effect whose result it applied took, and whether it is the first step of a stored run's
-resumption (a run resumed after a crash or a suspension: the gap before it is the pause).
+effect whose result it applied took, how long each call of a tool batch ran (`calls`, on the
+step whose input is the batch's results: where its results are kept), and whether it is the
+first step of a resumption (a stored run resumed after a crash or a suspension, a run
+resumed from a snapshot: the gap before it is the pause).
 """
 
 from __future__ import annotations
@@ -23,15 +25,19 @@ import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Annotated, Protocol
+
+from pydantic import Field
 
 from helikon.core.values import value
 
 __all__ = [
+    "CallTime",
     "Clock",
     "StepTime",
     "SystemClock",
     "TickingClock",
+    "Times",
     "clock",
     "iso",
     "parse_iso",
@@ -92,6 +98,13 @@ def using_clock(chosen: Clock) -> Iterator[Clock]:
         _current = before
 
 
+def emitted(event: object) -> float:
+    """When `event` was emitted: the time the run stamped it with as it streamed it
+    (`Stamped.at`, helikon.core.events), else the clock's now (an event no run streamed)."""
+    at: float | None = getattr(event, "at", None)
+    return _current.wall() if at is None else at
+
+
 def iso(at: float) -> str:
     """`at` (seconds since the epoch) as UTC ISO 8601, to the millisecond:
     `2026-01-01T00:00:00.250Z`."""
@@ -117,20 +130,53 @@ def seconds(duration: float) -> float:
 
 
 @value
+class CallTime:
+    """How long one tool call ran: `took` seconds (the monotonic clock), call `call_id`."""
+
+    call_id: str
+    took: float
+
+
+CallTimes = tuple[tuple[str, float], ...]
+"""Each timed call of a batch as a run keeps it: (call id, seconds), in the calls' order."""
+
+Times = tuple[float, float | None, CallTimes, bool]
+"""A step's times as a run keeps them while it runs (`Run.times`), `StepTime.of`'s
+arguments: when it was applied (wall), how long the effect before it ran (monotonic; None:
+no effect of this run produced its input), each tool call's seconds, whether it is the
+first step of a resumption."""
+
+
+def _no_calls(calls: tuple[CallTime, ...]) -> bool:
+    return not calls
+
+
+@value
 class StepTime:
     """A step's time as written (a trace line's `time`, a stored record's): `at`, when it
     was applied (`iso`); `took`, the seconds the effect whose result it applied ran (a
     model call, a tool batch, a chart effect, a handoff; None when no effect of this
-    process produced its input); `resumed`, this is the first step a stored run took after
-    it was resumed (after a crash or a suspension)."""
+    process produced its input); `resumed`, this is the first step a run took after it was
+    resumed (a stored run after a crash or a suspension, a run from a snapshot); `calls`,
+    on the step whose input is a tool batch's results, each call's own seconds (a call
+    this process did not run, one finished before a crash, has none). `calls` is left out
+    of the JSON when empty, so a step without calls is written as before it existed."""
 
     at: str
     took: float | None = None
     resumed: bool = False
+    calls: Annotated[tuple[CallTime, ...], Field(exclude_if=_no_calls)] = ()
 
     @classmethod
-    def of(cls, at: float, took: float | None, resumed: bool = False) -> StepTime:
-        return cls(iso(at), None if took is None else seconds(took), resumed)
+    def of(
+        cls, at: float, took: float | None, calls: CallTimes = (), resumed: bool = False
+    ) -> StepTime:
+        timed = tuple([CallTime(call_id, seconds(spent)) for call_id, spent in calls])
+        return cls(iso(at), None if took is None else seconds(took), resumed, timed)
+
+    def call(self, call_id: str) -> float | None:
+        """The seconds call `call_id` ran, None when it was not timed here."""
+        return next((call.took for call in self.calls if call.call_id == call_id), None)
 
 
 def duration_text(duration: float) -> str:

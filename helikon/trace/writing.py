@@ -29,7 +29,7 @@ from helikon.trace.lines import (
     TraceLine,
     TransitionTrace,
 )
-from helikon.trace.times import StepTime, clock, iso
+from helikon.trace.times import CallTimes, StepTime, clock, emitted, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class TransitionRecord:
     match: Match | None = None  # the row taken, when the run computed it already
     at: float | None = None  # when it was applied: seconds since the epoch (UTC)
     took: float | None = None  # seconds the effect whose result it applied ran
+    calls: CallTimes = ()  # each tool call's seconds, when its input is a batch's results
+    resumed: bool = False  # the first step of a resumption (a stored run, a snapshot)
 
 
 class TracedRun(Protocol):
@@ -133,8 +135,13 @@ def transition_trace(run: TracedRun, record: TransitionRecord) -> TransitionTrac
         outcome.events,
         outcome.next_action,
         outcome.conversation_appends,
-        None if record.at is None else StepTime.of(record.at, record.took),
+        None if record.at is None else StepTime.of(*_times(record)),
     )
+
+
+def _times(record: TransitionRecord) -> tuple[float, float | None, CallTimes, bool]:
+    assert record.at is not None
+    return record.at, record.took, record.calls, record.resumed
 
 
 class TraceWriter:
@@ -176,9 +183,12 @@ class TraceWriter:
     def effect(self, run: TracedRun, event: Any) -> None:
         self._announce(run)
         after = self._last_seq.get(run.run_id, run.seq)
-        self._write(EffectTrace(run.run_id, after, event, iso(clock().wall())))
+        self._write(EffectTrace(run.run_id, after, event, iso(emitted(event))))
 
     def _announce(self, run: TracedRun) -> None:
+        if not self._wrote_header:  # a resumed run is not `started`: its header comes first
+            self.write(header_of(run, self.source))
+            return
         line = self._runs.announce(run)
         if line is not None:
             self._write(line)
