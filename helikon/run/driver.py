@@ -201,8 +201,9 @@ class Run(Built):
         approval."""
         action = self.next_action or next_action_of(self.state, self.ctx)
         self.next_action = None
-        self._began = clock().monotonic()
-        observed = self.observer.action(action) if self.observer is not None else None
+        self._began = _times._current.monotonic()  # `clock().monotonic()`, a call less
+        observer = self._observer  # the attribute behind `observer`, read once
+        observed = observer.action(action) if observer is not None else None
         if observed is None:  # no span of its own: no extra generator in the way either
             return perform(self, action)
         return self._in_span(action, observed)
@@ -220,7 +221,7 @@ class Run(Built):
         self.next_input = inp
         began, self._began = self._began, None
         if began is not None:
-            self._took = clock().monotonic() - began
+            self._took = _times._current.monotonic() - began
 
     def record(self, inp: Any, outcome: TransitionOutcome, match: Match | None = None) -> Applied:
         """Take a transition's outcome as given (a recorded one, replayed without its chart):
@@ -243,7 +244,7 @@ class Run(Built):
         before, self.state = self.state, outcome.next_state
         self.conversation.extend(outcome.conversation_appends)
         self.seq += 1
-        self.times = (clock().wall(), self._took, self._timed, self._resuming)
+        self.times = (_times._current.wall(), self._took, self._timed, self._resuming)
         self._took, self._timed, self._resuming = None, (), False
         if self.listeners is None:
             return None

@@ -138,6 +138,7 @@ class RunEffects:
     _lifecycle: Lifecycle
     _specs: tuple[ToolSpec, ...] | None
     observer: RunObserver | None
+    _observer: RunObserver | None  # behind `observer` (helikon.run.listening): read on hot paths
     _timed: CallTimes  # each call's seconds, of the batch whose results are the next input
 
     @property
@@ -205,7 +206,8 @@ class RunEffects:
             calls_before=self.model_calls,
         )
         self.model_calls += 1
-        observed = self.observer.chat(request) if self.observer is not None else None
+        observer = self._observer
+        observed = observer.chat(request) if observer is not None else None
         if observed is None:  # no span: no extra generator in the way either
             return self._stream(request)
         return self._observed(self._stream(request), observed)
@@ -303,6 +305,11 @@ class RunEffects:
         began: dict[str, float] = {}  # each call's start (monotonic)
         timed: dict[str, float] = {}  # each finished call's seconds
         now = clock().monotonic
+        limit = self.config.parallel_tool_call_limit
+        # Calls all start with the batch unless a limit holds some back: then, or when the
+        # journal records each start, a call's start is taken as it starts.
+        each_start = journal is not None or (limit is not None and limit < len(to_run))
+        batch_began = now()
 
         async def started(call: ToolCall) -> None:
             if journal is not None:
@@ -310,7 +317,7 @@ class RunEffects:
             began[call.call_id] = now()
 
         async def keep(call: ToolCall, result: ToolResult) -> None:
-            timed[call.call_id] = now() - began[call.call_id]
+            timed[call.call_id] = now() - began.get(call.call_id, batch_began)
             finished.append(result)
             if journal is not None:  # the batch's last result rides with the next record
                 last = len(finished) == len(action.calls)
@@ -322,10 +329,10 @@ class RunEffects:
                     to_run,
                     self.tools,
                     context_for,
-                    self.config.parallel_tool_call_limit,
-                    on_start=started,
+                    limit,
+                    on_start=started if each_start else None,
                     on_result=keep,
-                    observe=self.observer.tool_call if self.observer is not None else None,
+                    observe=None if self._observer is None else self._observer.tool_call,
                 )
             )
         except FatalToolError as exc:
