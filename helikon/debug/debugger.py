@@ -165,8 +165,7 @@ class Debugger(NestedRuns):
                 f"{header.chart_digest[:12]}; this agent is {agent.name!r} on "
                 f"{run.ctx.table.digest[:12]}"
             )
-        # At the trace's first step, numbered as recorded (a resumed run's trace starts late).
-        first = lines[0]
+        first = lines[0]  # numbered as recorded: a resumed run's trace starts late
         run.position(state=first.state_before, seq=first.seq - 1, next_input=first.input)
         debugger = cls(run, header=header, recorded_only=recorded_only, trace=trace)
         debugger._take(trace)
