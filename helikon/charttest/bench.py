@@ -37,7 +37,7 @@ from helikon.run.agent import Agent
 from helikon.run.chart_effects import Effect, EffectContext
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
-from helikon.run.guardrails import GuardrailResult, OutputGuardrail
+from helikon.run.guardrails import GuardrailResult, InputGuardrail, OutputGuardrail
 from helikon.tools import Tool, ToolContext, tool
 
 
@@ -153,7 +153,7 @@ def variant(
     handler = effects.approve if approvals else None
     guardrails = (probe_guardrail(effects),) if setup.guarded else ()
     return replace(
-        agent,
+        _input_guarded(agent, setup, effects),
         tools=tuple(tools),
         handoffs=tuple(handoffs),
         output_type=output,
@@ -164,6 +164,15 @@ def variant(
     )
 
 
+def _input_guarded(agent: Agent, setup: Setup, effects: Effects) -> Agent:
+    """`agent` with the probe input guardrail as `setup` says, on a chart that checks its
+    input as rows; on any other, its own input guardrails run as the loop's rule says."""
+    if agent.chart is None or "CheckingInput" not in agent.chart.dispatch:
+        return agent
+    guardrails = (probe_input_guardrail(effects),) if setup.input_guarded else ()
+    return replace(agent, input_guardrails=guardrails)
+
+
 def probe_guardrail(effects: Effects) -> OutputGuardrail:
     """The output guardrail a guarded setup gives: its verdict is the one the path planned."""
 
@@ -171,6 +180,15 @@ def probe_guardrail(effects: Effects) -> OutputGuardrail:
         return await effects.verdict()
 
     return OutputGuardrail(PROBE_GUARDRAIL, check)
+
+
+def probe_input_guardrail(effects: Effects) -> InputGuardrail:
+    """The input guardrail a setup gives: its verdict is the one the path planned."""
+
+    async def check(text: str, context: RunContext[Any]) -> GuardrailResult:
+        return await effects.verdict()
+
+    return InputGuardrail(PROBE_GUARDRAIL, check)
 
 
 class SetupRefused(Exception):
