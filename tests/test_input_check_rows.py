@@ -1,7 +1,6 @@
 """Input guardrails checked as rows (`ChartSpec.checks_input`): the start rows' guarded twins,
-CheckingInput and its verdict rows, in the pure core and through the driver. The default
-chart does not check its input as rows yet (it keeps the loop's rule), so these run on the
-default chart with `checks_input` set, and on retrieve_answer likewise.
+CheckingInput and its verdict rows, in the pure core and through the driver, on the default
+chart (which checks its input so) and on retrieve_answer, which starts with an effect.
 """
 
 from __future__ import annotations
@@ -44,8 +43,11 @@ from helikon.core.state import (
     Start,
 )
 from helikon.core.transition import initial_state, next_action_of, transition
+from helikon.run.chart_versions import DEFAULT_VERSIONS
 
-CHECKED = compile_chart(replace(read_chart(AGENT_LOOP), checks_input=True))
+CHECKED = compile_chart(AGENT_LOOP)
+OUTPUT_ROWS = "7e19d021c917228d124629ece46f5002ce4fe975faf780591aaf93901c17e289"
+"""The default chart before it checked its input as rows (kept: helikon.run.chart_versions)."""
 CHECKED_RETRIEVAL = compile_chart(replace(RetrieveAnswerChart, checks_input=True))
 TRIPPED = GuardrailTripped("no-secrets", "input", "asks for a password")
 
@@ -84,10 +86,13 @@ def test_a_chart_that_starts_with_an_effect_checks_its_input_before_the_effect()
     )
 
 
-def test_a_chart_that_does_not_check_its_input_as_rows_keeps_its_digest() -> None:
-    assert compile_chart(read_chart(AGENT_LOOP)).digest == compile_chart(AGENT_LOOP).digest
-    assert "CheckingInput" not in compile_chart(AGENT_LOOP).dispatch
-    assert CHECKED.digest != compile_chart(AGENT_LOOP).digest
+def test_the_default_chart_checks_its_input_as_rows_and_without_them_is_its_last_version() -> None:
+    spec = read_chart(AGENT_LOOP)
+    assert spec.checks_input and compile_chart(AGENT_LOOP).digest == CHECKED.digest
+    phases = tuple(phase for phase in spec.phases if phase.name != "CheckingInput")
+    unchecked = compile_chart(replace(spec, checks_input=False, phases=phases))
+    assert unchecked.digest == OUTPUT_ROWS
+    assert "CheckingInput" not in unchecked.dispatch
 
 
 # -- the pure core ---------------------------------------------------------------------------
@@ -160,7 +165,9 @@ def no_secrets(text: str, context: RunContext[Any]) -> GuardrailResult:
     return GuardrailResult("password" in text, "asks for a password")
 
 
-@pytest.mark.parametrize("chart", [None, CHECKED], ids=["loop-rule", "rows"])
+@pytest.mark.parametrize(
+    "chart", [DEFAULT_VERSIONS.table(OUTPUT_ROWS), CHECKED], ids=["loop-rule", "rows"]
+)
 async def test_a_tripwire_fails_the_run_alike_by_the_rule_and_by_the_rows(chart: Any) -> None:
     model = ScriptedModel(["never"])
     guardrail = InputGuardrail("no-secrets", no_secrets)

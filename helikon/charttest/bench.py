@@ -30,6 +30,7 @@ from helikon.charttest.setup import (
 )
 from helikon.charttest.subject import Subject
 from helikon.core.approvals import ApprovalRequest
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.context import TransitionCtx
 from helikon.core.table import TransitionTable
 from helikon.models.scripted import ScriptedModel
@@ -167,7 +168,7 @@ def variant(
 def _input_guarded(agent: Agent, setup: Setup, effects: Effects) -> Agent:
     """`agent` with the probe input guardrail as `setup` says, on a chart that checks its
     input as rows; on any other, its own input guardrails run as the loop's rule says."""
-    if agent.chart is None or "CheckingInput" not in agent.chart.dispatch:
+    if "CheckingInput" not in (agent.chart or DEFAULT_TABLE).dispatch:
         return agent
     guardrails = (probe_input_guardrail(effects),) if setup.input_guarded else ()
     return replace(agent, input_guardrails=guardrails)

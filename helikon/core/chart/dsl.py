@@ -33,9 +33,12 @@ class LoopChart(StateChart[Any]):
 
 
 class AgentLoopChart(LoopChart):
-    """helikon's default agent loop: model, tools, approvals, handoffs, structured output
-    with one repair, compaction, the output guardrails' check before the run completes, and
-    cancellation from any phase."""
+    """helikon's default agent loop: the input guardrails' check at the start (its start
+    rows' twins and CheckingInput, derived: `checks_input`), model, tools, approvals,
+    handoffs, structured output with one repair, compaction, the output guardrails' check
+    before the run completes, and cancellation from any phase."""
+
+    checks_input = True
 
     calling_model = State("CallingModel", initial=True)
     executing_tools = State("ExecutingTools")

@@ -84,7 +84,7 @@ class ChartSpec:
             docstring).
         checks_input: whether the input guardrails are checked as rows, at the run's
             start (see the module docstring); the CheckingInput phase is added to
-            `phases` when it is not there.
+            `phases`, after the initial phase, when it is not there.
         parents: phase -> the compound phase it is inside. Empty for a flat chart.
         regions: parallel phase -> its regions (compound phases run side by side). Empty
             for a flat chart.
@@ -112,9 +112,9 @@ class ChartSpec:
 
     def __post_init__(self) -> None:
         if self.checks_input and all(p.name != CHECKING_INPUT for p in self.phases):
-            live = tuple(p for p in self.phases if not p.final)
-            ends = tuple(p for p in self.phases if p.final)
-            object.__setattr__(self, "phases", (*live, Phase(CHECKING_INPUT), *ends))
+            at = next(i for i, p in enumerate(self.phases) if p.name == self.initial) + 1
+            phases = (*self.phases[:at], Phase(CHECKING_INPUT), *self.phases[at:])
+            object.__setattr__(self, "phases", phases)
         object.__setattr__(self, "table_rows", _numbered(self))
 
     @property
