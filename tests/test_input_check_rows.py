@@ -44,6 +44,8 @@ from helikon.core.state import (
 )
 from helikon.core.transition import initial_state, next_action_of, transition
 from helikon.run.chart_versions import DEFAULT_VERSIONS
+from helikon.run.driver import Run
+from helikon.run.lifecycle import Lifecycle
 
 CHECKED = compile_chart(AGENT_LOOP)
 OUTPUT_ROWS = "7e19d021c917228d124629ece46f5002ce4fe975faf780591aaf93901c17e289"
@@ -243,3 +245,29 @@ async def test_a_cancel_during_the_check_fails_the_run_from_checking_input() -> 
 
     assert ends_once(events, RunFailed).error == Cancelled("cancelled")
     assert model.requests == []
+
+
+async def test_a_run_placed_after_the_check_before_its_first_model_call_does_not_check_again() -> (
+    None
+):
+    """A run resumed between the check and its first model call (its lifecycle not yet
+    RUNNING, as a stored run's is) calls the model without checking its input a second time:
+    its chart checked it, as a row."""
+    seen: list[str] = []
+
+    def watch(text: str, context: RunContext[Any]) -> bool:
+        seen.append(text)
+        return False
+
+    agent = Agent(
+        "guarded", ScriptedModel(["hello"]), input_guardrails=[InputGuardrail("w", watch)]
+    )
+    run = Run(agent, input="hi")
+    _ = [event async for event in run._begin()]
+    await run.apply()  # the start, held
+    _ = [event async for event in run.perform()]  # the check
+    await run.apply()  # passed: CallingModel, its model call next
+    assert run.state.phase == "CallingModel" and seen == ["hi"]
+    run.position(lifecycle=Lifecycle.PREPARED)  # as a resume before the first model call
+    assert "token_delta" in [event.type async for event in run.perform()]
+    assert seen == ["hi"]

@@ -137,6 +137,12 @@ class RunPort(Protocol):
     input_guarded: bool
     """Whether the input guardrails ran (or the run is past its first model call)."""
 
+    @property
+    def checks_input(self) -> bool:
+        """Whether the run's chart checks its input as rows (`CheckingInput`): then no model
+        call checks it again, though a run resumed before its first one is not marked so."""
+        ...
+
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         """`transition` of the run's state on `inp`, with the row it matched when kept."""
         ...
@@ -244,10 +250,11 @@ async def _verdict(port: RunPort, action: CheckGuardrails) -> GuardrailVerdict:
 
 
 async def _first_call(port: RunPort, action: CallModel) -> AsyncIterator[AgentEvent | Next]:
-    """The run's first model call: its input guardrails first, once; one that trips or
-    fails ends the run instead, without a model call."""
+    """The run's first model call: its input guardrails first, once, on a chart that does
+    not check them as rows; one that trips or fails ends the run instead, without a model
+    call."""
     port.input_guarded = True
-    tripped = await port.check_input()
+    tripped = None if port.checks_input else await port.check_input()
     if isinstance(tripped, GuardrailTripped):
         yield port.emit(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
     if tripped is not None:

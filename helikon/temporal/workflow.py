@@ -340,6 +340,10 @@ class HelikonWorkflow(WorkflowEffects):
     def handoffs(self) -> Mapping[str, HandoffTo]:
         return self._facts.handoffs
 
+    @property
+    def checks_input(self) -> bool:
+        return "CheckingInput" in self._facts.ctx.table.dispatch
+
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         return matched_transition(self.state, inp, self._facts.ctx)
 
