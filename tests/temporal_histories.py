@@ -42,6 +42,9 @@ CASES: dict[str, tuple[Callable[[], Agent], str]] = {
     "claim": (lambda: bulky_agent(size=300 * 1024), "go"),  # its payloads by reference
     # The default chart 7e19d021…: the answer checked in CheckingOutput (GUARDRAIL_ROWS).
     "output_guardrail": (lambda: guarded_agent("a secret"), "hello"),
+    # The default chart ce4ffbf8…: the input checked in CheckingInput (INPUT_GUARDRAIL_ROWS),
+    # then the answer in CheckingOutput; both pass.
+    "input_guardrail": (lambda: guarded_agent("hello"), "hi"),
 }
 """Each case: the agent, and what the user says. Its run id and task queue are its name."""
 

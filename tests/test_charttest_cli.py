@@ -100,7 +100,7 @@ def test_test_says_duplicate_call_ids_is_covered_over_transition_only(
     _, out, _ = cli(capsys, "test", "default")
     row = next(line for line in out.splitlines() if "duplicate_call_ids" in line)
     assert row.split()[:7] == [
-        "5",
+        "7",
         "CallingModel",
         "model_response",
         "duplicate_call_ids",
@@ -251,10 +251,15 @@ def test_coverage_merges_the_rows_of_two_traces(
         == f"default: chart AgentLoopChart ({DEFAULT_TABLE.digest[:12]}), 2 traces"
     )
     hit = {row: cells[5] for row, cells in rows_of(out).items() if cells[6] == "trace"}
-    assert hit == {"2": "2", "8": "1", "11": "2", "17": "1"}  # start, tool calls, answer, next turn
-    assert "declared rows: 4 of 46 covered (4 in traces)" in out
-    assert "guard outcomes: 4 of 46 checked sequences covered" in out
-    assert "  - row 3 (CallingModel model_response, T): no run took it" in out
+    assert hit == {
+        "4": "2",
+        "10": "1",
+        "13": "2",
+        "24": "1",
+    }  # start, tool calls, answer, next turn
+    assert "declared rows: 4 of 53 covered (4 in traces)" in out
+    assert "guard outcomes: 4 of 53 checked sequences covered" in out
+    assert "  - row 5 (CallingModel model_response, T): no run took it" in out
 
 
 def test_coverage_refuses_a_trace_of_another_chart(
@@ -287,16 +292,16 @@ def test_diagram_draws_the_rows_no_trace_took_as_uncovered(
     argv = ["diagram", "default", "--coverage", traces["text"], traces["tools"]]
     code, dot, _ = cli(capsys, *argv, "-f", "dot")
     assert code == 0
-    overlay = TraceOverlay.for_coverage(DEFAULT_TABLE, {2: 2, 8: 1, 11: 2, 17: 1})
+    overlay = TraceOverlay.for_coverage(DEFAULT_TABLE, {4: 2, 10: 1, 13: 2, 24: 1})
     assert dot == chart_to_dot(DEFAULT_TABLE, overlay)
     assert "AgentLoopChart (coverage)" in dot
-    assert "#3 model_response [truncated] / fail_truncated  (uncovered)" in dot
-    assert "#11 model_response / complete  x2\\l" in dot
+    assert "#5 model_response [truncated] / fail_truncated  (uncovered)" in dot
+    assert "#13 model_response / complete  x2\\l" in dot
     assert 'style="dashed"' in dot
     _, mermaid, _ = cli(capsys, *argv, "-f", "mermaid")
     assert mermaid == chart_to_mermaid(DEFAULT_TABLE, overlay)
     assert (
-        "CallingModel --> Failed : #3 model_response [truncated] / fail_truncated  (uncovered)"
+        "CallingModel --> Failed : #5 model_response [truncated] / fail_truncated  (uncovered)"
         in mermaid
     )
 
@@ -335,7 +340,7 @@ def test_subprocess_test_and_coverage(tmp_path: Path, traces: dict[str, str]) ->
     assert done.stdout.splitlines()[-1] == "gaps: none"
     done = helikon("coverage", traces["text"], "--chart", "default")
     assert (done.returncode, done.stderr) == (1, "")
-    assert "declared rows: 2 of 46 covered (2 in traces)" in done.stdout
+    assert "declared rows: 2 of 53 covered (2 in traces)" in done.stdout
 
 
 # ---------------------------------------------------------------- the how-to page

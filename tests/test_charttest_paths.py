@@ -87,11 +87,11 @@ def test_the_coverage_table_lists_every_target_and_says_why_one_is_transition_on
 def test_a_path_that_leaves_its_plan_is_a_failure() -> None:
     """The driver is checked, not trusted: a path planned to take the wrong row fails."""
     tests = ChartTests(subject("default"))
-    path = next(p for p in tests.plan.paths if p.target.row == 11)  # complete
-    wrong = next(p for p in tests.plan.paths if p.target.row == 3)  # truncated
+    path = next(p for p in tests.plan.paths if p.target.row == 13)  # complete
+    wrong = next(p for p in tests.plan.paths if p.target.row == 5)  # truncated
     forged = replace(path, steps=(*path.steps[:-1], PathStep(wrong.target, path.steps[-1].input)))
     result = asyncio.run(drive(tests.bench, forged))
-    assert result.failure == "step 2 took row 11 (FFFFFFFF), not row 3 (T)"
+    assert result.failure == "step 2 took row 13 (FFFFFFFF), not row 5 (T)"
 
 
 def test_handoffs_go_to_the_synthetic_target_whose_run_the_path_scripts() -> None:

@@ -53,7 +53,18 @@ def test_every_declared_row_of_the_default_chart_has_exactly_one_target() -> Non
     found = targets_of(DEFAULT_TABLE)
     declared = [row.index for row in DEFAULT_TABLE.rows if not row.implicit]
     assert sorted(target.row for target in found.reachable) == declared
-    assert found.contradictory == ()
+    # The input guardrails' rows name a guard twice: a start row's twin repeats its guards
+    # (input_guarded, output_only), and CheckingInput's verdict rows repeat `passed`; a
+    # sequence failing one and holding the other is never checked.
+    assert [(t.row, t.outcome()) for t in found.contradictory] == [
+        (2, "FTFT"),
+        (3, "FFFT"),
+        (4, "FTFFF"),
+        (17, "FT"),
+        (18, "TFF"),
+    ]
+    rows = {DEFAULT_TABLE.rows[t.row].source for t in found.contradictory}
+    assert rows == {"CallingModel", "CheckingInput"}
 
 
 @pytest.mark.parametrize(

@@ -225,15 +225,15 @@ def test_table_prints_the_declared_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert lines[0].split() == ["row", "from", "input", "guards", "to", "action"]
     declared = [row for row in DEFAULT_TABLE.rows if not row.implicit]
     assert [line.split()[0] for line in lines[2:-2]] == [str(row.index) for row in declared]
-    assert lines[-2:] == ["", "46 declared rows (101 with the 55 implicit ones: --implicit)"]
+    assert lines[-2:] == ["", "53 declared rows (113 with the 60 implicit ones: --implicit)"]
 
 
 def test_table_implicit_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "table", "--implicit")
     assert code == 0
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines[2:-2]] == [str(i) for i in range(101)]
-    assert lines[-1] == "101 rows: 46 declared, 55 implicit"
+    assert [line.split()[0] for line in lines[2:-2]] == [str(i) for i in range(113)]
+    assert lines[-1] == "113 rows: 53 declared, 60 implicit"
 
 
 @pytest.mark.parametrize("target", ["charts/plan_act.py", "charts.plan_act:PLAN_ACT_TABLE"])

@@ -643,11 +643,17 @@ NON_TERMINAL = (
     "RepairingOutput",
     "Compacting",
     "CheckingOutput",
+    "CheckingInput",
 )
 SEMANTICS_ROWS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("CallingModel", "start", ("budget_exhausted",), "Failed"),
+    ("CallingModel", "start", ("input_guarded", "output_only"), "CheckingInput"),
     ("CallingModel", "start", ("output_only",), "Finalizing"),
+    ("CallingModel", "start", ("input_guarded",), "CheckingInput"),
     ("CallingModel", "start", (), "CallingModel"),
+    ("CheckingInput", "guardrail_verdict", ("passed", "output_only"), "Finalizing"),
+    ("CheckingInput", "guardrail_verdict", ("passed",), "CallingModel"),
+    ("CheckingInput", "guardrail_verdict", (), "Failed"),
     ("CallingModel", "model_response", ("truncated",), "Failed"),
     ("CallingModel", "model_response", ("empty",), "Failed"),
     ("CallingModel", "model_response", ("duplicate_call_ids",), "Failed"),

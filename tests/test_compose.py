@@ -62,7 +62,7 @@ def test_building_gives_a_spec_that_states_the_shared_rows_once() -> None:
         .rows("Extra", "model_response", "complete")
         .build()
     )
-    assert [len(rows) for rows in table.everywhere] == [9, 9]
+    assert [len(rows) for rows in table.everywhere] == [10, 10]
     assert {table.rows[i].source for i in table.everywhere[0]} >= {"Extra", "CallingModel"}
 
 
@@ -87,10 +87,13 @@ def test_retargeting_start_adds_a_phase_in_front_of_the_loop() -> None:
         .build()
     )
     table = compile_chart(chart)
-    # Only the fallback moved: the output_only row runs start_turn too, to Finalizing.
-    assert own_rows(table, "CallingModel")[:3] == [
+    # Only the fallback moved: the output_only row runs start_turn too, to Finalizing. Each
+    # start row that goes on keeps its twin, which holds it for the input guardrails.
+    assert own_rows(table, "CallingModel")[:5] == [
         ("start", ("budget_exhausted",), "Failed", "fail_budget"),
+        ("start", ("input_guarded", "output_only"), "CheckingInput", "start_turn"),
         ("start", ("output_only",), "Finalizing", "start_turn"),
+        ("start", ("input_guarded",), "CheckingInput", "enter_phase"),
         ("start", (), "Greeting", "enter_phase"),
     ]
     # A new phase goes before the terminal ones and takes the rows every phase has.
@@ -146,6 +149,8 @@ def test_drop_and_rows_replace_what_the_base_had() -> None:
     )
     table = compile_chart(chart)
     assert [r[3] for r in own_rows(table, "CallingModel") if r[0] == "start"] == [
+        "start_turn",  # the twins: held for the input guardrails
+        "start_turn",
         "start_turn",
         "start_turn",
     ]
@@ -279,7 +284,7 @@ def test_a_row_must_go_where_its_action_builds_the_next_state() -> None:
     with pytest.raises(ChartDefinitionError) as refused:
         compile_chart(wrong)
     assert (
-        "state CallingModel, input model_response: row #11 goes to Finalizing, but its action "
+        "state CallingModel, input model_response: row #13 goes to Finalizing, but its action "
         "complete builds the state of phase Done"
     ) in str(refused.value)
 

@@ -121,6 +121,7 @@ def test_planning_is_the_custom_initial_phase() -> None:
         if row.source == "Planning" and not row.implicit
     ] == [
         ("start", ("budget_exhausted",), "Failed", "fail_budget"),
+        ("start", ("input_guarded",), "CheckingInput", "start_planning"),
         ("start", (), "Planning", "start_planning"),
         ("model_response", ("empty",), "Failed", "fail_empty"),
         ("model_response", (), "CallingModel", "record_plan"),
@@ -134,10 +135,17 @@ def test_the_rest_of_the_loop_is_the_default_chart() -> None:
         return [
             (r.source, r.input_kind, tuple(map(str, r.guards)), r.target, r.action)
             for r in table.rows
-            if not r.implicit and r.source != "Planning" and r.input_kind != "start"
+            if not r.implicit
+            and r.source != "Planning"
+            and r.input_kind not in ("start", "guardrail_verdict")
         ]
 
     assert declared(TABLE) == declared(DEFAULT_TABLE)
+    # The input guardrails' check is Planning's start held: it goes on to Planning.
+    assert [
+        (tuple(map(str, r.guards)), r.target, r.action)
+        for r in TABLE.rows_for("CheckingInput", "guardrail_verdict")
+    ] == [(("passed",), "Planning", "resume_input"), ((), "Failed", "fail_guardrail")]
     # CallingModel is no longer initial, so a start there is refused, not a new run.
     (row,) = TABLE.rows_for("CallingModel", "start")
     assert (row.action, row.implicit) == ("reject_input", True)

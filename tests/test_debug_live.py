@@ -305,7 +305,7 @@ def test_step_into_a_handoff_target_live_through_a_pipe() -> None:
     assert steps[3][1].startswith("#1 CallingModel → CallingModel  on start")
     assert "call call_invoice: invoice" in steps[3][1]
     assert (
-        "next (peek) row 8: CallingModel --model_response [has_tool_calls]--> Executing"
+        "next (peek) row 10: CallingModel --model_response [has_tool_calls]--> Executing"
         in (steps[4][1])
     )
     assert steps[5][1].endswith("\nat step 1")  # no recorded length: it grows as it runs

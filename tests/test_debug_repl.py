@@ -100,18 +100,18 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     assert "offline, the chart's scripted model" in banner
     assert "at step 0; next input: start\n  user: How am I doing on coffee this month?" in banner
     assert brk == "breakpoint #1 phase ExecutingTools"
-    assert "#1 CallingModel → CallingModel  on start · row 2 start_turn" in cont
-    assert "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools" in cont
+    assert "#1 CallingModel → CallingModel  on start · row 4 start_turn" in cont
+    assert "#2 CallingModel → ExecutingTools  on model_response · row 10 execute_tools" in cont
     assert '⚙ spending({"category": "coffee"})' in cont
     assert "■ stopped at breakpoint #1 phase ExecutingTools after step 2" in cont
     assert "at step 2; next input: tool_results" in cont
     assert state.splitlines()[0] == "ExecutingTools"
     assert '    call call_budget: budget({"category": "coffee"})' in state
     assert '"requests": 1' in state
-    assert row.splitlines()[0].startswith("#2 took row 8: CallingModel --model_response")
+    assert row.splitlines()[0].startswith("#2 took row 10: CallingModel --model_response")
     assert "  has_tool_calls      true" in row
     assert "  needs_approval      false" in row
-    assert "next (peek) row 17: ExecutingTools --tool_results--> CallingModel" in row
+    assert "next (peek) row 24: ExecutingTools --tool_results--> CallingModel" in row
     assert conv.splitlines() == [
         "0  user: How am I doing on coffee this month?",
         '1  call call_spent: spending({"category": "coffee"})',
@@ -119,10 +119,10 @@ def test_a_live_session_through_a_pipe_reads_as_a_transcript() -> None:
     ]
     assert back.startswith("at step 1; next input: model_response [tool_calls]")
     again, at = step.splitlines()[0].split(" · at ")  # a subprocess: the system's clock
-    assert again == "#2 CallingModel → ExecutingTools  on model_response · row 8 execute_tools"
+    assert again == "#2 CallingModel → ExecutingTools  on model_response · row 10 execute_tools"
     assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}, after \d+ ms", at), at
     assert "#3 ExecutingTools → CallingModel  on tool_results" in cont2
-    assert "#4 CallingModel → Done  on model_response · row 11 complete" in cont2
+    assert "#4 CallingModel → Done  on model_response · row 13 complete" in cont2
     assert "✓ completed  2 model calls, 604 tokens" in cont2
     assert f"✓ the run completed: {FINAL}" in cont2
 
@@ -140,7 +140,7 @@ def test_a_replay_session_from_a_trace_helikon_run_recorded(tmp_path: Path) -> N
     assert f"replay of {trace} (3 steps, as recorded)" in banner
     assert "agent triage" in banner
     assert history == "0 of 3 recorded steps replayed"
-    assert "#2 CallingModel → ApplyingHandoff  on model_response · row 6 apply_handoff" in cont
+    assert "#2 CallingModel → ApplyingHandoff  on model_response · row 8 apply_handoff" in cont
     assert "⇢ handoff triage → billing" in cont
     assert '⚙ invoice({"number": "INV-1042"})' in cont  # the handoff target's events
     assert "■ stopped at breakpoint #1 tool invoice after step 2" in cont
@@ -213,9 +213,9 @@ def test_a_mistaken_command_is_one_error_line_and_the_session_goes_on() -> None:
     assert done.returncode == 0
     _, unknown, listing, step = blocks(done.stdout)
     assert unknown[1].splitlines() == [
-        "error: no phase 'Nowhere' in this chart; phases: CallingModel, ExecutingTools, "
-        "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, CheckingOutput, "
-        "Compacting, Done, Failed"
+        "error: no phase 'Nowhere' in this chart; phases: CallingModel, CheckingInput, "
+        "ExecutingTools, NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, "
+        "CheckingOutput, Compacting, Done, Failed"
     ]
     assert listing[1] == "no breakpoints"
     assert step[1].startswith("#1 CallingModel → CallingModel")
@@ -316,7 +316,7 @@ def test_commands_read_from_a_pipe_are_echoed_and_comments_skipped(shell: DebugS
     assert send(shell, "# a note", "s").splitlines()[:3] == [
         "(hdb) # a note",
         "(hdb) s",
-        "#1 CallingModel → CallingModel  on start · row 2 start_turn · at 00:00:00.000",
+        "#1 CallingModel → CallingModel  on start · row 4 start_turn · at 00:00:00.000",
     ]
 
 
@@ -360,7 +360,7 @@ def test_row_before_any_step_peeks_the_first(shell: DebugShell) -> None:
     out = send(shell, "row").splitlines()
     assert out[1:3] == [
         "no step taken yet",
-        "next (peek) row 2: CallingModel --start--> CallingModel (start_turn)",
+        "next (peek) row 4: CallingModel --start--> CallingModel (start_turn)",
     ]
 
 

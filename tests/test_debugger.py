@@ -736,7 +736,12 @@ async def test_a_steps_match_holds_every_guard_checked_with_its_value() -> None:
     )
     tool_guards = ("turn_limit_reached", "over_context_budget", "budget_exhausted")
     assert checked == [
-        (("budget_exhausted", False), ("output_only", False)),
+        (
+            ("budget_exhausted", False),
+            ("input_guarded", False),  # the twins of the start rows: no input guardrails
+            ("output_only", False),
+            ("input_guarded", False),
+        ),
         tuple((guard, guard == "has_tool_calls") for guard in model_guards),
         tuple((guard, False) for guard in tool_guards),
         tuple((guard, False) for guard in (*model_guards, "has_output_type", "output_guarded")),

@@ -29,6 +29,7 @@ from statemachine import State
 
 from helikon import AGENT_LOOP, DEFAULT_TABLE, ChartSpec, LoopChart, compile_chart
 from helikon.core import TransitionTable
+from helikon.core.chart.compile import read_chart
 from helikon.core.state import INPUT_KINDS
 
 PLAN_ACT_PATH = Path(__file__).resolve().parent.parent / "charts" / "plan_act.py"
@@ -42,7 +43,9 @@ class Chart:
 
 
 def default_chart() -> Chart:
-    return Chart("default", AGENT_LOOP, DEFAULT_TABLE)
+    """The default chart, declared from its spec's rows: the class states the input
+    guardrails' rows once (`checks_input`), and the spec derives them (twins, CheckingInput)."""
+    return Chart("default", declared(read_chart(AGENT_LOOP)), DEFAULT_TABLE)
 
 
 def plan_act_chart() -> Chart:
@@ -242,8 +245,8 @@ def test_the_default_grid_is_the_size_its_guards_say() -> None:
         names = {ref.name for row in rows for ref in row.guards}
         expected += 2 ** len(names) * kinds
     assert grid.cells == expected
-    # CallingModel alone names 9 guards (start and model_response): 512 x 8 cells.
-    assert grid.cells > 512 * kinds
+    # CallingModel alone names 10 guards (start and model_response): 1024 x 8 cells.
+    assert grid.cells > 1024 * kinds
 
 
 class OneRowOff:

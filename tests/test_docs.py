@@ -79,7 +79,7 @@ def test_the_default_page_shows_the_table_and_the_diagram() -> None:
     page = page_markdown(default_page())
     assert page.startswith("# The default loop\n")
     assert "[![AgentLoopChart as a diagram](default.svg)](default.svg)" in page
-    assert "| 14 | `ExecutingTools` | `tool_results` | `turn_limit_reached` | `Failed` |" in page
+    assert "| 21 | `ExecutingTools` | `tool_results` | `turn_limit_reached` | `Failed` |" in page
     assert "[the contract](../semantics.md)" in page
 
 

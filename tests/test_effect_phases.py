@@ -177,7 +177,7 @@ def test_entering_a_phase_that_runs_no_effect_is_refused_and_fails_closed() -> N
     with pytest.raises(ChartDefinitionError) as refused:
         compile_chart(chart)
     assert (
-        "state CallingModel, input start: row #2 goes to Oops, but its action enter_effect "
+        "state CallingModel, input start: row #4 goes to Oops, but its action enter_effect "
         "builds the state of an effect phase"
     ) in str(refused.value)
     # A table built without the check (as no chart compiles) still fails closed at run time.

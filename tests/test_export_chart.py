@@ -181,11 +181,11 @@ def test_dot_marks_the_initial_phase_and_styles_custom_phases() -> None:
 
 def test_dot_edge_labels_carry_row_id_input_guards_and_action() -> None:
     dot = chart_to_dot(DEFAULT_TABLE)
-    assert "#6 model_response [has_handoff] / apply_handoff\\l" in dot
-    assert "#17 tool_results / next_turn\\l" in dot
-    assert "#43 model_response / apply_summary\\l" in dot
+    assert "#8 model_response [has_handoff] / apply_handoff\\l" in dot
+    assert "#24 tool_results / next_turn\\l" in dot
+    assert "#50 model_response / apply_summary\\l" in dot
     # A row every phase shares names the row of each phase.
-    assert "#12,18,22,27,32,37,41,44 cancel / cancel_run\\l" in dot
+    assert "#14,19,25,29,34,39,44,48,51 cancel / cancel_run\\l" in dot
 
 
 def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
@@ -198,8 +198,8 @@ def test_mermaid_marks_start_ends_and_terminal_classes() -> None:
         "Failed --> [*]",
         "class Done done",
         "class Failed failed",
-        "CallingModel --> ApplyingHandoff : #6 model_response [has_handoff] / apply_handoff",
-        "Running --> Failed : #12,18,22,27,32,37,41,44 cancel / cancel_run",
+        "CallingModel --> ApplyingHandoff : #8 model_response [has_handoff] / apply_handoff",
+        "Running --> Failed : #14,19,25,29,34,39,44,48,51 cancel / cancel_run",
     ):
         assert expected in lines
     for name in ("done", "failed", "custom", "visited", "current"):
@@ -212,8 +212,15 @@ def test_markdown_lists_rows_by_id_and_documents_guards_and_actions() -> None:
     guards, actions = guards.split("## Actions")
     lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
     rows = [" | ".join(cells) for cells in lines if cells[1] == "`CallingModel`"]
-    assert [row.split(" | ")[0] for row in rows] == [f"| {i}" for i in range(12)]
-    assert [row.split(" | ")[4] for row in rows[3:12]] == [
+    assert [row.split(" | ")[0] for row in rows] == [f"| {i}" for i in range(14)]
+    assert [row.split(" | ")[4] for row in rows[:5]] == [
+        "`Failed`",
+        "`CheckingInput`",
+        "`Finalizing`",
+        "`CheckingInput`",
+        "`CallingModel`",
+    ]
+    assert [row.split(" | ")[4] for row in rows[5:14]] == [
         "`Failed`",
         "`Failed`",
         "`Failed`",
@@ -224,9 +231,9 @@ def test_markdown_lists_rows_by_id_and_documents_guards_and_actions() -> None:
         "`CheckingOutput`",
         "`Done`",
     ]
-    assert "| 11 | `CallingModel` | `model_response` | otherwise | `Done` | `complete` |" in table
+    assert "| 13 | `CallingModel` | `model_response` | otherwise | `Done` | `complete` |" in table
     assert (
-        "| 12, 18, 22, 27, 32, 37, 41, 44 | any non-terminal phase | `cancel` | — | `Failed` | "
+        "| 14, 19, 25, 29, 34, 39, 44, 48, 51 | any non-terminal phase | `cancel` | — | `Failed` | "
         "`cancel_run` |"
     ) in table
     for name, doc in DEFAULT_TABLE.guard_docs.items():
@@ -280,11 +287,12 @@ def test_overview_labels_hold_no_guard_or_action() -> None:
     dot = chart_to_dot(DEFAULT_TABLE, layout="overview")
     for name in [*DEFAULT_TABLE.guard_docs, *DEFAULT_TABLE.action_docs]:
         assert name not in dot
-    assert '"CallingModel" -> "Failed" [label="0, 3-5"' in dot
+    assert '"CallingModel" -> "Failed" [label="0, 5-7"' in dot
     mermaid = chart_to_mermaid(DEFAULT_TABLE, layout="overview")
-    assert "    CallingModel --> Failed : 0, 3-5\n" in mermaid
+    assert "    CallingModel --> Failed : 0, 5-7\n" in mermaid
     assert (
-        "    Running --> Failed : 12, 13, 18, 19, 22, 23, 27, 28, 32, 33, 37, 38, 41, 42, 44, 45\n"
+        "    Running --> Failed : 14, 15, 19, 20, 25, 26, 29, 30, 34, 35, 39, 40, 44, 45, "
+        "48, 49, 51, 52\n"
     ) in (mermaid)
 
 
@@ -313,7 +321,7 @@ def test_extract_labels_rows_by_id_and_ranks_them_among_alternatives() -> None:
     handoff = by_action["apply_handoff"]
     assert (handoff.priority, handoff.alternatives) == (4, 9)
     assert handoff.guards == ("has_handoff",)
-    assert handoff.label == "#6 model_response [has_handoff] / apply_handoff"
+    assert handoff.label == "#8 model_response [has_handoff] / apply_handoff"
     assert (by_action["complete"].priority, by_action["complete"].guards) == (9, ())
 
 
@@ -457,18 +465,18 @@ def test_overlay_marks_visited_states_with_counts_and_the_current_state() -> Non
     assert "Helvetica-Bold" not in tools
     done = next(line for line in dot.splitlines() if line.strip().startswith('"Done" ['))
     assert 'color="#a0a7b0"' in done
-    assert "#8 model_response [has_tool_calls] / execute_tools  x2\\l" in dot
+    assert "#10 model_response [has_tool_calls] / execute_tools  x2\\l" in dot
     assert "AgentLoopChart (trace overlay)" in dot
 
     mermaid = to_mermaid(graph)
     assert "        ExecutingTools : ExecutingTools x2" in mermaid
     assert "    class CallingModel current" in mermaid
     assert "    class ExecutingTools visited" in mermaid
-    assert ": #17 tool_results / next_turn  x2" in mermaid
+    assert ": #24 tool_results / next_turn  x2" in mermaid
 
     markdown = to_markdown(graph)
     assert "| row | from | input | guards | to | action | fired |" in markdown
-    assert "| 17 | `ExecutingTools` | `tool_results` | otherwise | `CallingModel` | " in markdown
+    assert "| 24 | `ExecutingTools` | `tool_results` | otherwise | `CallingModel` | " in markdown
     assert "`next_turn` | 2 |" in markdown
     assert "- Current phase (trace overlay): `CallingModel`" in markdown
 

@@ -18,7 +18,7 @@ from helikon.export import (
     to_mermaid,
 )
 
-START, TOOLS, ANSWER, NEXT_TURN, CANCEL_CALLING = 2, 8, 11, 17, 12
+START, TOOLS, ANSWER, NEXT_TURN, CANCEL_CALLING = 4, 10, 13, 24, 14
 
 
 def rows_of(graph: ChartGraph, *indices: int) -> ChartTransition:
@@ -40,8 +40,8 @@ def test_extract_counts_the_rows_no_run_took() -> None:
     assert rows_of(graph, TOOLS).uncovered == 1
     assert rows_of(graph, TOOLS).coverage_note == "  (uncovered)"
     cancel = rows_of(graph, CANCEL_CALLING)  # one row for every non-terminal phase
-    assert (len(cancel.rows), cancel.uncovered) == (8, 7)
-    assert cancel.coverage_note == "  (7 of 8 uncovered)"
+    assert (len(cancel.rows), cancel.uncovered) == (9, 8)
+    assert cancel.coverage_note == "  (8 of 9 uncovered)"
 
 
 def test_a_trace_overlay_marks_nothing_uncovered() -> None:

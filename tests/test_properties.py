@@ -109,12 +109,17 @@ MAX_STEPS = 120  # far above what a run can take when the driver answers every a
 INTERRUPTIONS = st.sampled_from(["go"] * 9 + ["cancel", "fail", "stray"] + ["go"] * 9)
 INTERRUPTIBLE = (
     *("CallingModel", "ExecutingTools", "NeedsApproval", "ApplyingHandoff"),
-    *("Finalizing", "RepairingOutput", "Compacting", "CheckingOutput"),
+    *("Finalizing", "RepairingOutput", "Compacting", "CheckingOutput", "CheckingInput"),
 )
 VERDICTS = (
     GuardrailVerdict(),
     GuardrailVerdict(GuardrailTripped("pii", "output", "names a person")),
     GuardrailVerdict(GuardrailFailed("pii", "output", "RuntimeError: down")),
+)
+INPUT_VERDICTS = (
+    GuardrailVerdict(),
+    GuardrailVerdict(GuardrailTripped("pii", "input", "asks for a password")),
+    GuardrailVerdict(GuardrailFailed("pii", "input", "RuntimeError: down")),
 )
 SHAPES = st.sampled_from(
     [
@@ -203,6 +208,7 @@ def contexts(draw: Any, compaction: bool | None = None) -> TransitionCtx:
         call_policy=draw(st.sampled_from([None, danger_policy])),
         output=draw(st.sampled_from([None, VERDICT])),
         output_guardrails=draw(st.sampled_from([(), ("pii",)])),
+        input_guardrails=draw(st.sampled_from([(), ("pii",)])),
     )
 
 
@@ -292,7 +298,8 @@ class Driver:
         if isinstance(action, AwaitApproval):
             return self.decisions(action.pending)
         if isinstance(action, CheckGuardrails):
-            return self.draw(st.sampled_from(VERDICTS))
+            verdicts = INPUT_VERDICTS if action.output is None else VERDICTS
+            return self.draw(st.sampled_from(verdicts))
         assert isinstance(action, Handoff), action
         return self.handoff_result()
 

@@ -27,18 +27,21 @@ CHARTS = Path(__file__).resolve().parents[1] / "charts"
 # these charts is keyed by: it needs a migration, not a new pin.
 # Moved once, on purpose: the output guardrails' check became a phase of the chart
 # (CheckingOutput, issue 20 point 4); runs stored and histories recorded on a15a890f… resume
-# on that version, which the package keeps (helikon.run.chart_versions).
-DEFAULT_DIGEST = "7e19d021c917228d124629ece46f5002ce4fe975faf780591aaf93901c17e289"
+# on that version, which the package keeps (helikon.run.chart_versions). Moved again: the
+# input guardrails' check became rows (CheckingInput, the start rows' twins, issue 20 point
+# 4); runs and histories on 7e19d021… resume on that version, kept likewise.
+DEFAULT_DIGEST = "ce4ffbf8ef40ab555817b8525e39eafe43f873fc3f21f4745e2f5b0ed74a3612"
 PINNED = {
     "approval_gated": DEFAULT_DIGEST,
     "budget_assistant": DEFAULT_DIGEST,
     # Moved once, on purpose: its plan became a turn, so Planning's reply is checked
     # against max_turns by an implicit row (issue 19, point 10); a run stored before counts
     # turns otherwise, and must not resume on this table. Moved again with the default
-    # chart's rows it is built on (the output guardrails' phase).
-    "plan_act": "10316bbd24dfd8fab3210d565b0e5c6c9d075e177cefbdde6c78420ec69ac818",
-    # Built on the default chart's rows: moved with them (the output guardrails' phase).
-    "retrieve_answer": "be0069bf9f4fdfec4fa72ba2287567a7c0a685bf0fdacc2334b03244d726ece5",
+    # chart's rows it is built on (the output guardrails' phase, then the input's rows).
+    "plan_act": "2dfac3fed60f6252c9a496fe4a1f9ebfa63c265191d74ac68b3eac6f5e466919",
+    # Built on the default chart's rows: moved with them (the output guardrails' phase, then
+    # the input's rows).
+    "retrieve_answer": "59b1f61aa3bbb29226f4121c40438b2b797317460fae45174dc09a3b115ca56f",
     "triage": DEFAULT_DIGEST,
 }
 

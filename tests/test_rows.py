@@ -70,6 +70,7 @@ from helikon.core.state import (
     CallingModel,
     CallModel,
     CheckGuardrails,
+    CheckingInput,
     CheckingOutput,
     Compacting,
     Done,
@@ -172,6 +173,9 @@ HANDOFFS_GUARDED = TransitionCtx(
     output_guardrails=("pii",),
 )
 
+INPUT_GUARDED = TransitionCtx(table=DEFAULT_TABLE, input_guardrails=("pii",))
+TYPED_INPUT_GUARDED = TransitionCtx(table=DEFAULT_TABLE, output=OUT, input_guardrails=("pii",))
+
 DUPLICATE = ModelCallFailed("bad_response", "the response holds two tool calls with call id 'c2'")
 TURN = CallModel(ModelRequest("turn"))
 FINALIZE = CallModel(ModelRequest("finalize", tools=False, response_format=ANSWER_FORMAT))
@@ -233,6 +237,27 @@ START_CASES = [
         Failed(BudgetExceeded(1000, 1000), used(600, 400)),
         (RunFailed(BudgetExceeded(1000, 1000)),),
         TERMINATE,
+        (HI,),
+    ),
+    Case(
+        # the start held for the input guardrails: its events and appends stand
+        "CallingModel+start:input_guarded and output_only",
+        CallingModel(),
+        Start((HI,)),
+        TYPED_INPUT_GUARDED,
+        CheckingInput(Finalizing(0), FINALIZE, CallingModel(), Start((HI,))),
+        (TurnStarted(0),),
+        CheckGuardrails(None),
+        (HI,),
+    ),
+    Case(
+        "CallingModel+start:input_guarded",
+        CallingModel(),
+        Start((HI,)),
+        INPUT_GUARDED,
+        CheckingInput(CallingModel(0), TURN, CallingModel(), Start((HI,))),
+        (TurnStarted(0),),
+        CheckGuardrails(None),
         (HI,),
     ),
     Case(
@@ -964,6 +989,53 @@ GUARDRAIL_CASES = [
     ),
 ]
 
+# ---------------------------------------------------------------- CheckingInput
+
+CHECKING_TURN = CheckingInput(CallingModel(0), TURN, CallingModel(), Start((HI,)))
+CHECKING_FINALIZE = CheckingInput(Finalizing(0), FINALIZE, CallingModel(), Start((HI,)))
+INPUT_TRIPPED = GuardrailTripped("pii", "input", "asks for a password")
+INPUT_RAISED = GuardrailFailed("pii", "input", "RuntimeError: down")
+
+CHECKING_INPUT_CASES = [
+    Case(
+        "CheckingInput+guardrail_verdict:passed and output_only",
+        CHECKING_FINALIZE,
+        GuardrailVerdict(),
+        TYPED_INPUT_GUARDED,
+        Finalizing(0),
+        (),
+        FINALIZE,
+    ),
+    Case(
+        "CheckingInput+guardrail_verdict:passed",
+        CHECKING_TURN,
+        GuardrailVerdict(),
+        INPUT_GUARDED,
+        CallingModel(0),
+        (),
+        TURN,
+    ),
+    Case(
+        "CheckingInput+guardrail_verdict:default",
+        CHECKING_TURN,
+        GuardrailVerdict(INPUT_TRIPPED),
+        INPUT_GUARDED,
+        Failed(INPUT_TRIPPED),
+        (GuardrailTriggered("pii", "input", "asks for a password"), RunFailed(INPUT_TRIPPED)),
+        TERMINATE,
+    ),
+    Case(
+        # a check that raised did not trigger: RunFailed only
+        "CheckingInput+guardrail_verdict:default/raised",
+        CHECKING_FINALIZE,
+        GuardrailVerdict(INPUT_RAISED),
+        TYPED_INPUT_GUARDED,
+        Failed(INPUT_RAISED),
+        (RunFailed(INPUT_RAISED),),
+        TERMINATE,
+    ),
+]
+
 # ---------------------------------------------------------------- from any phase
 
 # One state of every non-terminal phase, each having spent U1.
@@ -976,6 +1048,7 @@ NON_TERMINAL: dict[str, Any] = {
     "RepairingOutput": REPAIRING,
     "Compacting": Compacting(1, U1),
     "CheckingOutput": CheckingOutput(FinalOutput("It is sunny.", None, U1)),
+    "CheckingInput": CheckingInput(CallingModel(0, U1), TURN, CallingModel(0, U1), Start((HI,))),
 }
 
 
@@ -1093,6 +1166,7 @@ AWAITED = {
     "RepairingOutput": {"model_response"},
     "Compacting": {"model_response"},
     "CheckingOutput": {"guardrail_verdict"},
+    "CheckingInput": {"guardrail_verdict"},
 }
 
 UNEXPECTED_CASES = [
@@ -1119,6 +1193,7 @@ CASES = [
     *MODEL_PHASE_CASES,
     *HANDOFF_CASES,
     *GUARDRAIL_CASES,
+    *CHECKING_INPUT_CASES,
     *ANY_PHASE_CASES,
     *ABSORBING_CASES,
     *UNEXPECTED_CASES,

@@ -88,12 +88,16 @@ async def test_a_run_is_announced_prepared_guarded_and_ended_in_that_order() -> 
     announced = [event.type async for event in run._begin()]
     assert announced == ["run_started"] and run.lifecycle is L.PREPARED
 
-    await run.apply()
+    await run.apply()  # the start, held in CheckingInput for the input guardrails
+    assert run.state.phase == "CheckingInput"
     assert run.lifecycle is L.PREPARED and seen == []
-    assert [event.type async for event in run.perform()] == ["token_delta"]
+    assert [event.type async for event in run.perform()] == []
     assert seen == [L.RUNNING] and run.lifecycle is L.RUNNING
+    await run.apply()  # passed: the start goes on
+    assert [event.type async for event in run.perform()] == ["token_delta"]
     await run.step()
     assert run.finished and run.lifecycle is L.ENDED and not run.suspended
+    assert seen == [L.RUNNING]
 
 
 def bank() -> Agent:

@@ -147,9 +147,16 @@ def test_state_shows_the_run_before_its_first_step(client: Client) -> None:
     )
     assert state["finished"] is False and state["last_step"] is None
     assert state["next_input"]["kind"] == "start"
-    # What the next step will take: row 2, after rows 0 and 1 failed their one guard each.
+    # What the next step will take: row 4, after rows 0 to 3 failed a guard each (the agent
+    # has no input guardrails: the start rows' twins fail on input_guarded).
     tried = state["next_row"]["attempts"]
-    assert [(a["row"]["index"], a["taken"]) for a in tried] == [(0, False), (1, False), (2, True)]
+    assert [(a["row"]["index"], a["taken"]) for a in tried] == [
+        (0, False),
+        (1, False),
+        (2, False),
+        (3, False),
+        (4, True),
+    ]
     assert tried[0]["guards"] == [{"name": "budget_exhausted", "expected": True, "value": False}]
     assert "ExecutingTools" in [p["name"] for p in state["chart"]["phases"]]
     assert state["chart"]["tools"] == ["budget", "spending"]
@@ -177,7 +184,7 @@ def test_step_applies_one_transition_and_performs_its_effect(client: Client) -> 
     assert {"name": "has_tool_calls", "expected": True, "value": True} in taken["guards"]
     called = [e["text"] for e in step["events"] if e["type"] == "tool_call_item"]
     assert called == ['spending({"category": "coffee"})', 'budget({"category": "coffee"})']
-    assert second["path"] == [2, step["row"]]
+    assert second["path"] == [4, step["row"]]
     assert client.get()["version"] >= second["version"]
 
 
@@ -246,9 +253,9 @@ def test_time_travel_requests_are_checked(client: Client) -> None:
         ({"kind": "guard", "value": 3}, "a guard breakpoint needs a value: a non-empty string"),
         (
             {"kind": "phase", "value": "Thinking"},
-            "no phase 'Thinking' in this chart; phases: CallingModel, ExecutingTools, "
-            "NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, CheckingOutput, "
-            "Compacting, Done, Failed",
+            "no phase 'Thinking' in this chart; phases: CallingModel, CheckingInput, "
+            "ExecutingTools, NeedsApproval, ApplyingHandoff, Finalizing, RepairingOutput, "
+            "CheckingOutput, Compacting, Done, Failed",
         ),
         ({"kind": "guard", "value": "is_raining"}, "no guard 'is_raining' in this chart"),
         ({"kind": "event", "value": "tool_called"}, "no event type 'tool_called'; event types:"),

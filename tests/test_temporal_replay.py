@@ -19,7 +19,7 @@ from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.worker import Replayer, WorkflowReplayResult
 
 from helikon.durable import SqliteRunStore
-from helikon.temporal.calls import GUARDRAIL_ROWS
+from helikon.temporal.calls import GUARDRAIL_ROWS, INPUT_GUARDRAIL_ROWS
 from helikon.temporal.payloads import CLAIM_THRESHOLD, RunStorePayloads
 from helikon.temporal.registry import AgentRegistry, register, unregister
 from helikon.temporal.worker import sandbox_runner, workflows
@@ -162,3 +162,47 @@ async def test_a_run_checking_its_answer_in_a_phase_records_the_patch_and_replay
     for case in ("tools", "approval", "handoff"):
         old = (HISTORIES / f"{case}.json").read_text()
         assert GUARDRAIL_ROWS not in old
+
+
+def scheduled(history: WorkflowHistory) -> list[str]:
+    """The activities `history` scheduled, and the patches it marked, in order."""
+    names = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            data = event.SerializeToString()
+            names += [
+                f"patch {p}" for p in (INPUT_GUARDRAIL_ROWS, GUARDRAIL_ROWS) if p.encode() in data
+            ]
+    return names
+
+
+async def test_a_run_checking_its_input_in_a_phase_records_the_patch_and_replays() -> None:
+    """On today's default chart the input guardrails' check is rows (CheckingInput): the
+    history records the `helikon-input-guardrails-as-rows` patch before the check's
+    activity, which runs where the loop's rule ran it, before the model's; a history of
+    7e19d021… (output_guardrail) checks its input by that rule, without the patch."""
+    make, _ = CASES["input_guardrail"]
+    text = (HISTORIES / "input_guardrail.json").read_text()
+    history = WorkflowHistory.from_json("input_guardrail", text)
+    assert scheduled(history) == [
+        f"patch {INPUT_GUARDRAIL_ROWS}",
+        "helikon_guardrail",
+        "helikon_model",
+        f"patch {GUARDRAIL_ROWS}",
+        "helikon_guardrail",
+        "helikon_write",
+    ]
+    result = await replayed(history, "input_guardrail", AgentRegistry([make()]))
+    assert result.replay_failure is None, result.replay_failure
+    old = WorkflowHistory.from_json(
+        "output_guardrail", (HISTORIES / "output_guardrail.json").read_text()
+    )
+    assert scheduled(old) == [
+        "helikon_guardrail",
+        "helikon_model",
+        f"patch {GUARDRAIL_ROWS}",
+        "helikon_guardrail",
+        "helikon_write",
+    ]

@@ -394,7 +394,7 @@ async def test_the_debugger_and_the_studio_show_each_steps_time_and_duration(
         pass
 
     lines = [step_line(step) for step in debugger.history]
-    assert lines[0].endswith("on start · row 2 start_turn · at 00:00:00.500")
+    assert lines[0].endswith("on start · row 4 start_turn · at 00:00:00.500")
     # the model call's: its start, its two deltas' stamps (`AgentEvent.at`), its end
     assert lines[1].endswith(" · at 00:00:01.750, after 750 ms")
     assert [line.endswith("  ⏵ resumed") for line in lines].count(True) == 1

@@ -30,6 +30,7 @@ from helikon.charttest.setup import (
 )
 from helikon.charttest.subject import Subject
 from helikon.core.approvals import ApprovalRequest
+from helikon.core.chart.default import DEFAULT_TABLE
 from helikon.core.context import TransitionCtx
 from helikon.core.table import TransitionTable
 from helikon.models.scripted import ScriptedModel
@@ -37,7 +38,7 @@ from helikon.run.agent import Agent
 from helikon.run.chart_effects import Effect, EffectContext
 from helikon.run.config import RunContext
 from helikon.run.driver import Run
-from helikon.run.guardrails import GuardrailResult, OutputGuardrail
+from helikon.run.guardrails import GuardrailResult, InputGuardrail, OutputGuardrail
 from helikon.tools import Tool, ToolContext, tool
 
 
@@ -153,7 +154,7 @@ def variant(
     handler = effects.approve if approvals else None
     guardrails = (probe_guardrail(effects),) if setup.guarded else ()
     return replace(
-        agent,
+        _input_guarded(agent, setup, effects),
         tools=tuple(tools),
         handoffs=tuple(handoffs),
         output_type=output,
@@ -164,6 +165,15 @@ def variant(
     )
 
 
+def _input_guarded(agent: Agent, setup: Setup, effects: Effects) -> Agent:
+    """`agent` with the probe input guardrail as `setup` says, on a chart that checks its
+    input as rows; on any other, its own input guardrails run as the loop's rule says."""
+    if "CheckingInput" not in (agent.chart or DEFAULT_TABLE).dispatch:
+        return agent
+    guardrails = (probe_input_guardrail(effects),) if setup.input_guarded else ()
+    return replace(agent, input_guardrails=guardrails)
+
+
 def probe_guardrail(effects: Effects) -> OutputGuardrail:
     """The output guardrail a guarded setup gives: its verdict is the one the path planned."""
 
@@ -171,6 +181,15 @@ def probe_guardrail(effects: Effects) -> OutputGuardrail:
         return await effects.verdict()
 
     return OutputGuardrail(PROBE_GUARDRAIL, check)
+
+
+def probe_input_guardrail(effects: Effects) -> InputGuardrail:
+    """The input guardrail a setup gives: its verdict is the one the path planned."""
+
+    async def check(text: str, context: RunContext[Any]) -> GuardrailResult:
+        return await effects.verdict()
+
+    return InputGuardrail(PROBE_GUARDRAIL, check)
 
 
 class SetupRefused(Exception):

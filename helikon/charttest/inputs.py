@@ -48,6 +48,7 @@ from helikon.core.items import (
 )
 from helikon.core.state import (
     TERMINAL_PHASES,
+    TERMINATE,
     ApplyingHandoff,
     ApprovalDecisions,
     AwaitApproval,
@@ -55,6 +56,7 @@ from helikon.core.state import (
     CallModel,
     Cancel,
     CheckGuardrails,
+    CheckingInput,
     CheckingOutput,
     Compacting,
     CustomPhase,
@@ -276,6 +278,7 @@ def phase_state(phase: str) -> Any:
         "RepairingOutput": RepairingOutput(0),
         "Compacting": Compacting(0),
         "CheckingOutput": CheckingOutput(FinalOutput("")),
+        "CheckingInput": CheckingInput(CallingModel(), TERMINATE, CallingModel(), Start()),
         "Done": Done(FinalOutput("")),
         "Failed": Failed(Cancelled("")),
     }
@@ -284,9 +287,16 @@ def phase_state(phase: str) -> Any:
 
 TRIPPED = GuardrailTripped(PROBE_GUARDRAIL, "output", GUARDRAIL_MESSAGE)
 """The verdict of the probe guardrail when a path has it trip."""
+TRIPPED_INPUT = GuardrailTripped(PROBE_GUARDRAIL, "input", GUARDRAIL_MESSAGE)
+"""The same, checking the run's input (in CheckingInput)."""
+
+
+def tripped(state: Any) -> GuardrailTripped:
+    """The verdict of the probe guardrail tripping in `state`'s check."""
+    return TRIPPED_INPUT if state.phase == "CheckingInput" else TRIPPED
 
 
 def _unjudged(inp: GuardrailVerdict) -> str | None:
-    if inp.error is None or inp.error == TRIPPED:
+    if inp.error is None or inp.error in (TRIPPED, TRIPPED_INPUT):
         return None
     return "the test's guardrail passes, or trips with its own message"

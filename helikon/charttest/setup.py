@@ -4,7 +4,9 @@ A setup is plain data: the agent's own limits (max turns, token budget, compacti
 threshold), which output type it has (its own, none, or the probe type `ProbeAnswer`),
 whether its own tools and handoffs are kept, which probe tools are added (one that is
 allowed, one that asks for approval), whether the synthetic handoff target is added, whether
-it has an output guardrail (the probe guardrail, in place of its own), and how many tokens
+it has an output guardrail (the probe guardrail, in place of its own), whether it has an
+input guardrail (the probe guardrail again, on a chart that checks its input as rows), and
+how many tokens
 the run has spent when it starts. `Setup.of(agent)` is the agent as written;
 witnesses change a copy (`Draft.with_setup`), and every step of a path runs under the one
 setup the path chose.
@@ -33,7 +35,8 @@ PROBE_TARGET = "helikon-probe-target"
 """The synthetic handoff target's agent name; its handoff tool is `PROBE_HANDOFF`."""
 PROBE_HANDOFF = "transfer_to_helikon_probe_target"
 PROBE_GUARDRAIL = "helikon_probe_guardrail"
-"""The output guardrail a setup gives an agent: it returns the verdict the path planned."""
+"""The guardrail a setup gives an agent (output, and input on a chart that checks its input as
+rows): it returns the verdict the path planned."""
 GUARDRAIL_MESSAGE = "helikon test: the guardrail trips here"
 PROBE_OUTPUT = "probe: ok"
 """What a probe tool returns unless a witness planned another result."""
@@ -73,6 +76,7 @@ class Setup:
     probes: tuple[Probe, ...] = ()
     handoff: bool = False
     guarded: bool = False
+    input_guarded: bool = False
     spent: int = 0
 
     @classmethod
@@ -85,6 +89,7 @@ class Setup:
             compaction_threshold=config.compaction_threshold,
             output="own" if agent.output_type is not None else "none",
             guarded=bool(agent.output_guardrails),
+            input_guarded=bool(agent.input_guardrails),
         )
 
     def with_probe(self, probe: Probe) -> Setup:
@@ -106,6 +111,11 @@ class Setup:
             said.append(f"+{PROBE_HANDOFF}")
         if self.guarded != base.guarded:
             said.append(f"+{PROBE_GUARDRAIL}" if self.guarded else "no output guardrails")
+        if self.input_guarded != base.input_guarded:
+            input_said = (
+                f"+{PROBE_GUARDRAIL} (input)" if self.input_guarded else "no input guardrails"
+            )
+            said.append(input_said)
         if self.spent:
             said.append(f"spent={self.spent}")
         return tuple(said)

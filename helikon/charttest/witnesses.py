@@ -3,7 +3,7 @@
 Each builder makes the smallest change that gives its guard the wanted value: a model
 response's finish reason, text or calls; the approvals decided; how a handoff ended; the
 guardrail's verdict; or the setup (an output type, a limit, a probe tool, the synthetic
-handoff target, the probe guardrail). Calls go to the
+handoff target, the probe guardrail, for the output or the input). Calls go to the
 probe tools only, so every result a path plans is one the driver can produce; a handoff goes
 to the synthetic target, whose run the path scripts.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from helikon.charttest.draft import Draft, Witness
-from helikon.charttest.inputs import TRIPPED
+from helikon.charttest.inputs import tripped
 from helikon.charttest.setup import (
     CHILD_ERROR,
     CHILD_TEXT,
@@ -210,12 +210,20 @@ def _unguarded(draft: Draft) -> Draft | None:
     return draft.with_setup(guarded=False)
 
 
+def _input_guarded(draft: Draft) -> Draft | None:
+    return draft.with_setup(input_guarded=True)
+
+
+def _input_unguarded(draft: Draft) -> Draft | None:
+    return draft.with_setup(input_guarded=False)
+
+
 def _passed(draft: Draft) -> Draft | None:
     return draft.with_input(GuardrailVerdict())
 
 
 def _tripped(draft: Draft) -> Draft | None:
-    return draft.with_input(GuardrailVerdict(TRIPPED))
+    return draft.with_input(GuardrailVerdict(tripped(draft.state)))
 
 
 def _target_done(draft: Draft) -> Draft | None:
@@ -243,6 +251,7 @@ BUILTIN_WITNESSES: Mapping[str, Witness] = {
     "output_valid": Witness(_valid_output, _invalid_output),
     "succeeded": Witness(_target_done, _target_failed),
     "output_guarded": Witness(_guarded, _unguarded),
+    "input_guarded": Witness(_input_guarded, _input_unguarded),
     "passed": Witness(_passed, _tripped),
 }
 """A witness for every guard of `helikon.core.chart.guards.GUARDS`, by the guard's name."""

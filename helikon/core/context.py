@@ -97,6 +97,9 @@ class TransitionCtx:
         prompts: extra instructions for model-calling phases, by phase name.
         output_guardrails: names of the agent's output guardrails: with any, the answer
             waits in CheckingOutput for their verdict before the run completes.
+        input_guardrails: names of the agent's input guardrails: with any, on a chart that
+            checks its input as rows, the run's start waits in CheckingInput for their
+            verdict.
         table: the compiled chart (keyword only): `DEFAULT_TABLE` for helikon's default
             loop. The run layer picks it from the agent (`Agent.chart`).
     """
@@ -111,6 +114,7 @@ class TransitionCtx:
     output: OutputSpec | None = None
     prompts: Mapping[str, str] = field(default_factory=dict)
     output_guardrails: tuple[str, ...] = ()
+    input_guardrails: tuple[str, ...] = ()
     table: TransitionTable = field(kw_only=True)
     requests: Mapping[str, ModelRequest] = field(init=False, repr=False, compare=False)
     calls: Mapping[str, CallModel] = field(init=False, repr=False, compare=False)

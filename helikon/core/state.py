@@ -120,6 +120,27 @@ class CheckingOutput:
 
 
 @value
+class CheckingInput:
+    """The run's start waits for the input guardrails' verdict: `held` is the state its
+    start row built and `action` the action it asked for (its events and appends already
+    stand), `before` and `start` the state and input that row was chosen on. Passed, the run
+    goes on in `held` with `action`; tripped (or a check that raised), it fails. Entered only
+    when the agent has input guardrails and its chart checks them as rows
+    (`ChartSpec.checks_input`; docs/semantics.md, Guardrails)."""
+
+    held: HeldState
+    action: NextAction
+    before: HeldState
+    start: Start
+    phase: Literal["CheckingInput"] = field(default="CheckingInput", init=False)
+
+    @property
+    def usage(self) -> Usage:
+        usage: Usage = getattr(self.held, "usage", ZERO_USAGE)
+        return usage
+
+
+@value
 class Done:
     """Terminal success: `output` holds the final text, typed value and usage."""
 
@@ -169,6 +190,7 @@ BUILTIN_PHASES = (
     "Finalizing",
     "RepairingOutput",
     "CheckingOutput",
+    "CheckingInput",
     "Compacting",
     "Done",
     "Failed",
@@ -185,6 +207,22 @@ def _phase_tag(value: Any) -> str:
     return "custom" if effect is None else "effect"
 
 
+HeldState = Annotated[
+    Annotated[CallingModel, Tag("CallingModel")]
+    | Annotated[ExecutingTools, Tag("ExecutingTools")]
+    | Annotated[NeedsApproval, Tag("NeedsApproval")]
+    | Annotated[ApplyingHandoff, Tag("ApplyingHandoff")]
+    | Annotated[Finalizing, Tag("Finalizing")]
+    | Annotated[RepairingOutput, Tag("RepairingOutput")]
+    | Annotated[Compacting, Tag("Compacting")]
+    | Annotated[CheckingOutput, Tag("CheckingOutput")]
+    | Annotated[CustomPhase, Tag("custom")]
+    | Annotated[EffectPhase, Tag("effect")],
+    Discriminator(_phase_tag),
+]
+"""A state a run's start may go on in (`CheckingInput` holds one): any but the terminal
+ones and `CheckingInput` itself."""
+
 LoopState = Annotated[
     Annotated[CallingModel, Tag("CallingModel")]
     | Annotated[ExecutingTools, Tag("ExecutingTools")]
@@ -194,6 +232,7 @@ LoopState = Annotated[
     | Annotated[RepairingOutput, Tag("RepairingOutput")]
     | Annotated[Compacting, Tag("Compacting")]
     | Annotated[CheckingOutput, Tag("CheckingOutput")]
+    | Annotated[CheckingInput, Tag("CheckingInput")]
     | Annotated[Done, Tag("Done")]
     | Annotated[Failed, Tag("Failed")]
     | Annotated[CustomPhase, Tag("custom")]
@@ -326,8 +365,8 @@ EFFECT_RESULT = "effect_result"
 """The input kind of an effect phase: only a chart with effect phases has rows for it, so
 adding it left every other chart's table, and digest, as it was."""
 GUARDRAIL_VERDICT = "guardrail_verdict"
-"""The input kind of a guardrail check's phase (`CheckingOutput`): likewise, only a chart
-with rows on it has rows for it."""
+"""The input kind of a guardrail check's phase (`CheckingOutput`, `CheckingInput`):
+likewise, only a chart with rows on it has rows for it."""
 
 # ---------------------------------------------------------------- actions
 
@@ -393,9 +432,10 @@ class RunEffect:
 @value
 class CheckGuardrails:
     """Check `output`, the run's answer, with the agent's output guardrails and report
-    their `GuardrailVerdict`."""
+    their `GuardrailVerdict`; with no `output`, check the conversation so far with its
+    input guardrails (`CheckingInput`)."""
 
-    output: FinalOutput
+    output: FinalOutput | None
     kind: Literal["check_guardrails"] = field(default="check_guardrails", init=False)
 
 

@@ -24,6 +24,7 @@ from helikon.core.state import (
     AwaitApproval,
     CallModel,
     CheckGuardrails,
+    CheckingInput,
     CheckingOutput,
     EffectPhase,
     ExecuteTools,
@@ -154,6 +155,8 @@ def next_action_of(state: Any, ctx: TransitionCtx) -> NextAction:
         return RunEffect(state.effect, state.args)
     if isinstance(state, CheckingOutput):
         return CheckGuardrails(state.output)
+    if isinstance(state, CheckingInput):
+        return CheckGuardrails(None)
     return CallModel(ctx.request_for(phase))
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.approvals import arguments_hash
+from helikon.core.context import TransitionCtx
 from helikon.core.errors import (
     EffectFailed,
     FatalToolError,
@@ -124,6 +125,7 @@ class RunEffects:
 
     agent: AgentSpec
     config: RunConfig
+    ctx: TransitionCtx
     context: RunContext[Any]
     conversation: Conversation
     tools: dict[str, Tool]
@@ -189,6 +191,10 @@ class RunEffects:
         """The loop's rules set it as the input guardrails start: the run is RUNNING."""
         if value and not self._lifecycle.guarded:
             self._move(Lifecycle.RUNNING)
+
+    @property
+    def checks_input(self) -> bool:
+        return "CheckingInput" in self.ctx.table.dispatch
 
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         raise NotImplementedError

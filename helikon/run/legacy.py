@@ -19,6 +19,11 @@ For those, and only those, the old rule holds, here alone:
 
 Both runtimes call these (helikon.run.driver, helikon.temporal.workflow); a Temporal step
 rewritten so travels whole, since the writer cannot rebuild it from its row.
+
+The input guardrails' old rule (checked before the first model call, on a chart that does
+not check them as rows: CheckingInput) is not here but in helikon.run.loop (`_first_call`):
+it is part of the one dispatch on `NextAction`, which this module's import of the loop
+keeps from calling back here.
 """
 
 from __future__ import annotations

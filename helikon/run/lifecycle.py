@@ -21,8 +21,9 @@ PREPARED, RUNNING ──close, its chart having ended it──▶ ENDED
 NEW: built, nothing done; its first step announces it (`RunStarted`) and prepares it.
 STARTED: announced, or continuing a stream it did not start (a handoff target, a debugger's
 run); its tool sources not listed yet. PREPARED: its tools are fixed; the input guardrails
-have not run (they run before its first model call, which a debugger may perform before it
-applies a transition: STARTED becomes RUNNING then). RESUMING: positioned at a stored run's
+have not run (they run as its chart's `CheckingInput` check, or, on a chart without one,
+before its first model call, which a debugger may perform before it applies a transition:
+STARTED becomes RUNNING then). RESUMING: positioned at a stored run's
 last step; its first step claims the lease and spends its decisions. RUNNING: the input
 guardrails ran, or are not to run again. SUSPENDING: an approval it has no handler for
 suspended it; the end of the step closes it. SUSPENDED: closed, waiting for decisions.

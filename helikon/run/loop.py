@@ -10,8 +10,10 @@ each implements. Everything else is a rule of the loop, and lives here:
 
 - `perform` is the only dispatch on `NextAction`: one port effect per action, whose result
   is the next input (returned, or yielded last as `Next`), handed to the runtime.
-- Input guardrails run once, before the run's first model call; one that trips emits
-  `GuardrailTriggered` and fails the run without a model call.
+- Input guardrails run once. A chart that checks them as rows (`ChartSpec.checks_input`)
+  asks at its start (`CheckGuardrails(None)`, from the CheckingInput phase): their verdict
+  is the next input. On any other chart they run before the run's first model call; one
+  that trips emits `GuardrailTriggered` and fails the run without a model call.
 - The output guardrails check a run's answer when its chart asks (`CheckGuardrails`, from
   the CheckingOutput phase): their verdict is the next input. A chart without that phase
   (the default chart's older version, some custom charts) keeps the old rule, the outcome
@@ -135,6 +137,12 @@ class RunPort(Protocol):
     input_guarded: bool
     """Whether the input guardrails ran (or the run is past its first model call)."""
 
+    @property
+    def checks_input(self) -> bool:
+        """Whether the run's chart checks its input as rows (`CheckingInput`): then no model
+        call checks it again, though a run resumed before its first one is not marked so."""
+        ...
+
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         """`transition` of the run's state on `inp`, with the row it matched when kept."""
         ...
@@ -232,15 +240,21 @@ def _returning(port: RunPort, action: NextAction) -> Awaitable[Any] | None:
 
 
 async def _verdict(port: RunPort, action: CheckGuardrails) -> GuardrailVerdict:
-    """The output guardrails' verdict on the answer the chart holds, as an input."""
-    return GuardrailVerdict(await port.check_output(action.output))
+    """The guardrails' verdict the chart asks for, as an input: the output guardrails' on
+    the answer it holds, or (no answer: CheckingInput) the input guardrails' on the
+    conversation so far, which marks them run (no first model call checks them again)."""
+    if action.output is not None:
+        return GuardrailVerdict(await port.check_output(action.output))
+    port.input_guarded = True
+    return GuardrailVerdict(await port.check_input())
 
 
 async def _first_call(port: RunPort, action: CallModel) -> AsyncIterator[AgentEvent | Next]:
-    """The run's first model call: its input guardrails first, once; one that trips or
-    fails ends the run instead, without a model call."""
+    """The run's first model call: its input guardrails first, once, on a chart that does
+    not check them as rows; one that trips or fails ends the run instead, without a model
+    call."""
     port.input_guarded = True
-    tripped = await port.check_input()
+    tripped = None if port.checks_input else await port.check_input()
     if isinstance(tripped, GuardrailTripped):
         yield port.emit(GuardrailTriggered(tripped.guardrail, "input", tripped.message))
     if tripped is not None:

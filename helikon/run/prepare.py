@@ -78,6 +78,7 @@ def transition_ctx(
         call_policy=policy.call_policy(tools.values()),
         output=OutputSpec.of(agent.output_type) if agent.output_type is not None else None,
         output_guardrails=tuple(guardrail.name for guardrail in agent.output_guardrails),
+        input_guardrails=tuple(guardrail.name for guardrail in agent.input_guardrails),
         table=agent.chart or DEFAULT_TABLE,
     )
 

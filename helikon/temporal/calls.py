@@ -83,6 +83,14 @@ which has no such phase: they replay on it by the old rewrite, helikon.run.legac
 reach this action)."""
 
 
+INPUT_GUARDRAIL_ROWS = "helikon-input-guardrails-as-rows"
+"""The patch under which a run checks its input in the chart's CheckingInput phase: the
+`CheckGuardrails(None)` action performed as any other (the `helikon_guardrail` activity, as
+the loop's rule ran it before the first model call), its verdict the next input (histories
+recorded before it ran on a default chart without that phase, a15a890f… or 7e19d021…: they
+replay on it by the loop's rule and never reach this action)."""
+
+
 AGENT_TOOL_ARGUMENTS = "helikon-agent-tool-checks-its-schema"
 """The patch under which an agent as a tool called with arguments its schema refuses gets
 the tool's own schema check as its error result (`Tool.invalid_arguments`, as in process),

@@ -90,7 +90,13 @@ with workflow.unsafe.imports_passed_through():
     from helikon.trace.times import CallTimes, StepTime, iso
 
 # Workflow code: re-imported in the sandbox, which checks it (not passed through).
-from helikon.temporal.calls import CANCELED, GUARDRAIL_ROWS, cause_of, refused
+from helikon.temporal.calls import (
+    CANCELED,
+    GUARDRAIL_ROWS,
+    INPUT_GUARDRAIL_ROWS,
+    cause_of,
+    refused,
+)
 from helikon.temporal.effects import WorkflowEffects
 
 
@@ -310,8 +316,8 @@ class HelikonWorkflow(WorkflowEffects):
     async def _perform(self, action: NextAction) -> Any:
         """The input `action` produces, by the loop's rules (its events are written as the
         effects emit them); None when a nested run suspended, which ends it."""
-        if action.kind == "check_guardrails" and not workflow.patched(GUARDRAIL_ROWS):
-            raise refused("a history recorded before guardrails were rows checks no answer here")
+        if action.kind == "check_guardrails" and not _patched(action):
+            raise refused("a history recorded before guardrails were rows checks nothing here")
         self.produced = None
         async for _ in perform(self, action):
             pass
@@ -337,6 +343,10 @@ class HelikonWorkflow(WorkflowEffects):
     @property
     def handoffs(self) -> Mapping[str, HandoffTo]:
         return self._facts.handoffs
+
+    @property
+    def checks_input(self) -> bool:
+        return "CheckingInput" in self._facts.ctx.table.dispatch
 
     def transition(self, inp: Any) -> tuple[Match | None, TransitionOutcome]:
         return matched_transition(self.state, inp, self._facts.ctx)
@@ -407,3 +417,9 @@ def _listed(data: Any) -> list[Any]:
     if not isinstance(data, list):
         raise m.PayloadError(f"decisions must be a list of decisions, got {type(data).__name__}")
     return data
+
+
+def _patched(check: Any) -> bool:
+    """Whether a guardrail check is performed as an action here: the answer's under
+    `GUARDRAIL_ROWS`, the input's (no answer) under `INPUT_GUARDRAIL_ROWS`."""
+    return workflow.patched(GUARDRAIL_ROWS if check.output is not None else INPUT_GUARDRAIL_ROWS)

@@ -21,8 +21,9 @@ from typing import Any
 from statemachine import StateChart
 from statemachine.state import AnyState
 
-from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action
+from helikon.core.chart.actions import ACTIONS, IMPLICIT_ACTIONS, Action, hold_input
 from helikon.core.chart.guards import GUARDS, Guard
+from helikon.core.chart.input_check import compiled_checks, is_twin, resumes
 from helikon.core.chart.spec import ChartSpec, EverywhereRow
 from helikon.core.chart.turns import checked_phases, numbered, turn_phases, with_limit
 from helikon.core.chart.validate import check_chart
@@ -101,6 +102,7 @@ def read_chart(chart: Any) -> ChartSpec:
         MappingProxyType(dict(getattr(chart, "prompts", {}))),
         MappingProxyType(dict(getattr(chart, "effects", {}))),
         _one_everywhere(chart, everywhere),
+        checks_input=bool(getattr(chart, "checks_input", False)),
         guards=_own(chart, "guards"),
         actions=_own(chart, "actions"),
     )
@@ -266,7 +268,7 @@ def build_table(
                 target = phase.name if phase.final else "Failed"
                 own = [Row(len(rows), phase.name, kind, (), target, action, implicit=True)]
                 rows.extend(own)
-            by_kind[kind] = tuple(_compiled(row, guards, actions, turns) for row in own)
+            by_kind[kind] = tuple(_compiled(row, guards, actions, turns, declared) for row in own)
         dispatch[phase.name] = by_kind
     used_guards = {ref.name for row in rows for ref in row.guards}
     used_actions = {row.action for row in rows}
@@ -285,11 +287,18 @@ def build_table(
 
 
 def _compiled(
-    row: Row, guards: Mapping[str, Guard], actions: Mapping[str, Action], turns: frozenset[str]
+    row: Row,
+    guards: Mapping[str, Guard],
+    actions: Mapping[str, Action],
+    turns: frozenset[str],
+    declared: tuple[Row, ...],
 ) -> CompiledRow:
-    checks = tuple((guards[ref.name], ref.expected) for ref in row.guards)
+    checks = compiled_checks(row, lambda ref: (guards[ref.name], ref.expected))
+    if is_twin(row):  # its start row's action, held: the start row is the next one
+        start = _compiled(declared[row.index + 1], guards, actions, turns, declared)
+        return CompiledRow(checks, hold_input(start.action, start.target), row.target, row)
     action = _action(row.action, actions)
-    if row.target in turns and not row.implicit:
+    if row.target in turns and not row.implicit and not resumes(row):  # its turn is held
         action = numbered(action)
     return CompiledRow(checks, action, row.target, row)
 

@@ -88,6 +88,7 @@ class ChartDraft:
         self._phases = list(spec.phases)
         self._base = tuple(_DraftRow(r.source, r.input_kind, _spec(r)) for r in spec.table_rows)
         self._everywhere = spec.everywhere
+        self._checks_input = spec.checks_input
         self._rows = [_DraftRow(r.source, r.input_kind, _spec(r)) for r in spec.rows]
         self.prompts: dict[str, str] = dict(spec.prompts)
         self.awaits: dict[str, tuple[str, ...]] = dict(spec.awaits)
@@ -246,6 +247,7 @@ class ChartDraft:
             MappingProxyType(dict(self.prompts)),
             MappingProxyType(dict(self.effects)),
             self._everywhere,
+            self._checks_input,
             guards=MappingProxyType(dict(self.guard_fns)),
             actions=MappingProxyType(dict(self.action_fns)),
         )

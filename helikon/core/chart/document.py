@@ -20,8 +20,10 @@ DOCUMENT_VERSION = 1
 
 
 def spec_data(spec: ChartSpec) -> dict[str, Any]:
-    """`spec` as plain data (stable key order); `spec_from_data` reads it back."""
-    return {
+    """`spec` as plain data (stable key order); `spec_from_data` reads it back.
+    `checks_input` is written only when set, so a document of a chart without it reads as
+    it was written before the field existed."""
+    data: dict[str, Any] = {
         "helikon_chart": DOCUMENT_VERSION,
         "name": spec.name,
         "initial": spec.initial,
@@ -40,6 +42,9 @@ def spec_data(spec: ChartSpec) -> dict[str, Any]:
         "regions": {phase: list(regions) for phase, regions in spec.regions.items()},
         "history": dict(spec.history),
     }
+    if spec.checks_input:
+        data["checks_input"] = True
+    return data
 
 
 def _row(guards: tuple[GuardRef, ...], target: str, action: str) -> dict[str, Any]:
@@ -77,6 +82,7 @@ def spec_from_data(data: Mapping[str, Any]) -> ChartSpec:
             parents=_frozen(data["parents"]),
             regions=_frozen({k: tuple(v) for k, v in data["regions"].items()}),
             history=_frozen(data["history"]),
+            checks_input=bool(data.get("checks_input", False)),
         )
     except (KeyError, TypeError) as exc:
         raise ChartDefinitionError(f"chart document: missing or malformed field {exc}") from None

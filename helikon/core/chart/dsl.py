@@ -19,7 +19,9 @@ class LoopChart(StateChart[Any]):
     python-statemachine's own graph checks are switched off so that `compile_chart` makes
     them, with errors that name the state and the input. A chart may set `awaits` (phase ->
     input kinds it waits for, for custom phases that wait for more than a model response)
-    and `prompts` (phase -> instructions for a model-calling custom phase).
+    and `prompts` (phase -> instructions for a model-calling custom phase), and
+    `checks_input` (check the input guardrails as rows at the run's start:
+    `ChartSpec.checks_input`).
     """
 
     validate_disconnected_states = False
@@ -27,12 +29,16 @@ class LoopChart(StateChart[Any]):
     validate_final_reachability = False
     awaits: ClassVar[dict[str, tuple[str, ...]]] = {}
     prompts: ClassVar[dict[str, str]] = {}
+    checks_input: ClassVar[bool] = False
 
 
 class AgentLoopChart(LoopChart):
-    """helikon's default agent loop: model, tools, approvals, handoffs, structured output
-    with one repair, compaction, the output guardrails' check before the run completes, and
-    cancellation from any phase."""
+    """helikon's default agent loop: the input guardrails' check at the start (its start
+    rows' twins and CheckingInput, derived: `checks_input`), model, tools, approvals,
+    handoffs, structured output with one repair, compaction, the output guardrails' check
+    before the run completes, and cancellation from any phase."""
+
+    checks_input = True
 
     calling_model = State("CallingModel", initial=True)
     executing_tools = State("ExecutingTools")

@@ -146,6 +146,11 @@ def output_guarded(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     return bool(ctx.output_guardrails)
 
 
+def input_guarded(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
+    """The agent has input guardrails: the run's start is checked before it goes on."""
+    return bool(ctx.input_guardrails)
+
+
 def passed(state: Any, inp: Any, ctx: TransitionCtx) -> bool:
     """Every guardrail passed (the verdict names no guardrail that tripped or failed)."""
     return inp.error is None
@@ -173,6 +178,7 @@ GUARDS: Mapping[str, Guard] = {
         over_context_budget,
         output_valid,
         output_guarded,
+        input_guarded,
         passed,
         succeeded,
     )

@@ -12,6 +12,10 @@ each phase takes it after its own rows: the composer gives it to new phases and 
 it once, both by reading this field. `table_rows` is the rows as the compiled table numbers
 them: each phase's own rows, then the `everywhere` ones, phase by phase.
 
+A chart that checks its input guardrails as rows says so once (`checks_input`): its spec
+gains the CheckingInput phase, a guarded twin in front of each start row and the phase's
+verdict rows (helikon.core.chart.input_check), in `table_rows`, never in `rows`.
+
 Hierarchy (`parents`, `regions`, `history`) has its fields now and is empty for every flat
 chart; compiling refuses a spec that fills them until nested charts are supported, and a flat
 chart's digest does not depend on them.
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from helikon.core.chart.input_check import CHECKING_INPUT, guarded_start, verdict_rows
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import EFFECT_RESULT, GUARDRAIL_VERDICT
 from helikon.core.table import GuardRef, Phase, Row
@@ -40,6 +45,7 @@ BUILTIN_AWAITS: Mapping[str, tuple[str, ...]] = {
     "RepairingOutput": ("model_response",),
     "Compacting": ("model_response",),
     "CheckingOutput": (GUARDRAIL_VERDICT,),
+    "CheckingInput": (GUARDRAIL_VERDICT,),
 }
 ALWAYS_AWAITED = ("cancel", "fail")
 
@@ -76,6 +82,9 @@ class ChartSpec:
         effects: effect phase -> the name of the registered effect it runs.
         everywhere: rows every non-terminal phase has after its own (see the module
             docstring).
+        checks_input: whether the input guardrails are checked as rows, at the run's
+            start (see the module docstring); the CheckingInput phase is added to
+            `phases`, after the initial phase, when it is not there.
         parents: phase -> the compound phase it is inside. Empty for a flat chart.
         regions: parallel phase -> its regions (compound phases run side by side). Empty
             for a flat chart.
@@ -93,6 +102,7 @@ class ChartSpec:
     prompts: Mapping[str, str] = field(default_factory=_empty)
     effects: Mapping[str, str] = field(default_factory=_empty)
     everywhere: tuple[EverywhereRow, ...] = ()
+    checks_input: bool = False
     parents: Mapping[str, str] = field(default_factory=_empty)
     regions: Mapping[str, tuple[str, ...]] = field(default_factory=_empty)
     history: Mapping[str, History] = field(default_factory=_empty)
@@ -101,6 +111,10 @@ class ChartSpec:
     table_rows: tuple[Row, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.checks_input and all(p.name != CHECKING_INPUT for p in self.phases):
+            at = next(i for i, p in enumerate(self.phases) if p.name == self.initial) + 1
+            phases = (*self.phases[:at], Phase(CHECKING_INPUT), *self.phases[at:])
+            object.__setattr__(self, "phases", phases)
         object.__setattr__(self, "table_rows", _numbered(self))
 
     @property
@@ -144,6 +158,10 @@ def _numbered(spec: ChartSpec) -> tuple[Row, ...]:
     rows: list[Row] = []
     for phase in spec.phases:
         own = [row for row in spec.rows if row.source == phase.name]
+        if spec.checks_input and phase.name == spec.initial:
+            own = guarded_start(own, spec.initial)
+        if spec.checks_input and phase.name == CHECKING_INPUT:
+            own = verdict_rows(spec.rows, spec.initial)
         every = [
             Row(0, phase.name, e.input_kind, e.guards, e.target, e.action)
             for e in (() if phase.final else spec.everywhere)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helikon.core.chart.builds import built
+from helikon.core.chart.input_check import is_twin
 from helikon.core.chart.spec import ChartSpec
 from helikon.core.errors import ChartDefinitionError
 from helikon.core.state import BUILTIN_PHASES, EFFECT_RESULT, GUARDRAIL_VERDICT, INPUT_KINDS
@@ -125,11 +126,12 @@ def check_names(
 def check_targets(spec: ChartSpec, actions: Mapping[str, Any]) -> Iterator[Problem]:
     """Every row goes to the phase its action builds (helikon.core.chart.builds). A row
     into a terminal phase other than Done and Failed, or whose action builds a terminal the
-    chart lacks, is left to `check_terminals`."""
+    chart lacks, is left to `check_terminals`. A start row's twin (`checks_input`) builds
+    what its start row builds, held in CheckingInput: the start row is checked."""
     custom = frozenset(phase.name for phase in spec.phases if phase.custom)
     finals = {phase.name for phase in spec.phases if phase.final}
     for row in spec.table_rows:
-        action = actions.get(row.action)
+        action = None if is_twin(row) else actions.get(row.action)
         builds = built(action, row.target, custom, spec.effects) if action else None
         terminal = builds in ("Done", "Failed") and builds not in finals
         if builds is not None and not terminal and row.target not in finals - {"Done", "Failed"}:

@@ -17,7 +17,8 @@ they consume:
 - results.py: approval decisions and tool results coming back, the turn limit, a summary
 - phases.py: custom phases (a model call with its prompt) and effect phases
 - stops.py: a handoff's end and the rows from any phase (cancel, fail, absorb, reject)
-- guardrails.py: the output guardrails' phase (the answer held, then completed or failed)
+- guardrails.py: the guardrails' phases (the answer held, then completed or failed; a start
+  held, then resumed or failed)
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from helikon.core.chart.actions.guardrails import (
     check_structured,
     complete_checked,
     fail_guardrail,
+    hold_input,
+    resume_input,
 )
 from helikon.core.chart.actions.outcome import MODEL_PHASES, model_phase
 from helikon.core.chart.actions.phases import (
@@ -110,6 +113,7 @@ ACTIONS: Mapping[str, Action] = {
         check_handoff,
         complete_checked,
         fail_guardrail,
+        resume_input,
     )
 }
 IMPLICIT_ACTIONS: Mapping[str, Action] = {"absorb": absorb, "reject_input": reject_input}
@@ -144,6 +148,7 @@ __all__ = [
     "fail_structured",
     "fail_truncated",
     "finalize",
+    "hold_input",
     "keep_effect_result",
     "keep_reply",
     "model_phase",
@@ -152,6 +157,7 @@ __all__ = [
     "reject_input",
     "repair",
     "request_approval",
+    "resume_input",
     "run_approved",
     "start_turn",
 ]

@@ -1,4 +1,4 @@
-"""The actions of the output guardrails' phase, CheckingOutput.
+"""The actions of the guardrails' phases, CheckingOutput and CheckingInput.
 
 A completing row of a run whose agent has output guardrails goes to CheckingOutput instead
 of Done (`check_output`, `check_structured`, `check_handoff`: the completing action's own
@@ -7,10 +7,19 @@ outcome, held): its events and appends stand, but `RunCompleted` waits, and the 
 completes with the answer held (`complete_checked`); a guardrail that tripped, or whose
 check raised, fails it (`fail_guardrail`). A stop during the check fails it from
 CheckingOutput, as from any phase, the answer's usage counted.
+
+A chart that checks its input as rows (`ChartSpec.checks_input`) gives each start row a
+guarded twin in front of it (`input_guarded`): the same action, its outcome held in
+CheckingInput (`hold_input`, which the compiled twin runs): its events
+and appends stand (the user's input is in the conversation the guardrails check), its action
+waits, and the action is `CheckGuardrails(None)`. Passed, the run goes on in the state held,
+with the action held (`resume_input`); otherwise it fails as the answer's check does
+(`fail_guardrail`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from helikon.core.chart.actions.outcome import Outcome, failure
@@ -19,7 +28,7 @@ from helikon.core.chart.actions.stops import complete_handoff
 from helikon.core.context import TransitionCtx
 from helikon.core.errors import GuardrailTripped
 from helikon.core.events import GuardrailTriggered, RunCompleted
-from helikon.core.state import TERMINATE, CheckGuardrails, CheckingOutput, Done
+from helikon.core.state import TERMINATE, CheckGuardrails, CheckingInput, CheckingOutput, Done
 
 
 def held(outcome: Outcome) -> Outcome:
@@ -67,3 +76,29 @@ def fail_guardrail(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Out
         else ()
     )
     return failure(error, state.usage, triggered)
+
+
+Action = Callable[[Any, Any, TransitionCtx, str], Outcome]
+
+
+def hold_input(action: Action, target: str) -> Action:
+    """`action`, a start row's to `target`, its outcome held in CheckingInput for the input
+    guardrails: the same events and appends, its state and action kept for `resume_input`.
+    (Compiled into the start row's twin, whose own target is CheckingInput.)"""
+
+    def held_for_input(state: Any, inp: Any, ctx: TransitionCtx, checking: str) -> Outcome:
+        outcome = action(state, inp, ctx, target)
+        held: Any = outcome.next_state  # not terminal: only start rows that go on are held
+        checking_input = CheckingInput(held, outcome.next_action, state, inp)
+        return Outcome(
+            checking_input, outcome.events, CheckGuardrails(None), outcome.conversation_appends
+        )
+
+    held_for_input.__doc__ = action.__doc__
+    return held_for_input
+
+
+def resume_input(state: Any, inp: Any, ctx: TransitionCtx, target: str) -> Outcome:
+    """The input guardrails passed: go on as the start row held, in its state with its
+    action."""
+    return Outcome(state.held, (), state.action, ())
