@@ -75,7 +75,8 @@ from helikon.run.observing import Ending, RunObserver
 from helikon.run.prepare import tool_specs
 from helikon.run.spec import AgentSpec, HandoffTo, model_of
 from helikon.tools import Tool, ToolContext, execute_batch
-from helikon.trace.times import CallTimes, clock
+from helikon.trace import times as _times
+from helikon.trace.times import CallTimes
 
 INTERRUPTED = (
     "error: interrupted: the run stopped while this call ran, so it may have run; it is not "
@@ -140,6 +141,7 @@ class RunEffects:
     _lifecycle: Lifecycle
     _specs: tuple[ToolSpec, ...] | None
     observer: RunObserver | None
+    _journal: Journal | None  # behind `journal` (helikon.run.listening): read on hot paths
     _observer: RunObserver | None  # behind `observer` (helikon.run.listening): read on hot paths
     _timed: CallTimes  # each call's seconds, of the batch whose results are the next input
 
@@ -297,7 +299,7 @@ class RunEffects:
     async def run_tools(self, action: ExecuteTools) -> Any:
         spent: list[Usage] = []
         seq = self.seq
-        journal = self.journal
+        journal = self._journal
         known = self._settled_before(seq, action.calls) if journal is not None else {}
         to_run = tuple(call for call in action.calls if call.call_id not in known)
 
@@ -309,8 +311,8 @@ class RunEffects:
 
         finished: list[ToolResult] = list(known.values())
         began: dict[str, float] = {}  # each call's start (monotonic)
-        timed: dict[str, float] = {}  # each finished call's seconds
-        now = clock().monotonic
+        timed: list[tuple[str, float]] = []  # each finished call's seconds, as they finish
+        now = _times._current.monotonic  # `clock().monotonic`, a call less
         limit = self.config.parallel_tool_call_limit
         # Calls all start with the batch unless a limit holds some back: then, or when the
         # journal records each start, a call's start is taken as it starts.
@@ -323,7 +325,7 @@ class RunEffects:
             began[call.call_id] = now()
 
         async def keep(call: ToolCall, result: ToolResult) -> None:
-            timed[call.call_id] = now() - began.get(call.call_id, batch_began)
+            timed.append((call.call_id, now() - began.get(call.call_id, batch_began)))
             finished.append(result)
             if journal is not None:  # the batch's last result rides with the next record
                 last = len(finished) == len(action.calls)
@@ -352,7 +354,7 @@ class RunEffects:
         except Stopped:  # calls that finished keep their results and what they spent
             return landed(self._stop, ToolResults(tuple(finished), sum(spent, ZERO_USAGE)))
         finally:  # each call that ran to its end, timed, for the step its results make
-            self._timed = in_order(to_run, timed)
+            self._timed = tuple(timed) if len(timed) < 2 else in_order(to_run, dict(timed))
         by_id = {**known, **{result.call_id: result for result in ran}}
         results = tuple(by_id[call.call_id] for call in action.calls)
         return ToolResults(results, sum(spent, ZERO_USAGE))
