@@ -34,6 +34,7 @@ from helikon.trace import (
     StepTime,
     SystemClock,
     TickingClock,
+    TraceError,
     TraceWriter,
     TransitionTrace,
     clock,
@@ -165,6 +166,25 @@ async def test_a_trace_written_before_times_reads_without_them(tmp_path: Path) -
     assert trace.header.at is None
     assert [step.time for step in trace.transitions()] == [None] * len(trace.transitions())
     assert "started" not in trace_to_html(trace, svg=False).split("<main>")[0]
+
+
+@pytest.mark.parametrize("took", [1e308, -1.0, "NaN"])
+async def test_a_trace_lines_hostile_duration_is_refused_naming_it(
+    tmp_path: Path, took: Any
+) -> None:
+    """A duration read is never trusted: one too large (a turn's total overflowed a float
+    and the HTML trace failed on it), negative or not a number is refused on reading."""
+    path = tmp_path / "run.jsonl"
+    with using_clock(TickingClock(START)):
+        await agent().run("go", trace=path).collect()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    step = next(line for line in lines if isinstance(line.get("time"), dict))
+    step["time"]["took"] = took
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    with pytest.raises(TraceError, match=r"not a valid trace line: transition\.time\.took"):
+        read_trace(hostile)
 
 
 def _untimed(line: dict[str, Any]) -> dict[str, Any]:

@@ -124,9 +124,18 @@ def parse_iso(text: str) -> float | None:
     return parsed.timestamp()
 
 
+MOST_SECONDS = 1e9
+"""The longest duration a trace line or stored record may say (about 31 years)."""
+
+
 def seconds(duration: float) -> float:
     """A duration as written: seconds, to the microsecond."""
     return round(duration, 6)
+
+
+Seconds = Annotated[float, Field(ge=0, le=MOST_SECONDS, allow_inf_nan=False)]
+"""A duration as written and read: finite, not negative, and at most `MOST_SECONDS` (a
+written value is never trusted to be one: a turn's total then cannot overflow a float)."""
 
 
 @value
@@ -134,7 +143,7 @@ class CallTime:
     """How long one tool call ran: `took` seconds (the monotonic clock), call `call_id`."""
 
     call_id: str
-    took: float
+    took: Seconds
 
 
 CallTimes = tuple[tuple[str, float], ...]
@@ -163,7 +172,7 @@ class StepTime:
     of the JSON when empty, so a step without calls is written as before it existed."""
 
     at: str
-    took: float | None = None
+    took: Seconds | None = None
     resumed: bool = False
     calls: Annotated[tuple[CallTime, ...], Field(exclude_if=_no_calls)] = ()
 
