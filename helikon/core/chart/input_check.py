@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from helikon.core.state import TERMINAL_PHASES
 from helikon.core.table import GuardFn, GuardRef, Row
 
 CHECKING_INPUT = "CheckingInput"
 INPUT_GUARDED = GuardRef("input_guarded")
 PASSED = GuardRef("passed")
-TERMINAL = frozenset({"Done", "Failed"})
 
 __all__ = [
     "CHECKING_INPUT",
@@ -48,7 +48,7 @@ def _checked(rows: Iterable[Row], initial: str) -> list[Row]:
     return [
         row
         for row in rows
-        if row.source == initial and row.input_kind == "start" and row.target not in TERMINAL
+        if row.source == initial and row.input_kind == "start" and row.target not in TERMINAL_PHASES
     ]
 
 
