@@ -40,7 +40,7 @@ __all__ = ["checked", "replayed", "rewrites", "to_check"]
 
 def rewrites(table: Any) -> bool:
     """Whether runs on `table` check their answer by the rewrite: it has no CheckingOutput
-    phase. (Read once per run, not per step.)"""
+    phase (one lookup in the table's dispatch)."""
     return "CheckingOutput" not in table.dispatch
 
 
